@@ -1,0 +1,64 @@
+package backend
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Cursor is the position of a record in a list, encoded for clients as
+// base64 of JSON {"createdAt": ISO-8601 with milliseconds, "id"}, as in
+// OpenWorkflow, so cursors are exchangeable between SDKs.
+type Cursor struct {
+	CreatedAt time.Time
+	ID        string
+}
+
+type cursorJSON struct {
+	CreatedAt string `json:"createdAt"`
+	ID        string `json:"id"`
+}
+
+// TimeLayout is the fixed-width UTC millisecond ISO-8601 layout used for
+// timestamps in cursors, step contexts and SQLite columns
+// ("2006-01-02T15:04:05.000Z", JavaScript's toISOString).
+const TimeLayout = "2006-01-02T15:04:05.000Z"
+
+// FormatTime formats t in [TimeLayout] (UTC, truncated to milliseconds).
+func FormatTime(t time.Time) string { return t.UTC().Format(TimeLayout) }
+
+// ParseTime parses an ISO-8601 / RFC 3339 timestamp as written by either SDK.
+func ParseTime(s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return t.UTC(), nil
+}
+
+// Encode returns the opaque cursor string.
+func (c Cursor) Encode() string {
+	b, _ := json.Marshal(cursorJSON{CreatedAt: FormatTime(c.CreatedAt), ID: c.ID})
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+// DecodeCursor parses a cursor made by [Cursor.Encode]; it returns an error
+// wrapping [ErrInvalidArgument] when s is not one.
+func DecodeCursor(s string) (Cursor, error) {
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		if b, err = base64.RawURLEncoding.DecodeString(s); err != nil {
+			return Cursor{}, fmt.Errorf("%w: cursor %q is not base64", ErrInvalidArgument, s)
+		}
+	}
+	var cj cursorJSON
+	if err := json.Unmarshal(b, &cj); err != nil || cj.ID == "" {
+		return Cursor{}, fmt.Errorf("%w: cursor %q is not a list cursor", ErrInvalidArgument, s)
+	}
+	t, err := ParseTime(cj.CreatedAt)
+	if err != nil {
+		return Cursor{}, fmt.Errorf("%w: cursor %q has a bad createdAt: %v", ErrInvalidArgument, s, err)
+	}
+	return Cursor{CreatedAt: t, ID: cj.ID}, nil
+}

@@ -1,0 +1,28 @@
+package backend
+
+import "errors"
+
+// Sentinel errors returned (wrapped, with the id concerned) by every
+// backend. Test with errors.Is.
+var (
+	// ErrRunNotFound: no workflow run has that id in this namespace.
+	ErrRunNotFound = errors.New("workflow run not found")
+	// ErrStepNotFound: no step attempt has that id in this namespace.
+	ErrStepNotFound = errors.New("step attempt not found")
+	// ErrNotOwner: a fenced write was refused because the run is not
+	// running or is owned by another worker (the lease moved, or the run
+	// was canceled or parked).
+	ErrNotOwner = errors.New("workflow run is not running or not owned by this worker")
+	// ErrRunTerminal: the run is completed or failed and cannot be
+	// canceled.
+	ErrRunTerminal = errors.New("workflow run is in a terminal state")
+	// ErrStepNotRunning: the step attempt is not in the status the call
+	// requires.
+	ErrStepNotRunning = errors.New("step attempt is not running")
+	// ErrInvalidArgument: a parameter is malformed (a bad cursor, both
+	// After and Before set, an empty name, ...).
+	ErrInvalidArgument = errors.New("invalid argument")
+	// ErrNotSupported: the backend does not implement an optional
+	// capability (e.g. Subscribe).
+	ErrNotSupported = errors.New("not supported by this backend")
+)
