@@ -1,0 +1,171 @@
+package openworkflow
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/openworkflow-go/openworkflow/backend"
+)
+
+// DefaultWaitTimeout is how long a child-workflow wait or a signal wait
+// lasts when no timeout is given: one year, as in OpenWorkflow.
+const DefaultWaitTimeout = 365 * 24 * time.Hour
+
+// WaitOptions configure a child-workflow or signal wait.
+type WaitOptions struct {
+	// Name is the step name; empty means the workflow's name (child) or the
+	// signal's name (signal wait).
+	Name string
+	// Timeout bounds the wait; 0 means [DefaultWaitTimeout]. On timeout a
+	// child wait fails (the child keeps running) and a signal wait returns
+	// received=false.
+	Timeout time.Duration
+}
+
+func firstWaitOptions(opts []WaitOptions) WaitOptions {
+	if len(opts) == 0 {
+		return WaitOptions{}
+	}
+	return opts[0]
+}
+
+// RunWorkflow starts wf as a child run of this workflow and waits for its
+// output. The child is started once (its creation is deduplicated by the
+// idempotency key "__workflow:<namespace>:<step attempt id>" if the parent
+// crashes in between) and linked to the parent; while it runs, the parent
+// parks ([ErrSuspended]) and is woken when the child finishes.
+//
+// A failed or canceled child fails this step without retry, returning a
+// *[StepError] whose Err is the child's stored *[Error]. When the timeout
+// passes first the step fails with "Timed out waiting for child workflow to
+// complete" and the child keeps running. wf may be made with [Declare] when
+// the child is implemented elsewhere.
+func RunWorkflow[I, O any](ctx Context, wf *Workflow[I, O], input I, opts ...WaitOptions) (O, error) {
+	var zero O
+	x, err := execOf(ctx)
+	if err != nil {
+		return zero, err
+	}
+	o := firstWaitOptions(opts)
+	name := o.Name
+	if name == "" {
+		name = wf.spec.Name
+	}
+	key := x.hist.Resolve(name)
+	return runChild[O](x, key, wf.spec, input, o.Timeout)
+}
+
+// GoWorkflow is [RunWorkflow] started concurrently: the durable key is
+// assigned at the call site and the child is started at once; Get waits
+// (returning [ErrSuspended] while the child still runs).
+func GoWorkflow[I, O any](ctx Context, wf *Workflow[I, O], input I, opts ...WaitOptions) *Future[O] {
+	f := &Future[O]{done: make(chan struct{})}
+	x, err := execOf(ctx)
+	if err != nil {
+		f.err = err
+		close(f.done)
+		return f
+	}
+	o := firstWaitOptions(opts)
+	name := o.Name
+	if name == "" {
+		name = wf.spec.Name
+	}
+	key := x.hist.Resolve(name)
+	goBranch(x, f, func() (O, error) { return runChild[O](x, key, wf.spec, input, o.Timeout) })
+	return f
+}
+
+func runChild[O any](x *execution, key string, spec Spec, input any, timeout time.Duration) (O, error) {
+	var zero O
+	if a, ok := x.hist.Completed(key); ok {
+		return decodeOutput[O](key, a.Output)
+	}
+	if a, ok := x.hist.LastFailed(key); ok && a.ChildWorkflowRunID != nil {
+		if _, running := x.hist.Running(key); !running {
+			return zero, &StepError{StepName: key, Err: decodeError(a.Error)}
+		}
+	}
+	a, ok := x.hist.Running(key)
+	if !ok {
+		if timeout <= 0 {
+			timeout = DefaultWaitTimeout
+		}
+		timeoutAt := backend.FormatTime(x.now().Add(timeout))
+		var err error
+		if a, err = x.createAttempt(key, backend.StepWorkflow, waitContext{Kind: "workflow", TimeoutAt: &timeoutAt}); err != nil {
+			return zero, err
+		}
+	}
+	if a.ChildWorkflowRunID == nil {
+		// A new attempt, or one whose worker crashed between creating it and
+		// linking the child: the idempotency key finds that child again.
+		in, err := json.Marshal(input)
+		if err != nil {
+			return zero, NonRetryable(fmt.Errorf("encode input of child workflow %s: %w", spec, err))
+		}
+		ns := x.b.NamespaceID()
+		idem := fmt.Sprintf("__workflow:%s:%s", ns, a.ID)
+		child, err := x.b.CreateWorkflowRun(x.ctx, backend.CreateWorkflowRunParams{
+			WorkflowName: spec.Name, Version: versionPtr(spec.Version), IdempotencyKey: &idem,
+			Input: in, ParentStepAttemptNamespaceID: &ns, ParentStepAttemptID: &a.ID,
+		})
+		if err != nil {
+			return zero, x.writeErr(fmt.Sprintf("start child workflow %s", spec), err)
+		}
+		linked, err := x.b.SetStepAttemptChildWorkflowRun(x.ctx, backend.SetStepAttemptChildWorkflowRunParams{
+			WorkflowRunID: x.run.ID, StepAttemptID: a.ID, WorkerID: x.workerID,
+			ChildWorkflowRunNamespaceID: ns, ChildWorkflowRunID: child.ID,
+		})
+		if err != nil {
+			return zero, x.writeErr(fmt.Sprintf("link child run %s", child.ID), err)
+		}
+		x.hist.Record(linked)
+		a = linked
+	}
+	return resolveChild[O](x, a)
+}
+
+// resolveChild settles a running workflow-kind attempt from its child's
+// state, or parks until the child finishes or the wait times out.
+func resolveChild[O any](x *execution, a *backend.StepAttempt) (O, error) {
+	var zero O
+	timeoutAt, hasTimeout := waitTime(a)
+	child, err := x.b.GetWorkflowRun(x.ctx, *a.ChildWorkflowRunID)
+	if err != nil {
+		return zero, x.writeErr(fmt.Sprintf("read child run %s", *a.ChildWorkflowRunID), err)
+	}
+	now := x.now()
+	finishedInTime := child.Status.Terminal() && (!hasTimeout || child.FinishedAt == nil || child.FinishedAt.Before(timeoutAt))
+	if hasTimeout && !now.Before(timeoutAt) && !finishedInTime {
+		cause := &Error{Name: "Error", Message: "Timed out waiting for child workflow to complete"}
+		if err := x.failAttempt(a, cause); err != nil {
+			return zero, err
+		}
+		return zero, &StepError{StepName: a.StepName, Err: cause}
+	}
+	switch child.Status.Normalize() {
+	case backend.RunCompleted:
+		if err := x.completeAttempt(a, child.Output); err != nil {
+			return zero, err
+		}
+		return decodeOutput[O](a.StepName, child.Output)
+	case backend.RunFailed:
+		cause := decodeError(child.Error)
+		if err := x.failAttempt(a, cause); err != nil {
+			return zero, err
+		}
+		return zero, &StepError{StepName: a.StepName, Err: cause}
+	case backend.RunCanceled:
+		cause := &Error{Name: "Error", Message: fmt.Sprintf("Workflow step %q failed because child workflow run %q was canceled", a.StepName, child.ID)}
+		if err := x.failAttempt(a, cause); err != nil {
+			return zero, err
+		}
+		return zero, &StepError{StepName: a.StepName, Err: cause}
+	}
+	if !hasTimeout {
+		timeoutAt = now.Add(DefaultWaitTimeout)
+	}
+	return zero, x.suspend(timeoutAt)
+}

@@ -1,0 +1,230 @@
+package openworkflow
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/openworkflow-go/openworkflow/backend"
+)
+
+// Client starts, inspects, cancels and signals runs. It holds no state but
+// its backend; it is safe for concurrent use.
+type Client struct {
+	b backend.Backend
+}
+
+// NewClient returns a client on b.
+func NewClient(b backend.Backend) *Client { return &Client{b: b} }
+
+// Backend returns the client's backend.
+func (c *Client) Backend() backend.Backend { return c.b }
+
+// StartOption configures a run at start.
+type StartOption func(*backend.CreateWorkflowRunParams)
+
+// WithIdempotencyKey makes the start idempotent: within 24 hours, a start
+// of the same workflow name with the same key returns the first run
+// (whatever its status or version) instead of creating one, as in
+// OpenWorkflow.
+func WithIdempotencyKey(key string) StartOption {
+	return func(p *backend.CreateWorkflowRunParams) { p.IdempotencyKey = &key }
+}
+
+// WithStartAt delays the run until t (a past t starts at once).
+func WithStartAt(t time.Time) StartOption {
+	return func(p *backend.CreateWorkflowRunParams) { t := t.UTC(); p.AvailableAt = &t }
+}
+
+// WithDeadline fails the run if it has not finished by t; nothing is retried
+// past it.
+func WithDeadline(t time.Time) StartOption {
+	return func(p *backend.CreateWorkflowRunParams) { t := t.UTC(); p.DeadlineAt = &t }
+}
+
+// Start starts a run of wf with input and returns its handle. It returns an
+// error if input cannot be JSON-encoded or the backend refuses the run.
+func (wf *Workflow[I, O]) Start(ctx context.Context, c *Client, input I, opts ...StartOption) (*Handle[O], error) {
+	h, err := c.StartByName(ctx, wf.spec.Name, wf.spec.Version, input, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &Handle[O]{RunHandle: h}, nil
+}
+
+// StartByName starts a run of the workflow name and version ("" for
+// unversioned) with input JSON-encoded; for workflows not defined in this
+// process.
+func (c *Client) StartByName(ctx context.Context, name, version string, input any, opts ...StartOption) (*RunHandle, error) {
+	if name == "" {
+		return nil, fmt.Errorf("start workflow: %w: empty workflow name", backend.ErrInvalidArgument)
+	}
+	in, err := json.Marshal(input)
+	if err != nil {
+		return nil, fmt.Errorf("start workflow %q: encode input: %w", name, err)
+	}
+	p := backend.CreateWorkflowRunParams{WorkflowName: name, Version: versionPtr(version), Input: in}
+	for _, o := range opts {
+		o(&p)
+	}
+	run, err := c.b.CreateWorkflowRun(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("start workflow %q: %w", name, err)
+	}
+	return &RunHandle{ID: run.ID, WorkflowName: name, c: c}, nil
+}
+
+// Handle returns the handle of an existing run, by id.
+func (c *Client) Handle(runID string) *RunHandle { return &RunHandle{ID: runID, c: c} }
+
+// GetRun returns a run, or an error wrapping backend.ErrRunNotFound.
+func (c *Client) GetRun(ctx context.Context, runID string) (*backend.WorkflowRun, error) {
+	return c.b.GetWorkflowRun(ctx, runID)
+}
+
+// ListRuns lists runs newest first, filtered and paginated by p.
+func (c *Client) ListRuns(ctx context.Context, p backend.ListWorkflowRunsParams) (*backend.Page[backend.WorkflowRun], error) {
+	return c.b.ListWorkflowRuns(ctx, p)
+}
+
+// ListSteps lists a run's step attempts oldest first.
+func (c *Client) ListSteps(ctx context.Context, p backend.ListStepAttemptsParams) (*backend.Page[backend.StepAttempt], error) {
+	return c.b.ListStepAttempts(ctx, p)
+}
+
+// CountRuns counts runs per status.
+func (c *Client) CountRuns(ctx context.Context) (backend.RunCounts, error) {
+	return c.b.CountWorkflowRuns(ctx)
+}
+
+// CancelRun cancels a pending or running run; the worker executing it
+// notices within one heartbeat (at once when the backend notifies), its
+// step's context is canceled and nothing more is committed. Canceling a
+// canceled run is a no-op; a completed or failed run gives an error
+// wrapping backend.ErrRunTerminal, a missing one backend.ErrRunNotFound.
+// Children of the run keep running.
+func (c *Client) CancelRun(ctx context.Context, runID string) (*backend.WorkflowRun, error) {
+	return c.b.CancelWorkflowRun(ctx, runID)
+}
+
+// SendSignal delivers signal with data (JSON-encoded) to every run waiting
+// for it now and returns their ids; no waiter means nobody receives it
+// (signals are not buffered). A non-empty idempotencyKey makes a repeated
+// send a no-op that returns the first send's ids.
+func (c *Client) SendSignal(ctx context.Context, signal string, data any, idempotencyKey string) ([]string, error) {
+	if signal == "" {
+		return nil, fmt.Errorf("send signal: %w: empty signal name", backend.ErrInvalidArgument)
+	}
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return nil, fmt.Errorf("send signal %q: encode data: %w", signal, err)
+	}
+	p := backend.SendSignalParams{Signal: signal, Data: raw}
+	if idempotencyKey != "" {
+		p.IdempotencyKey = &idempotencyKey
+	}
+	return c.b.SendSignal(ctx, p)
+}
+
+// RunHandle refers to one run.
+type RunHandle struct {
+	// ID is the run id.
+	ID string
+	// WorkflowName is the run's workflow, when known.
+	WorkflowName string
+	c            *Client
+}
+
+// resultFallbackPoll is how often Result re-reads the run when the backend
+// notifies completions (events are hints, so a missed one must not hang
+// Result); without notifications it polls with backoff from 10 ms to this.
+const resultFallbackPoll = 2 * time.Second
+
+// Result waits until the run finishes and returns its JSON output. It
+// returns a *[RunFailedError] if the run failed, an error wrapping
+// [ErrRunCanceled] if it was canceled, and ctx's error if ctx ends first
+// (bound the wait with a context deadline). It wakes on the backend's
+// completion event when the backend has them, instead of polling.
+func (h *RunHandle) Result(ctx context.Context) (json.RawMessage, error) {
+	subCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	events, err := h.c.b.Subscribe(subCtx)
+	if err != nil {
+		events = nil
+	}
+	poll := 10 * time.Millisecond
+	for {
+		run, err := h.c.b.GetWorkflowRun(ctx, h.ID)
+		if err != nil {
+			return nil, err
+		}
+		if h.WorkflowName == "" {
+			h.WorkflowName = run.WorkflowName
+		}
+		switch run.Status.Normalize() {
+		case backend.RunCompleted:
+			return run.Output, nil
+		case backend.RunFailed:
+			return nil, &RunFailedError{RunID: run.ID, WorkflowName: run.WorkflowName, Err: decodeError(run.Error)}
+		case backend.RunCanceled:
+			return nil, fmt.Errorf("workflow %s (run %s): %w", run.WorkflowName, run.ID, ErrRunCanceled)
+		}
+		wait := resultFallbackPoll
+		if events == nil {
+			wait, poll = poll, min(poll*2, resultFallbackPoll)
+		}
+		if err := waitForFinish(ctx, events, h.ID, wait); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// waitForFinish returns when an event says run finished, after d, or with
+// ctx's error.
+func waitForFinish(ctx context.Context, events <-chan backend.Event, runID string, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			return nil
+		case ev, ok := <-events:
+			if !ok {
+				events = nil // subscription ended: wait for the timer
+				continue
+			}
+			if ev.Kind == backend.EventRunFinished && ev.WorkflowRunID == runID {
+				return nil
+			}
+		}
+	}
+}
+
+// Cancel cancels the run; see [Client.CancelRun].
+func (h *RunHandle) Cancel(ctx context.Context) error {
+	_, err := h.c.CancelRun(ctx, h.ID)
+	return err
+}
+
+// Handle is a typed [RunHandle] whose Result decodes the output into O.
+type Handle[O any] struct {
+	*RunHandle
+}
+
+// Result waits for the run's output, as [RunHandle.Result], decoded into O.
+func (h *Handle[O]) Result(ctx context.Context) (O, error) {
+	var out O
+	raw, err := h.RunHandle.Result(ctx)
+	if err != nil {
+		return out, err
+	}
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &out); err != nil {
+			return out, fmt.Errorf("decode output of run %s into %T: %w", h.ID, out, err)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,246 @@
+package openworkflow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/openworkflow-go/openworkflow/backend"
+	"github.com/openworkflow-go/openworkflow/internal/replay"
+)
+
+// execute runs one execution pass of a claimed run and makes its
+// transition: complete, park, reschedule after a step failure, or fail.
+func (w *Worker) execute(run *backend.WorkflowRun) {
+	workerID := *run.WorkerID
+	def, ok := w.reg.lookup(run.WorkflowName, run.Version)
+	if !ok {
+		w.rescheduleUnregistered(run, workerID)
+		return
+	}
+	ctx, cancel := context.WithCancelCause(w.hardCtx)
+	defer cancel(nil)
+	x := &execution{
+		b: w.b, now: w.opts.Now, log: w.log, run: run, workerID: workerID,
+		ctx: ctx, cancel: cancel, info: runInfo(run),
+	}
+	w.mu.Lock()
+	w.executing[run.ID] = x
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		delete(w.executing, run.ID)
+		w.mu.Unlock()
+	}()
+	stopHeartbeat := w.heartbeat(x)
+	defer stopHeartbeat()
+
+	if err := w.loadHistory(x); err != nil {
+		w.finish(x, nil, err)
+		return
+	}
+	park, wakeAt, err := x.prePass()
+	if err != nil {
+		w.finish(x, nil, err)
+		return
+	}
+	if park {
+		x.suspended, x.wakeAt = true, wakeAt
+		w.finish(x, nil, ErrSuspended)
+		return
+	}
+	out, err := callProtected(func() (json.RawMessage, error) {
+		return def.execute(&workflowContext{Context: ctx, x: x}, run.Input)
+	})
+	x.mu.Lock()
+	x.closed = true
+	x.mu.Unlock()
+	x.branches.Wait()
+	w.finish(x, out, err)
+}
+
+func runInfo(run *backend.WorkflowRun) RunInfo {
+	info := RunInfo{ID: run.ID, WorkflowName: run.WorkflowName, CreatedAt: run.CreatedAt, Attempt: run.Attempts}
+	if run.Version != nil {
+		info.Version = *run.Version
+	}
+	if run.StartedAt != nil {
+		info.StartedAt = *run.StartedAt
+	}
+	return info
+}
+
+// loadHistory reads the run's step attempts. A run on its first claim has
+// none, so it is not read.
+func (w *Worker) loadHistory(x *execution) error {
+	var attempts []backend.StepAttempt
+	if x.run.Attempts > 1 {
+		var after string
+		for {
+			page, err := w.b.ListStepAttempts(x.ctx, backend.ListStepAttemptsParams{WorkflowRunID: x.run.ID, Limit: 1000, After: after})
+			if err != nil {
+				x.hist = replay.New(nil)
+				return x.writeErr("load step history", err)
+			}
+			attempts = append(attempts, page.Data...)
+			if len(attempts) > StepLimit {
+				x.hist = replay.New(nil)
+				return &StepLimitExceededError{Limit: StepLimit, StepCount: len(attempts)}
+			}
+			if page.Next == nil {
+				break
+			}
+			after = *page.Next
+		}
+	}
+	x.hist = replay.New(attempts)
+	return nil
+}
+
+// heartbeat renews the lease every HeartbeatInterval until the returned
+// stop function is called; a refused renewal (canceled, lease moved)
+// cancels the pass.
+func (w *Worker) heartbeat(x *execution) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(w.opts.HeartbeatInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-x.ctx.Done():
+				return
+			case <-t.C:
+			}
+			err := w.b.ExtendWorkflowRunLease(x.ctx, backend.ExtendWorkflowRunLeaseParams{
+				WorkflowRunID: x.run.ID, WorkerID: x.workerID, LeaseDuration: w.opts.LeaseDuration,
+			})
+			switch {
+			case errors.Is(err, backend.ErrNotOwner):
+				w.log.Info("openworkflow: run canceled or lease lost; stopping its pass", "run", x.run.ID)
+				x.cancel(errCauseLeaseLost)
+				return
+			case err != nil && x.ctx.Err() == nil:
+				w.log.Warn("openworkflow: heartbeat failed", "run", x.run.ID, "error", err)
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+// finish makes the run's transition after a pass.
+func (w *Worker) finish(x *execution, out json.RawMessage, err error) {
+	run := x.run
+	if x.isLost() {
+		if cause := context.Cause(x.ctx); cause != nil {
+			w.log.Debug("openworkflow: pass ended without committing", "run", run.ID, "cause", cause)
+		}
+		return
+	}
+	ctx := context.WithoutCancel(x.ctx)
+	x.mu.Lock()
+	suspended, wakeAt := x.suspended, x.wakeAt
+	x.mu.Unlock()
+	var (
+		le *StepLimitExceededError
+		se *StepError
+		nr *NonRetryableError
+	)
+	switch {
+	case suspended && (err == nil || errors.Is(err, ErrSuspended)):
+		w.transition(x, "park", func() error {
+			return w.b.SleepWorkflowRun(ctx, backend.SleepWorkflowRunParams{WorkflowRunID: run.ID, WorkerID: x.workerID, AvailableAt: wakeAt})
+		})
+		w.noteWake(wakeAt)
+	case err == nil:
+		w.transition(x, "complete", func() error {
+			_, err := w.b.CompleteWorkflowRun(ctx, backend.CompleteWorkflowRunParams{WorkflowRunID: run.ID, WorkerID: x.workerID, Output: out})
+			return err
+		})
+	case errors.As(err, &le), errors.As(err, &nr):
+		w.failRun(ctx, x, err, backend.NoRetryPolicy)
+	case errors.As(err, &se):
+		if se.policy == nil {
+			w.failRun(ctx, x, err, backend.NoRetryPolicy)
+			return
+		}
+		errJSON := encodeError(err)
+		d := backend.ComputeFailedRunUpdate(*se.policy, x.hist.FailedCount(se.StepName), run.DeadlineAt, errJSON, x.now())
+		if d.Terminal {
+			w.failRun(ctx, x, err, backend.NoRetryPolicy)
+			return
+		}
+		w.transition(x, "reschedule", func() error {
+			_, err := w.b.RescheduleWorkflowRunAfterFailedStepAttempt(ctx, backend.RescheduleWorkflowRunParams{
+				WorkflowRunID: run.ID, WorkerID: x.workerID, Error: errJSON, AvailableAt: d.RetryAt,
+			})
+			return err
+		})
+		w.noteWake(d.RetryAt)
+	default:
+		policy := DefaultWorkflowRetryPolicy
+		if def, ok := w.reg.lookup(run.WorkflowName, run.Version); ok && def.Spec().RetryPolicy != nil {
+			policy = def.Spec().RetryPolicy.WithDefaults(DefaultWorkflowRetryPolicy)
+		}
+		w.failRun(ctx, x, err, policy)
+	}
+}
+
+func (w *Worker) failRun(ctx context.Context, x *execution, err error, policy backend.RetryPolicy) {
+	attempts := x.run.Attempts
+	w.transition(x, "fail", func() error {
+		r, ferr := w.b.FailWorkflowRun(ctx, backend.FailWorkflowRunParams{
+			WorkflowRunID: x.run.ID, WorkerID: x.workerID, Error: encodeError(err),
+			RetryPolicy: policy, Attempts: &attempts, DeadlineAt: x.run.DeadlineAt,
+		})
+		if ferr == nil && r.Status == backend.RunPending && r.AvailableAt != nil {
+			w.noteWake(*r.AvailableAt)
+		}
+		return ferr
+	})
+}
+
+// transition runs a run transition; when it fails because the run is no
+// longer ours (canceled, lease moved), that is expected and only logged at
+// debug level, as in OpenWorkflow's transition wrapper.
+func (w *Worker) transition(x *execution, what string, f func() error) {
+	err := f()
+	if err == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	cur, gerr := w.b.GetWorkflowRun(ctx, x.run.ID)
+	if gerr == nil && (cur.Status.Normalize() != backend.RunRunning || cur.WorkerID == nil || *cur.WorkerID != x.workerID) {
+		w.log.Debug("openworkflow: transition skipped, run no longer ours", "run", x.run.ID, "transition", what, "status", cur.Status)
+		return
+	}
+	w.log.Error("openworkflow: critical error during workflow execution", "run", x.run.ID, "transition", what, "error", err)
+}
+
+// rescheduleUnregistered hands a run whose workflow (name and version) is
+// not registered here back for another worker, with 5 s ×2 up to 5 min
+// backoff, forever, as in OpenWorkflow.
+func (w *Worker) rescheduleUnregistered(run *backend.WorkflowRun, workerID string) {
+	msg := fmt.Sprintf("Workflow %q is not registered", run.WorkflowName)
+	if run.Version != nil {
+		msg = fmt.Sprintf("Workflow %q (version: %s) is not registered", run.WorkflowName, *run.Version)
+	}
+	errJSON, _ := json.Marshal(map[string]string{"message": msg})
+	attempts := run.Attempts
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := w.b.FailWorkflowRun(ctx, backend.FailWorkflowRunParams{
+		WorkflowRunID: run.ID, WorkerID: workerID, Error: errJSON,
+		RetryPolicy: backend.MissingDefinitionRetryPolicy, Attempts: &attempts, DeadlineAt: run.DeadlineAt,
+	})
+	if err != nil && !errors.Is(err, backend.ErrNotOwner) {
+		w.log.Error("openworkflow: could not reschedule run of unregistered workflow", "run", run.ID, "error", err)
+	}
+	w.log.Warn("openworkflow: "+msg+" on this worker; rescheduled", "run", run.ID)
+}

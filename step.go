@@ -1,0 +1,197 @@
+package openworkflow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/openworkflow-go/openworkflow/backend"
+)
+
+// StepOption configures one step call.
+type StepOption func(*stepOptions)
+
+type stepOptions struct {
+	retry *RetryPolicy
+}
+
+// WithRetryPolicy sets the retry policy of a [Run] or [Go] step. Its budget
+// counts the failed attempts of the step's durable key; durable sleeps and
+// lease churn never consume it. Zero or invalid intervals and coefficient
+// take [DefaultStepRetryPolicy]'s values; MaximumAttempts 0 means
+// unlimited.
+func WithRetryPolicy(p RetryPolicy) StepOption {
+	return func(o *stepOptions) { o.retry = &p }
+}
+
+func stepPolicy(opts []StepOption) *RetryPolicy {
+	var o stepOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	p := DefaultStepRetryPolicy
+	if o.retry != nil {
+		p = o.retry.WithDefaults(DefaultStepRetryPolicy)
+	}
+	return &p
+}
+
+func execOf(ctx Context) (*execution, error) {
+	if ctx == nil {
+		return nil, ErrNotInWorkflow
+	}
+	x := ctx.exec()
+	if x == nil {
+		return nil, ErrNotInWorkflow
+	}
+	return x, nil
+}
+
+// Run executes fn as a durable step named name and returns its result.
+//
+// The first pass that reaches the step runs fn and records its JSON-encoded
+// result; every later replay returns the recorded result without running
+// fn (the value returned is always the JSON round-trip of fn's result, on
+// the first pass as on replays). Steps are at-least-once: a crash after fn
+// returns but before its result is recorded runs fn again.
+//
+// fn receives a context canceled when the run is canceled, the lease is
+// lost or the worker shuts down. If fn returns an error (or panics), the
+// attempt is recorded failed and Run returns a *[StepError]; returning it
+// from the workflow retries the run after the step's backoff
+// ([DefaultStepRetryPolicy] unless [WithRetryPolicy]), and fails the run
+// once the budget is spent. Wrap an error with [NonRetryable] to fail at
+// once.
+//
+// Repeated names get distinct durable keys in call order: name, name:1,
+// name:2, … (shared with every other step kind).
+func Run[T any](ctx Context, name string, fn func(ctx context.Context) (T, error), opts ...StepOption) (T, error) {
+	var zero T
+	x, err := execOf(ctx)
+	if err != nil {
+		return zero, err
+	}
+	key := x.hist.Resolve(name)
+	return runFunction(x, key, fn, stepPolicy(opts))
+}
+
+func runFunction[T any](x *execution, key string, fn func(context.Context) (T, error), policy *RetryPolicy) (T, error) {
+	var zero T
+	if a, ok := x.hist.Completed(key); ok {
+		return decodeOutput[T](key, a.Output)
+	}
+	a, err := x.createAttempt(key, backend.StepFunction, nil)
+	if err != nil {
+		return zero, err
+	}
+	out, ferr := callProtected(func() (T, error) { return fn(x.ctx) })
+	var raw json.RawMessage
+	if ferr == nil {
+		if raw, err = json.Marshal(out); err != nil {
+			ferr = NonRetryable(fmt.Errorf("encode result of step %q: %w", key, err))
+		}
+	}
+	if ferr == nil {
+		if err := x.completeAttempt(a, raw); err != nil {
+			return zero, err
+		}
+		return decodeOutput[T](key, raw)
+	}
+	if x.isLost() {
+		return zero, fmt.Errorf("step %q: %w (step error: %v)", key, ErrLeaseLost, ferr)
+	}
+	if err := x.failAttempt(a, ferr); err != nil {
+		return zero, err
+	}
+	var nr *NonRetryableError
+	if errors.As(ferr, &nr) {
+		policy = nil
+	}
+	return zero, &StepError{StepName: key, Err: ferr, policy: policy}
+}
+
+func decodeOutput[T any](key string, raw json.RawMessage) (T, error) {
+	var v T
+	if len(raw) == 0 {
+		return v, nil
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return v, NonRetryable(fmt.Errorf("decode recorded result of step %q into %T: %w", key, v, err))
+	}
+	return v, nil
+}
+
+// Future is the pending result of a step started with [Go] or
+// [GoWorkflow].
+type Future[T any] struct {
+	done chan struct{}
+	val  T
+	err  error
+}
+
+// Get waits for the step and returns its result, as the blocking form of
+// the step would.
+func (f *Future[T]) Get() (T, error) {
+	<-f.done
+	return f.val, f.err
+}
+
+// Go starts fn as a durable step running concurrently with the workflow and
+// the other steps, and returns its future. The durable key is assigned
+// here, at the call site, in call order, so parallel steps replay
+// deterministically; otherwise it behaves as [Run]. The pass does not end
+// before every started step has returned.
+func Go[T any](ctx Context, name string, fn func(ctx context.Context) (T, error), opts ...StepOption) *Future[T] {
+	f := &Future[T]{done: make(chan struct{})}
+	x, err := execOf(ctx)
+	if err != nil {
+		f.err = err
+		close(f.done)
+		return f
+	}
+	key := x.hist.Resolve(name)
+	policy := stepPolicy(opts)
+	goBranch(x, f, func() (T, error) { return runFunction(x, key, fn, policy) })
+	return f
+}
+
+// goBranch runs f on a goroutine owned by the pass.
+func goBranch[T any](x *execution, fut *Future[T], f func() (T, error)) {
+	x.branches.Add(1)
+	go func() {
+		defer x.branches.Done()
+		defer close(fut.done)
+		fut.val, fut.err = callProtected(f)
+	}()
+}
+
+// Sleep pauses the workflow durably for d. The first pass records the
+// wake-up time and returns [ErrSuspended]: return it, and the run parks
+// without holding a goroutine or a worker slot until then. Passes after the
+// wake-up return nil at once. A d <= 0 still records the step.
+func Sleep(ctx Context, name string, d time.Duration) error {
+	x, err := execOf(ctx)
+	if err != nil {
+		return err
+	}
+	key := x.hist.Resolve(name)
+	if _, ok := x.hist.Completed(key); ok {
+		return nil
+	}
+	now := x.now()
+	if a, ok := x.hist.Running(key); ok {
+		at, valid := waitTime(a)
+		if valid && now.Before(at) {
+			return x.suspend(at)
+		}
+		return x.completeAttempt(a, nil)
+	}
+	at := now.Add(d)
+	_, err = x.createAttempt(key, backend.StepSleep, waitContext{Kind: "sleep", ResumeAt: backend.FormatTime(at)})
+	if err != nil {
+		return err
+	}
+	return x.suspend(at)
+}

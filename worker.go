@@ -1,0 +1,364 @@
+package openworkflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/openworkflow-go/openworkflow/backend"
+	"github.com/openworkflow-go/openworkflow/internal/id"
+)
+
+// WorkerOptions configure a [Worker]. The zero value is usable: every zero
+// field takes the default stated beside it.
+type WorkerOptions struct {
+	// Concurrency is the number of runs executed at once (slots). A worker
+	// claims only when a slot is free. Default 10.
+	Concurrency int
+	// LeaseDuration is how long a claim holds a run before another worker
+	// may take it, unless renewed by a heartbeat. Default 30 s.
+	LeaseDuration time.Duration
+	// HeartbeatInterval is how often an executing run's lease is renewed;
+	// it is also the longest a cancel takes to reach a step when the
+	// backend cannot notify. Default LeaseDuration / 2 (15 s).
+	HeartbeatInterval time.Duration
+	// MaxPollInterval caps the idle poll backoff (100 ms × 2^n with jitter
+	// in [0.5, 1], as in OpenWorkflow). Default 1 s.
+	MaxPollInterval time.Duration
+	// ShutdownGracePeriod is how long [Worker.Stop] lets executing passes
+	// finish before canceling them and releasing their runs to other
+	// workers. Default 30 s.
+	ShutdownGracePeriod time.Duration
+	// Logger receives the worker's logs. Default slog.Default().
+	Logger *slog.Logger
+	// Now is the clock the worker reads (deadlines, wake-up times, retry
+	// backoff). Default time.Now. Tests inject a fake clock here and in the
+	// backend.
+	Now func() time.Time
+	// ID prefixes the worker ids written to runs ("<ID>/<slot>"). Default
+	// "<hostname>-<pid>-<random>".
+	ID string
+}
+
+func (o WorkerOptions) withDefaults() WorkerOptions {
+	if o.Concurrency <= 0 {
+		o.Concurrency = 10
+	}
+	if o.LeaseDuration <= 0 {
+		o.LeaseDuration = 30 * time.Second
+	}
+	if o.HeartbeatInterval <= 0 {
+		o.HeartbeatInterval = o.LeaseDuration / 2
+	}
+	if o.MaxPollInterval <= 0 {
+		o.MaxPollInterval = time.Second
+	}
+	if o.ShutdownGracePeriod <= 0 {
+		o.ShutdownGracePeriod = 30 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.ID == "" {
+		host, _ := os.Hostname()
+		o.ID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), id.New("wkr")[4:14])
+	}
+	return o
+}
+
+// Worker claims runs from a backend and executes them: it replays each
+// claimed run's workflow, records steps, heartbeats the lease, and parks,
+// completes, fails or reschedules the run. Workers are stateless; run as
+// many as you like against one backend.
+type Worker struct {
+	b    backend.Backend
+	opts WorkerOptions
+	reg  registry
+	log  *slog.Logger
+
+	mu        sync.Mutex
+	free      []string              // worker ids of free slots
+	executing map[string]*execution // by run id
+	nextWake  time.Time             // earliest wake-up of a run this worker parked
+	started   bool
+
+	wake       chan struct{}
+	hardCtx    context.Context // canceled when the grace period ends
+	hardCancel context.CancelCauseFunc
+	loopCancel context.CancelFunc
+	loopDone   chan struct{}
+	passes     sync.WaitGroup
+}
+
+// NewWorker returns a worker on b. Register workflows, then Start it (or
+// call Run).
+func NewWorker(b backend.Backend, opts WorkerOptions) *Worker {
+	opts = opts.withDefaults()
+	w := &Worker{b: b, opts: opts, log: opts.Logger, executing: make(map[string]*execution), wake: make(chan struct{}, 1)}
+	for i := opts.Concurrency - 1; i >= 0; i-- {
+		w.free = append(w.free, fmt.Sprintf("%s/%d", opts.ID, i))
+	}
+	w.hardCtx, w.hardCancel = context.WithCancelCause(context.Background())
+	return w
+}
+
+// Register adds workflow definitions. It returns an error wrapping
+// [ErrAlreadyRegistered] for a name and version registered twice, or for a
+// workflow made by [Declare].
+func (w *Worker) Register(defs ...Definition) error { return w.reg.register(defs...) }
+
+// Start begins claiming and executing runs in the background, until
+// [Worker.Stop]. ctx bounds only the start-up itself.
+func (w *Worker) Start(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.started {
+		return errors.New("openworkflow: worker already started")
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	w.started = true
+	loopCtx, cancel := context.WithCancel(context.Background())
+	w.loopCancel = cancel
+	w.loopDone = make(chan struct{})
+	events, err := w.b.Subscribe(loopCtx)
+	if err != nil && !errors.Is(err, backend.ErrNotSupported) {
+		w.log.Warn("openworkflow: wake-up notifications unavailable; polling only", "error", err)
+	}
+	go w.loop(loopCtx, events)
+	return nil
+}
+
+// Run starts the worker and blocks until ctx is done, then stops it
+// gracefully within ShutdownGracePeriod. It returns nil after a clean stop.
+func (w *Worker) Run(ctx context.Context) error {
+	if err := w.Start(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	stopCtx, cancel := context.WithTimeout(context.Background(), w.opts.ShutdownGracePeriod+10*time.Second)
+	defer cancel()
+	return w.Stop(stopCtx)
+}
+
+// Stop stops claiming, waits up to ShutdownGracePeriod (or ctx's end, if
+// sooner) for executing passes to finish, then cancels the rest and
+// releases their runs at once so another worker can take them, rather than
+// leaving them to wait for their lease to expire. It returns ctx's error if
+// passes were still returning when ctx ended.
+func (w *Worker) Stop(ctx context.Context) error {
+	w.mu.Lock()
+	started := w.started
+	w.mu.Unlock()
+	if started {
+		w.loopCancel()
+		<-w.loopDone
+	}
+	done := make(chan struct{})
+	go func() { w.passes.Wait(); close(done) }()
+	grace := time.NewTimer(w.opts.ShutdownGracePeriod)
+	defer grace.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-grace.C:
+	case <-ctx.Done():
+	}
+	w.release()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("openworkflow: worker stopped with passes still returning: %w", ctx.Err())
+	}
+}
+
+// release cancels every executing pass and hands its run back (parked,
+// available now), fenced so a run that meanwhile moved is left alone.
+func (w *Worker) release() {
+	w.hardCancel(errCauseShutdown)
+	w.mu.Lock()
+	xs := make([]*execution, 0, len(w.executing))
+	for _, x := range w.executing {
+		xs = append(xs, x)
+	}
+	w.mu.Unlock()
+	for _, x := range xs {
+		x.mu.Lock()
+		x.lost = true
+		x.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := w.b.SleepWorkflowRun(ctx, backend.SleepWorkflowRunParams{WorkflowRunID: x.run.ID, WorkerID: x.workerID, AvailableAt: w.opts.Now()})
+		cancel()
+		if err != nil && !errors.Is(err, backend.ErrNotOwner) {
+			w.log.Warn("openworkflow: could not release run at shutdown; it waits for its lease to expire", "run", x.run.ID, "error", err)
+		} else if err == nil {
+			w.log.Info("openworkflow: released run at shutdown", "run", x.run.ID)
+		}
+	}
+}
+
+// Tick claims runs for the free slots and executes one pass of each,
+// returning when those passes have ended, with the number of runs claimed.
+// It is meant for tests that drive a worker step by step; a started worker
+// ticks by itself.
+func (w *Worker) Tick(ctx context.Context) (int, error) {
+	var wg sync.WaitGroup
+	n, err := w.claim(ctx, &wg)
+	wg.Wait()
+	return n, err
+}
+
+// claim claims runs for the free slots and starts their passes, each
+// tracked by w.passes and, if not nil, by wg.
+func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (int, error) {
+	w.mu.Lock()
+	ids := append([]string(nil), w.free...)
+	w.mu.Unlock()
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	runs, err := w.b.ClaimWorkflowRuns(ctx, backend.ClaimWorkflowRunsParams{WorkerIDs: ids, LeaseDuration: w.opts.LeaseDuration})
+	if err != nil {
+		return 0, fmt.Errorf("claim workflow runs: %w", err)
+	}
+	for _, run := range runs {
+		w.mu.Lock()
+		for i, s := range w.free {
+			if run.WorkerID != nil && s == *run.WorkerID {
+				w.free = append(w.free[:i], w.free[i+1:]...)
+				break
+			}
+		}
+		w.mu.Unlock()
+		if wg != nil {
+			wg.Add(1)
+		}
+		w.passes.Add(1)
+		go func(run *backend.WorkflowRun) {
+			defer w.passes.Done()
+			if wg != nil {
+				defer wg.Done()
+			}
+			w.execute(run)
+			w.mu.Lock()
+			w.free = append(w.free, *run.WorkerID)
+			w.mu.Unlock()
+			w.poke()
+		}(run)
+	}
+	return len(runs), nil
+}
+
+func (w *Worker) poke() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// loop is the poll loop: claim while there is work and a free slot, else
+// wait for a wake-up event, a freed slot, a due parked run, or the idle
+// backoff (as in OpenWorkflow: 100 ms × 2^(n−1), at most MaxPollInterval,
+// times a jitter in [0.5, 1]).
+func (w *Worker) loop(ctx context.Context, events <-chan backend.Event) {
+	var listener sync.WaitGroup
+	defer close(w.loopDone)
+	defer listener.Wait()
+	if events != nil {
+		listener.Add(1)
+		go func() {
+			defer listener.Done()
+			for ev := range events { // closed when ctx ends
+				w.handleEvent(ev)
+			}
+		}()
+	}
+	idle := 0
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for ctx.Err() == nil {
+		n, err := w.claim(ctx, nil)
+		if err != nil && ctx.Err() == nil {
+			w.log.Warn("openworkflow: worker tick failed", "error", err)
+		}
+		if n > 0 {
+			idle = 0
+			continue
+		}
+		idle++
+		delay := w.idleDelay(idle)
+		w.mu.Lock()
+		if !w.nextWake.IsZero() {
+			until := w.nextWake.Sub(w.opts.Now())
+			if until <= 0 {
+				w.nextWake = time.Time{}
+				delay = 0
+			} else if until < delay {
+				delay = until
+			}
+		}
+		w.mu.Unlock()
+		if delay == 0 {
+			continue
+		}
+		timer.Reset(delay)
+		select {
+		case <-ctx.Done():
+		case <-timer.C:
+		case <-w.wake:
+			idle = 0
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}
+}
+
+func (w *Worker) handleEvent(ev backend.Event) {
+	switch ev.Kind {
+	case backend.EventRunFinished:
+		w.mu.Lock()
+		x := w.executing[ev.WorkflowRunID]
+		w.mu.Unlock()
+		if x != nil {
+			// Canceled (or finished elsewhere) while we execute it.
+			x.cancel(errCauseCanceled)
+		}
+	case backend.EventWorkAvailable:
+		w.poke()
+	}
+}
+
+func (w *Worker) idleDelay(n int) time.Duration {
+	d := 100 * time.Millisecond
+	for i := 1; i < n && d < w.opts.MaxPollInterval; i++ {
+		d *= 2
+	}
+	d = min(d, w.opts.MaxPollInterval)
+	jitter := 0.5 + rand.Float64()*0.5
+	return max(time.Duration(float64(d)*jitter), time.Millisecond)
+}
+
+// noteWake remembers the earliest wake-up of runs this worker parked, so
+// the poll loop looks again then instead of at its next idle poll.
+func (w *Worker) noteWake(at time.Time) {
+	w.mu.Lock()
+	if w.nextWake.IsZero() || at.Before(w.nextWake) {
+		w.nextWake = at
+	}
+	w.mu.Unlock()
+	w.poke()
+}

@@ -1,0 +1,192 @@
+package openworkflow
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/openworkflow-go/openworkflow/backend"
+)
+
+// RetryPolicy is an exponential backoff policy: the delay before retry n
+// is min(InitialInterval × BackoffCoefficient^(n−1), MaximumInterval).
+// A zero or invalid interval or coefficient means the default's;
+// MaximumAttempts counts every attempt, the first included, and 0 means
+// unlimited.
+type RetryPolicy = backend.RetryPolicy
+
+// Spec names a workflow: the identity its runs are stored and routed by.
+type Spec struct {
+	// Name identifies the workflow across processes and SDKs; required.
+	Name string
+	// Version distinguishes incompatible implementations of one name; runs
+	// are executed only by a worker that registered the same name and
+	// version. Empty means unversioned (stored as NULL), which matches only
+	// unversioned registrations.
+	Version string
+	// RetryPolicy applies to errors the workflow function returns that are
+	// not step failures. Nil means [DefaultWorkflowRetryPolicy]: no retry.
+	RetryPolicy *RetryPolicy
+}
+
+// DefaultWorkflowRetryPolicy is the workflow-level policy when a Spec sets
+// none: 1 attempt, so a workflow error fails the run (as in OpenWorkflow).
+var DefaultWorkflowRetryPolicy = backend.DefaultWorkflowRetryPolicy
+
+// DefaultStepRetryPolicy is the policy of a step that sets none: 1 s,
+// ×2, at most 100 s, 10 attempts per step name (as in OpenWorkflow).
+var DefaultStepRetryPolicy = backend.DefaultStepRetryPolicy
+
+func (s Spec) key() string { return registryKey(s.Name, versionPtr(s.Version)) }
+
+func versionPtr(v string) *string {
+	if v == "" {
+		return nil
+	}
+	return &v
+}
+
+func registryKey(name string, version *string) string {
+	if version == nil {
+		return name
+	}
+	return name + "@" + *version
+}
+
+func (s Spec) String() string {
+	if s.Version == "" {
+		return fmt.Sprintf("%q", s.Name)
+	}
+	return fmt.Sprintf("%q (version: %s)", s.Name, s.Version)
+}
+
+// Func is the body of a workflow: an ordinary Go function made durable by
+// calling step functions ([Run], [Go], [Sleep], [RunWorkflow],
+// [SendSignal], [WaitForSignal]) with ctx. It is replayed from the top on
+// every pass, so code outside steps must be deterministic.
+type Func[I, O any] func(ctx Context, input I) (O, error)
+
+// Workflow is a typed workflow definition, made by [Define]. I and O are
+// JSON-encoded into the run's input and output.
+type Workflow[I, O any] struct {
+	spec Spec
+	fn   Func[I, O]
+}
+
+// Define makes a workflow from its spec and body. Register it on a
+// [Worker] to execute its runs, and start runs with [Workflow.Start].
+// Define panics if spec.Name is empty (a programming error).
+func Define[I, O any](spec Spec, fn Func[I, O]) *Workflow[I, O] {
+	if spec.Name == "" {
+		panic("openworkflow.Define: Spec.Name is required")
+	}
+	return &Workflow[I, O]{spec: spec, fn: fn}
+}
+
+// Declare makes a workflow reference without a body, for starting or
+// awaiting runs (as child or from a client) of a workflow implemented in
+// another process, possibly in another language. Registering it fails.
+func Declare[I, O any](spec Spec) *Workflow[I, O] {
+	if spec.Name == "" {
+		panic("openworkflow.Declare: Spec.Name is required")
+	}
+	return &Workflow[I, O]{spec: spec}
+}
+
+// Spec returns the workflow's spec.
+func (w *Workflow[I, O]) Spec() Spec { return w.spec }
+
+// Definition is what a worker registers: any *Workflow[I, O].
+type Definition interface {
+	Spec() Spec
+	execute(ctx Context, input json.RawMessage) (json.RawMessage, error)
+	hasBody() bool
+}
+
+func (w *Workflow[I, O]) hasBody() bool { return w.fn != nil }
+
+func (w *Workflow[I, O]) execute(ctx Context, raw json.RawMessage) (json.RawMessage, error) {
+	var in I
+	if len(raw) > 0 && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &in); err != nil {
+			return nil, NonRetryable(fmt.Errorf("decode input of workflow %s: %w", w.spec, err))
+		}
+	}
+	out, err := w.fn(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, NonRetryable(fmt.Errorf("encode output of workflow %s: %w", w.spec, err))
+	}
+	return b, nil
+}
+
+// registry maps name[@version] to definitions.
+type registry struct {
+	mu   sync.RWMutex
+	defs map[string]Definition
+}
+
+func (r *registry) register(defs ...Definition) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.defs == nil {
+		r.defs = make(map[string]Definition)
+	}
+	for _, d := range defs {
+		s := d.Spec()
+		if !d.hasBody() {
+			return fmt.Errorf("register workflow %s: it was declared without a body (use Define)", s)
+		}
+		if _, dup := r.defs[s.key()]; dup {
+			return fmt.Errorf("register workflow %s: %w", s, ErrAlreadyRegistered)
+		}
+		r.defs[s.key()] = d
+	}
+	return nil
+}
+
+func (r *registry) lookup(name string, version *string) (Definition, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	d, ok := r.defs[registryKey(name, version)]
+	return d, ok
+}
+
+// RunInfo describes the run a workflow pass executes. It is the same on
+// every replay of the run.
+type RunInfo struct {
+	// ID is the run id ("wrun_…").
+	ID string
+	// WorkflowName and Version are the run's (Version "" when unversioned);
+	// the version is the run's, which a workflow may branch on.
+	WorkflowName string
+	Version      string
+	// CreatedAt and StartedAt are the run's creation and first-claim times.
+	CreatedAt time.Time
+	StartedAt time.Time
+	// Attempt is the run's claim count, 1 on its first pass.
+	Attempt int
+}
+
+// Context is the context a workflow function receives: a context.Context
+// (canceled when the run is canceled, its lease is lost or the worker
+// stops) that also carries the execution pass step functions record to.
+type Context interface {
+	context.Context
+	// RunInfo describes the executing run.
+	RunInfo() RunInfo
+	exec() *execution
+}
+
+type workflowContext struct {
+	context.Context
+	x *execution
+}
+
+func (c *workflowContext) RunInfo() RunInfo { return c.x.info }
+func (c *workflowContext) exec() *execution { return c.x }
