@@ -1,0 +1,177 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"github.com/openworkflow-go/openworkflow/backend"
+)
+
+// ListWorkflowRuns lists the namespace's runs newest first (created_at
+// DESC, id DESC), optionally filtered by status (a legacy status matches
+// its current name) and workflow name. Pages hold p.Limit runs (100 when
+// 0); p.After / p.Before are the Next / Prev cursors of a previous page.
+// Setting both, a negative limit or a malformed cursor fails with
+// [backend.ErrInvalidArgument].
+func (b *Backend) ListWorkflowRuns(ctx context.Context, p backend.ListWorkflowRunsParams) (*backend.Page[backend.WorkflowRun], error) {
+	where := []string{`"namespace_id" = :ns`}
+	args := []any{sql.Named("ns", b.ns)}
+	if p.Status != "" {
+		statuses := statusesMatching(p.Status)
+		in := make([]string, len(statuses))
+		for i, s := range statuses {
+			name := fmt.Sprintf("status%d", i)
+			in[i] = ":" + name
+			args = append(args, sql.Named(name, s))
+		}
+		where = append(where, `"status" IN (`+strings.Join(in, ", ")+`)`)
+	}
+	if p.WorkflowName != "" {
+		where = append(where, `"workflow_name" = :workflow_name`)
+		args = append(args, sql.Named("workflow_name", p.WorkflowName))
+	}
+	page, err := listPage(ctx, b, listQuery{
+		table: "workflow_runs", columns: runColumns, descending: true,
+		where: where, args: args,
+		limit: p.Limit, after: p.After, before: p.Before,
+	}, scanRun, func(r *backend.WorkflowRun) backend.Cursor { return backend.Cursor{CreatedAt: r.CreatedAt, ID: r.ID} })
+	if err != nil {
+		return nil, fmt.Errorf("list workflow runs: %w", err)
+	}
+	return page, nil
+}
+
+// statusesMatching returns the stored statuses a status filter matches:
+// the status itself and the legacy names read as it.
+func statusesMatching(s backend.RunStatus) []string {
+	switch s.Normalize() {
+	case backend.RunRunning:
+		return []string{string(backend.RunRunning), string(backend.RunSleeping)}
+	case backend.RunCompleted:
+		return []string{string(backend.RunCompleted), string(backend.RunSucceeded)}
+	}
+	return []string{string(s)}
+}
+
+// ListStepAttempts lists a run's attempts oldest first (created_at ASC, id
+// ASC), paginated like [Backend.ListWorkflowRuns]. A run without attempts,
+// or a missing run, gives an empty page.
+func (b *Backend) ListStepAttempts(ctx context.Context, p backend.ListStepAttemptsParams) (*backend.Page[backend.StepAttempt], error) {
+	page, err := listPage(ctx, b, listQuery{
+		table: "step_attempts", columns: stepColumns,
+		where: []string{`"namespace_id" = :ns`, `"workflow_run_id" = :run_id`},
+		args:  []any{sql.Named("ns", b.ns), sql.Named("run_id", p.WorkflowRunID)},
+		limit: p.Limit, after: p.After, before: p.Before,
+	}, scanStep, func(a *backend.StepAttempt) backend.Cursor { return backend.Cursor{CreatedAt: a.CreatedAt, ID: a.ID} })
+	if err != nil {
+		return nil, fmt.Errorf("list step attempts of workflow run %s: %w", p.WorkflowRunID, err)
+	}
+	return page, nil
+}
+
+// listQuery describes one cursor-paginated SELECT.
+type listQuery struct {
+	table, columns string
+	// descending is the table's natural order (runs: newest first).
+	descending    bool
+	where         []string
+	args          []any
+	limit         int
+	after, before string
+}
+
+// listPage runs q as OpenWorkflow's listPaginated does: it fetches one
+// row more than the limit, in the natural order after an After cursor or
+// in the reverse order before a Before cursor, and derives Next and Prev
+// as buildPaginatedResponse: Next exists when a row follows the page (or
+// the page was reached backwards), Prev when the page was reached forwards
+// with a cursor (or a row precedes it, backwards).
+func listPage[T any](ctx context.Context, b *Backend, q listQuery, scan func(scanner) (*T, error), cursorOf func(*T) backend.Cursor) (*backend.Page[T], error) {
+	if q.after != "" && q.before != "" {
+		return nil, fmt.Errorf("%w: after and before cursors both set", backend.ErrInvalidArgument)
+	}
+	if q.limit < 0 {
+		return nil, fmt.Errorf("%w: negative limit %d", backend.ErrInvalidArgument, q.limit)
+	}
+	limit := q.limit
+	if limit == 0 {
+		limit = backend.DefaultPageSize
+	}
+	hasAfter, hasBefore := q.after != "", q.before != ""
+
+	ascending := !q.descending
+	if hasBefore {
+		ascending = !ascending
+	}
+	dir, op := "DESC", "<"
+	if ascending {
+		dir, op = "ASC", ">"
+	}
+	where, args := q.where, q.args
+	if hasAfter || hasBefore {
+		c, err := backend.DecodeCursor(q.after + q.before)
+		if err != nil {
+			return nil, err
+		}
+		where = append(where[:len(where):len(where)], `("created_at", "id") `+op+` (:cursor_created_at, :cursor_id)`)
+		args = append(args[:len(args):len(args)], sql.Named("cursor_created_at", timeArg(c.CreatedAt)), sql.Named("cursor_id", c.ID))
+	}
+	args = append(args[:len(args):len(args)], sql.Named("limit", limit+1))
+	query := `SELECT ` + q.columns + ` FROM "` + q.table + `" WHERE ` + strings.Join(where, " AND ") +
+		` ORDER BY "created_at" ` + dir + `, "id" ` + dir + ` LIMIT :limit`
+
+	var items []T
+	err := b.read(ctx, func() error {
+		items = items[:0]
+		rows, err := b.db.QueryContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			item, err := scan(rows)
+			if err != nil {
+				return err
+			}
+			items = append(items, *item)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	overflow := len(items) > limit
+	if hasBefore {
+		for i, j := 0, len(items)-1; i < j; i, j = i+1, j-1 {
+			items[i], items[j] = items[j], items[i]
+		}
+		if overflow {
+			items = items[1:]
+		}
+	} else if overflow {
+		items = items[:limit]
+	}
+	page := &backend.Page[T]{Data: items}
+	if page.Data == nil {
+		page.Data = []T{}
+	}
+	hasNext := hasBefore || overflow
+	hasPrev := hasAfter
+	if hasBefore {
+		hasPrev = overflow
+	}
+	if n := len(page.Data); n > 0 {
+		if hasNext {
+			s := cursorOf(&page.Data[n-1]).Encode()
+			page.Next = &s
+		}
+		if hasPrev {
+			s := cursorOf(&page.Data[0]).Encode()
+			page.Prev = &s
+		}
+	}
+	return page, nil
+}

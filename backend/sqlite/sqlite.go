@@ -1,0 +1,322 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/openworkflow-go/openworkflow/backend"
+	"github.com/openworkflow-go/openworkflow/internal/notify"
+)
+
+// Options configure [Open]. The zero value is ready to use.
+type Options struct {
+	// NamespaceID is the namespace every query is bound to; "" means
+	// [backend.DefaultNamespaceID] ("default").
+	NamespaceID string
+	// Now is the clock behind every timestamp the backend writes and every
+	// available_at / deadline_at / idempotency-window comparison it makes.
+	// nil means time.Now. Tests move time by injecting their own.
+	Now func() time.Time
+	// BusyTimeout is how long a statement waits for another connection or
+	// process holding the write lock before SQLite reports SQLITE_BUSY
+	// (which the backend then retries, see [Backend]); 0 means 5 s.
+	BusyTimeout time.Duration
+}
+
+// defaultBusyTimeout is Options.BusyTimeout's default.
+const defaultBusyTimeout = 5 * time.Second
+
+// defaultLeaseDuration is used by ClaimWorkflowRuns when
+// LeaseDuration <= 0 (OpenWorkflow's worker default).
+const defaultLeaseDuration = 30 * time.Second
+
+// memoryPath is the special path of a private in-memory database.
+const memoryPath = ":memory:"
+
+// withDefaults returns o with every zero field replaced by its default.
+func (o Options) withDefaults() Options {
+	if o.NamespaceID == "" {
+		o.NamespaceID = backend.DefaultNamespaceID
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.BusyTimeout <= 0 {
+		o.BusyTimeout = defaultBusyTimeout
+	}
+	return o
+}
+
+// Backend is the SQLite implementation of [backend.Backend], bound to one
+// namespace of one database file. It is safe for concurrent use, and
+// several Backends (in one process or in several processes) may share a
+// file.
+//
+// Writes run in BEGIN IMMEDIATE transactions, so each takes SQLite's single
+// write lock before reading what it will change. Within one process the
+// Backends of a file also queue on an in-process lock, which hands the
+// write lock over faster than SQLite's sleeping busy handler. Across
+// processes they wait up to Options.BusyTimeout per attempt; an attempt
+// that still fails with SQLITE_BUSY is retried with backoff (for up to ten
+// busy timeouts, or until the context ends) rather than reported.
+type Backend struct {
+	db          *sql.DB
+	ns          string
+	clock       func() time.Time
+	busyTimeout time.Duration
+	file        *sharedFile
+	closeOnce   sync.Once
+	closeErr    error
+}
+
+var _ backend.Backend = (*Backend)(nil)
+
+// Open opens (creating it if missing, with its parent directory) the
+// SQLite database at path, in WAL mode with foreign keys on, applies the
+// pending migrations under BEGIN IMMEDIATE (so processes opening a fresh
+// file at once are safe) and returns a backend bound to
+// opts.NamespaceID. path ":memory:" opens a private in-memory database
+// (one connection; for tests). Close releases it.
+func Open(ctx context.Context, path string, opts Options) (*Backend, error) {
+	return open(ctx, path, opts, true)
+}
+
+// open is Open; share=false gives the backend its own in-process lock and
+// hub even for a file another Backend of this process has open, as if it
+// lived in another process (tests use it).
+func open(ctx context.Context, path string, opts Options, share bool) (*Backend, error) {
+	if path == "" {
+		return nil, fmt.Errorf("open sqlite backend: %w: empty path", backend.ErrInvalidArgument)
+	}
+	opts = opts.withDefaults()
+	memory := path == memoryPath
+	key := ""
+	if !memory {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return nil, fmt.Errorf("open sqlite backend %s: %w", path, err)
+		}
+		if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+			return nil, fmt.Errorf("open sqlite backend %s: %w", path, err)
+		}
+		path = abs
+		if share {
+			key = abs
+		}
+	}
+
+	db, err := sql.Open("sqlite", dsn(path, memory, opts.BusyTimeout))
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite backend %s: %w", path, err)
+	}
+	if memory {
+		// Each connection to ":memory:" is a different database.
+		db.SetMaxOpenConns(1)
+	} else {
+		db.SetMaxIdleConns(4)
+	}
+
+	b := &Backend{
+		db:          db,
+		ns:          opts.NamespaceID,
+		clock:       opts.Now,
+		busyTimeout: opts.BusyTimeout,
+		file:        acquireFile(key),
+	}
+	if err := b.migrate(ctx); err != nil {
+		_ = b.Close()
+		return nil, fmt.Errorf("open sqlite backend %s: %w", path, err)
+	}
+	return b, nil
+}
+
+// dsn builds modernc's data source name: busy timeout first, WAL for
+// files, foreign keys on, and BEGIN IMMEDIATE for every transaction.
+func dsn(path string, memory bool, busy time.Duration) string {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(busy.Milliseconds(), 10)+")")
+	if !memory {
+		q.Add("_pragma", "journal_mode(WAL)")
+	}
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Set("_txlock", "immediate")
+	return path + "?" + q.Encode()
+}
+
+// NamespaceID returns the namespace this backend is bound to.
+func (b *Backend) NamespaceID() string { return b.ns }
+
+// Subscribe returns the wake-up events of every Backend of this process
+// open on the same file, until ctx is done. It never fails.
+func (b *Backend) Subscribe(ctx context.Context) (<-chan backend.Event, error) {
+	return b.file.hub.Subscribe(ctx), nil
+}
+
+// Close closes the database. Later calls return the first call's result.
+func (b *Backend) Close() error {
+	b.closeOnce.Do(func() {
+		b.closeErr = b.db.Close()
+		releaseFile(b.file)
+	})
+	return b.closeErr
+}
+
+// now is the injected clock, in UTC, truncated to the milliseconds stored.
+func (b *Backend) now() time.Time {
+	return b.clock().UTC().Truncate(time.Millisecond)
+}
+
+// sharedFile is what the Backends of one process share for one file: the
+// in-process write lock and the event hub.
+type sharedFile struct {
+	key  string
+	refs int
+	// writeLock is a one-slot semaphore (a channel so waiting honours
+	// contexts).
+	writeLock chan struct{}
+	hub       notify.Hub
+}
+
+var (
+	filesMu sync.Mutex
+	files   = map[string]*sharedFile{}
+)
+
+// acquireFile returns the shared state of the file key (its absolute
+// path), creating it on first use; key "" gets a private one.
+func acquireFile(key string) *sharedFile {
+	if key == "" {
+		return &sharedFile{writeLock: make(chan struct{}, 1)}
+	}
+	filesMu.Lock()
+	defer filesMu.Unlock()
+	f, ok := files[key]
+	if !ok {
+		f = &sharedFile{key: key, writeLock: make(chan struct{}, 1)}
+		files[key] = f
+	}
+	f.refs++
+	return f
+}
+
+// releaseFile drops one reference taken by acquireFile.
+func releaseFile(f *sharedFile) {
+	if f.key == "" {
+		return
+	}
+	filesMu.Lock()
+	defer filesMu.Unlock()
+	f.refs--
+	if f.refs == 0 {
+		delete(files, f.key)
+	}
+}
+
+// events collects the wake-ups of one write, published after its commit.
+type events []backend.Event
+
+func (e *events) workAvailable() {
+	for _, ev := range *e {
+		if ev.Kind == backend.EventWorkAvailable {
+			return
+		}
+	}
+	*e = append(*e, backend.Event{Kind: backend.EventWorkAvailable})
+}
+
+func (e *events) runFinished(runID string) {
+	*e = append(*e, backend.Event{Kind: backend.EventRunFinished, WorkflowRunID: runID})
+}
+
+// write runs fn in one BEGIN IMMEDIATE transaction and publishes the
+// events fn recorded once it has committed. fn may run several times (a
+// busy database is retried), so it must keep its results in variables it
+// resets itself.
+func (b *Backend) write(ctx context.Context, fn func(tx *sql.Tx, now time.Time, ev *events) error) error {
+	select {
+	case b.file.writeLock <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-b.file.writeLock }()
+
+	var ev events
+	err := b.retryBusy(ctx, func() error {
+		ev = ev[:0]
+		tx, err := b.db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if err := fn(tx, b.now(), &ev); err != nil {
+			_ = tx.Rollback()
+			return err
+		}
+		return tx.Commit()
+	})
+	if err != nil {
+		return err
+	}
+	for _, e := range ev {
+		b.file.hub.Publish(e)
+	}
+	return nil
+}
+
+// read runs fn, retrying it while the database reports busy.
+func (b *Backend) read(ctx context.Context, fn func() error) error {
+	return b.retryBusy(ctx, fn)
+}
+
+// retryBusy calls fn until it returns something other than SQLITE_BUSY or
+// SQLITE_LOCKED, backing off from 1 ms to 100 ms, for at most ten busy
+// timeouts or until ctx ends.
+func (b *Backend) retryBusy(ctx context.Context, fn func() error) error {
+	giveUp := time.Now().Add(10 * b.busyTimeout)
+	delay := time.Millisecond
+	for {
+		err := fn()
+		if err == nil || !isBusy(err) || time.Now().After(giveUp) || ctx.Err() != nil {
+			return err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		delay = min(2*delay, 100*time.Millisecond)
+	}
+}
+
+// isBusy reports whether err is SQLite's "try again later" (SQLITE_BUSY or
+// SQLITE_LOCKED, extended codes included).
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+		return true
+	}
+	return false
+}
+
+// isConstraint reports whether err is a constraint violation (a foreign
+// key naming a missing run or step, typically).
+func isConstraint(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CONSTRAINT
+}
