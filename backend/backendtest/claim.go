@@ -1,0 +1,400 @@
+package backendtest
+
+import (
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/openworkflow-go/openworkflow/backend"
+)
+
+// expireLease shortens worker's lease on runID to tinyLease and waits until
+// it has run out on the test's clock.
+func expireLease(t testing.TB, b backend.Backend, runID, worker string) {
+	t.Helper()
+	err := b.ExtendWorkflowRunLease(t.Context(), backend.ExtendWorkflowRunLeaseParams{WorkflowRunID: runID, WorkerID: worker, LeaseDuration: tinyLease})
+	if err != nil {
+		t.Fatalf("ExtendWorkflowRunLease(%s, %v): %v", runID, tinyLease, err)
+	}
+	until := getRun(t, b, runID).AvailableAt
+	if until == nil {
+		t.Fatalf("run %s has no available_at after a heartbeat", runID)
+	}
+	eventually(t, waitTimeout, func() bool { return time.Now().After(until.Add(5 * time.Millisecond)) })
+}
+
+// claimEventually polls claims by worker until one returns run id.
+func claimEventually(t testing.TB, b backend.Backend, worker string, lease time.Duration, id string) *backend.WorkflowRun {
+	t.Helper()
+	var got *backend.WorkflowRun
+	eventually(t, waitTimeout, func() bool {
+		runs := claim(t, b, lease, worker)
+		if len(runs) > 1 || (len(runs) == 1 && runs[0].ID != id) {
+			t.Fatalf("claim by %s returned %v while waiting for %s", worker, runIDs(runs), id)
+		}
+		if len(runs) == 1 {
+			got = runs[0]
+		}
+		return got != nil
+	})
+	return got
+}
+
+func testClaimWorkflowRuns(t *testing.T, s *suite) {
+	t.Run("claims a pending run: running, one more attempt, the worker's id, a lease and started_at", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		created := createRun(t, b, backend.CreateWorkflowRunParams{Input: []byte(`{"n":1}`)})
+		worker := newWorkerID()
+		start := time.Now()
+		claimed := claimRun(t, b, worker, longLease, created.ID)
+		w := since(start)
+
+		want := *created
+		want.Status = backend.RunRunning
+		want.Attempts = 1
+		want.WorkerID = &worker
+		want.AvailableAt = requireTimeIn(t, "available_at", claimed.AvailableAt, w.add(longLease))
+		want.StartedAt = requireTimeIn(t, "started_at", claimed.StartedAt, w)
+		requireRun(t, "claimed run", claimed, &want)
+		requireRun(t, "claimed run read back", getRun(t, b, created.ID), &want)
+	})
+
+	t.Run("returns no runs and no error when nothing is claimable", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		runs, err := b.ClaimWorkflowRuns(t.Context(), backend.ClaimWorkflowRunsParams{WorkerIDs: []string{newWorkerID()}, LeaseDuration: longLease})
+		if err != nil || len(runs) != 0 {
+			t.Fatalf("ClaimWorkflowRuns on an empty namespace = %v, %v; want no runs, no error", runIDs(runs), err)
+		}
+	})
+
+	t.Run("does not claim a run whose delayed start is in the future", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		createRun(t, b, backend.CreateWorkflowRunParams{AvailableAt: ptr(time.Now().Add(farFuture))})
+		requireNothingClaimable(t, b)
+	})
+
+	t.Run("claims a run whose delayed start has passed", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		r := createRun(t, b, backend.CreateWorkflowRunParams{AvailableAt: ptr(time.Now().Add(-time.Minute))})
+		claimRun(t, b, newWorkerID(), longLease, r.ID)
+	})
+
+	t.Run("respects a lease, then lets another worker reclaim the run once it expires", func(t *testing.T) {
+		t.Parallel()
+		ns := newNamespace()
+		a, b := s.backendIn(t, ns), s.backendIn(t, ns)
+		workerA, workerB := newWorkerID(), newWorkerID()
+		created := createRun(t, a, backend.CreateWorkflowRunParams{})
+		first := claimRun(t, a, workerA, longLease, created.ID)
+		requireNothingClaimable(t, b)
+
+		expireLease(t, a, created.ID, workerA)
+		start := time.Now()
+		second := claimEventually(t, b, workerB, longLease, created.ID)
+		w := since(start)
+
+		want := *first
+		want.Attempts = 2
+		want.WorkerID = &workerB
+		want.AvailableAt = requireTimeIn(t, "available_at", second.AvailableAt, w.add(longLease))
+		requireRun(t, "reclaimed run (started_at kept from the first claim)", second, &want)
+		requireNothingClaimable(t, a)
+	})
+
+	t.Run("claims pending runs by available_at then created_at, before expired leases and due parked runs", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		w := newWorkerID()
+		expired := startRun(t, b, w, backend.CreateWorkflowRunParams{WorkflowName: "expired"})
+		expireLease(t, b, expired.ID, w)
+		parked := createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: "parked", AvailableAt: ptr(time.Now().Add(-10 * time.Hour))})
+		claimRun(t, b, w, longLease, parked.ID)
+		park(t, b, parked.ID, w, time.Now().Add(-time.Second)) // due, and earlier than the expired lease
+
+		now := time.Now()
+		same := ms(now.Add(-3 * time.Hour))
+		pendingNow := createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: "pending"})
+		pending1h := createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: "pending", AvailableAt: ptr(now.Add(-time.Hour))})
+		pending2h := createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: "pending", AvailableAt: ptr(now.Add(-2 * time.Hour))})
+		pending3hFirst := createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: "pending", AvailableAt: &same})
+		pending3hSecond := createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: "pending", AvailableAt: &same})
+
+		want := []string{pending3hFirst.ID, pending3hSecond.ID, pending2h.ID, pending1h.ID, pendingNow.ID, parked.ID, expired.ID}
+		var got []string
+		for range want {
+			runs := claim(t, b, longLease, newWorkerID())
+			if len(runs) != 1 {
+				t.Fatalf("claim %d returned %d runs, want 1 (claimed so far %v)", len(got)+1, len(runs), got)
+			}
+			got = append(got, runs[0].ID)
+		}
+		requireIDs(t, "claim order", got, want)
+		requireNothingClaimable(t, b)
+	})
+
+	t.Run("claims one run per worker id, the i-th run for the i-th id", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		created := createRuns(t, b, 5, "wf")
+		seen := map[string]bool{}
+		for _, want := range []int{3, 2, 0} {
+			ids := []string{newWorkerID(), newWorkerID(), newWorkerID()}
+			runs := claim(t, b, longLease, ids...)
+			if len(runs) != want {
+				t.Fatalf("claim with 3 worker ids returned %d runs, want %d", len(runs), want)
+			}
+			for i, r := range runs {
+				if r.WorkerID == nil || *r.WorkerID != ids[i] || r.Status != backend.RunRunning || r.Attempts != 1 {
+					t.Fatalf("claimed run %d = {worker %v, status %s, attempts %d}, want {%s, running, 1}", i, r.WorkerID, r.Status, r.Attempts, ids[i])
+				}
+				if seen[r.ID] {
+					t.Fatalf("run %s claimed twice", r.ID)
+				}
+				seen[r.ID] = true
+				requireRun(t, "claimed run read back", getRun(t, b, r.ID), r)
+			}
+		}
+		if len(seen) != len(created) {
+			t.Fatalf("claimed %d distinct runs, want %d", len(seen), len(created))
+		}
+	})
+
+	t.Run("never gives the same run to two concurrent batch claims", func(t *testing.T) {
+		t.Parallel()
+		ns := newNamespace()
+		backends := []backend.Backend{s.backendIn(t, ns), s.backendIn(t, ns)}
+		const runs, claimers = 30, 4
+		created := createRuns(t, backends[0], runs, "wf")
+
+		var mu sync.Mutex
+		claimedBy := map[string][]string{}
+		var wg sync.WaitGroup
+		errs := make(chan error, claimers)
+		for c := range claimers {
+			wg.Go(func() {
+				b := backends[c%len(backends)]
+				for {
+					ids := []string{newWorkerID(), newWorkerID(), newWorkerID()}
+					got, err := b.ClaimWorkflowRuns(t.Context(), backend.ClaimWorkflowRunsParams{WorkerIDs: ids, LeaseDuration: longLease})
+					if err != nil {
+						errs <- err
+						return
+					}
+					if len(got) == 0 {
+						return
+					}
+					mu.Lock()
+					for i, r := range got {
+						claimedBy[r.ID] = append(claimedBy[r.ID], *r.WorkerID)
+						if *r.WorkerID != ids[i] {
+							errs <- errors.New("a claimed run's worker_id is not the worker id at its index")
+						}
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		for id, workers := range claimedBy {
+			if len(workers) != 1 {
+				t.Errorf("run %s claimed %d times, by %v", id, len(workers), workers)
+			}
+		}
+		if got := slices.Sorted(func(yield func(string) bool) {
+			for id := range claimedBy {
+				if !yield(id) {
+					return
+				}
+			}
+		}); !slices.Equal(got, slices.Sorted(slices.Values(created))) {
+			t.Fatalf("claimed %d distinct runs, want all %d", len(got), runs)
+		}
+	})
+
+	t.Run("never claims completed, failed or canceled runs", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		w := newWorkerID()
+		completeRun(t, b, startRun(t, b, w, backend.CreateWorkflowRunParams{}).ID, w, `1`)
+		failRun(t, b, startRun(t, b, w, backend.CreateWorkflowRunParams{}).ID, w, `{"message":"x"}`, backend.NoRetryPolicy)
+		cancelRun(t, b, createRun(t, b, backend.CreateWorkflowRunParams{}).ID)
+		requireNothingClaimable(t, b)
+	})
+}
+
+func testExtendWorkflowRunLease(t *testing.T, s *suite) {
+	t.Run("moves available_at to now plus the lease and changes nothing else", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		w := newWorkerID()
+		claimed := startRun(t, b, w, backend.CreateWorkflowRunParams{})
+		start := time.Now()
+		err := b.ExtendWorkflowRunLease(t.Context(), backend.ExtendWorkflowRunLeaseParams{WorkflowRunID: claimed.ID, WorkerID: w, LeaseDuration: 3 * longLease})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := getRun(t, b, claimed.ID)
+		want := *claimed
+		want.AvailableAt = requireTimeIn(t, "available_at", got.AvailableAt, since(start).add(3*longLease))
+		requireRun(t, "run after heartbeat", got, &want)
+	})
+
+	t.Run("keeps a run whose lease ran out if no other worker took it", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		w := newWorkerID()
+		r := startRun(t, b, w, backend.CreateWorkflowRunParams{})
+		expireLease(t, b, r.ID, w)
+		if err := b.ExtendWorkflowRunLease(t.Context(), backend.ExtendWorkflowRunLeaseParams{WorkflowRunID: r.ID, WorkerID: w, LeaseDuration: longLease}); err != nil {
+			t.Fatalf("heartbeat after the lease ran out: %v", err)
+		}
+		requireNothingClaimable(t, b)
+	})
+
+	t.Run("refuses another worker's heartbeat with ErrNotOwner", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		r := startRun(t, b, newWorkerID(), backend.CreateWorkflowRunParams{})
+		err := b.ExtendWorkflowRunLease(t.Context(), backend.ExtendWorkflowRunLeaseParams{WorkflowRunID: r.ID, WorkerID: newWorkerID(), LeaseDuration: 3 * longLease})
+		requireErrorIs(t, "heartbeat by a stranger", err, backend.ErrNotOwner)
+		requireRun(t, "run after the refused heartbeat", getRun(t, b, r.ID), r)
+	})
+
+	t.Run("refuses a heartbeat for an unknown run", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		err := b.ExtendWorkflowRunLease(t.Context(), backend.ExtendWorkflowRunLeaseParams{WorkflowRunID: "wrun_missing", WorkerID: newWorkerID(), LeaseDuration: longLease})
+		requireErrorIsAny(t, "heartbeat for an unknown run", err, backend.ErrRunNotFound, backend.ErrNotOwner)
+	})
+}
+
+func requireErrorIsAny(t testing.TB, what string, err error, wants ...error) {
+	t.Helper()
+	for _, want := range wants {
+		if errors.Is(err, want) {
+			return
+		}
+	}
+	t.Fatalf("%s: got error %v, want one wrapping any of %q", what, err, wants)
+}
+
+func testDeadlines(t *testing.T, s *suite) {
+	t.Run("claims a run whose deadline is in the future", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		deadline := ms(time.Now().Add(farFuture))
+		r := createRun(t, b, backend.CreateWorkflowRunParams{DeadlineAt: &deadline})
+		claimed := claimRun(t, b, newWorkerID(), longLease, r.ID)
+		if claimed.DeadlineAt == nil || !claimed.DeadlineAt.Equal(deadline) {
+			t.Fatalf("deadline_at = %v, want %v", claimed.DeadlineAt, deadline)
+		}
+	})
+
+	t.Run("does not claim a pending run past its deadline and fails it with the deadline error", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		deadline := ms(time.Now().Add(-time.Second))
+		created := createRun(t, b, backend.CreateWorkflowRunParams{DeadlineAt: &deadline})
+		start := time.Now()
+		requireNothingClaimable(t, b)
+		got := getRun(t, b, created.ID)
+
+		want := *created
+		want.Status = backend.RunFailed
+		want.Error = backend.DeadlineExceededError
+		want.AvailableAt = nil
+		want.FinishedAt = requireTimeIn(t, "finished_at", got.FinishedAt, since(start))
+		requireRun(t, "run swept by the claim", got, &want)
+	})
+
+	t.Run("fails a leased run whose deadline passed when any worker next claims", func(t *testing.T) {
+		t.Parallel()
+		ns := newNamespace()
+		a, b := s.backendIn(t, ns), s.backendIn(t, ns)
+		workerA := newWorkerID()
+		deadline := ms(time.Now().Add(500 * time.Millisecond))
+		created := createRun(t, a, backend.CreateWorkflowRunParams{DeadlineAt: &deadline})
+		claimed := claimRun(t, a, workerA, longLease, created.ID)
+
+		eventually(t, waitTimeout, func() bool {
+			requireNothingClaimable(t, b)
+			return getRun(t, b, created.ID).Status == backend.RunFailed
+		})
+		got := getRun(t, b, created.ID)
+		want := *claimed
+		want.Status = backend.RunFailed
+		want.Error = backend.DeadlineExceededError
+		want.WorkerID = nil
+		want.AvailableAt = nil
+		want.FinishedAt = requireTimeIn(t, "finished_at", got.FinishedAt, window{deadline, time.Now()})
+		requireRun(t, "run swept past its deadline", got, &want)
+
+		_, err := b.CompleteWorkflowRun(t.Context(), backend.CompleteWorkflowRunParams{WorkflowRunID: created.ID, WorkerID: workerA, Output: []byte(`1`)})
+		requireErrorIs(t, "completing a run swept past its deadline", err, backend.ErrNotOwner)
+	})
+
+	t.Run("FailWorkflowRun", func(t *testing.T) {
+		t.Parallel()
+		retryHourly := backend.RetryPolicy{InitialInterval: 2 * time.Hour, BackoffCoefficient: 2, MaximumInterval: 10 * time.Hour}
+		retryMinutely := backend.RetryPolicy{InitialInterval: time.Minute, BackoffCoefficient: 2, MaximumInterval: 10 * time.Minute}
+		cases := []struct {
+			name      string
+			policy    backend.RetryPolicy
+			wantRetry time.Duration // 0: terminal failure with the run's error
+		}{
+			{"does not reschedule a run whose next retry would come after its deadline", retryHourly, 0},
+			{"reschedules a run whose next retry comes before its deadline", retryMinutely, time.Minute},
+		}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				t.Parallel()
+				b := s.newBackend(t)
+				w := newWorkerID()
+				deadline := ms(time.Now().Add(farFuture))
+				claimed := startRun(t, b, w, backend.CreateWorkflowRunParams{DeadlineAt: &deadline})
+				start := time.Now()
+				got := failRun(t, b, claimed.ID, w, `{"message":"boom"}`, c.policy)
+				win := since(start)
+
+				want := *claimed
+				want.WorkerID = nil
+				want.StartedAt = nil
+				want.Error = []byte(`{"message":"boom"}`)
+				if c.wantRetry == 0 {
+					want.Status = backend.RunFailed
+					want.AvailableAt = nil
+					want.FinishedAt = requireTimeIn(t, "finished_at", got.FinishedAt, win)
+				} else {
+					want.Status = backend.RunPending
+					want.AvailableAt = requireTimeIn(t, "available_at", got.AvailableAt, win.add(c.wantRetry))
+				}
+				requireRun(t, "failed run", got, &want)
+				requireRun(t, "failed run read back", getRun(t, b, claimed.ID), &want)
+			})
+		}
+
+		t.Run("fails with the deadline error once the deadline has passed, whatever the policy", func(t *testing.T) {
+			t.Parallel()
+			b := s.newBackend(t)
+			w := newWorkerID()
+			deadline := ms(time.Now().Add(300 * time.Millisecond))
+			claimed := startRun(t, b, w, backend.CreateWorkflowRunParams{DeadlineAt: &deadline})
+			eventually(t, waitTimeout, func() bool { return time.Now().After(deadline.Add(20 * time.Millisecond)) })
+			got := failRun(t, b, claimed.ID, w, `{"message":"boom"}`, retryMinutely)
+			if got.Status != backend.RunFailed || !jsonEqual(got.Error, backend.DeadlineExceededError) || got.AvailableAt != nil {
+				t.Fatalf("run failed past its deadline = {status %s, error %s, available_at %v}, want {failed, %s, nil}",
+					got.Status, showJSON(got.Error), got.AvailableAt, backend.DeadlineExceededError)
+			}
+		})
+	})
+}

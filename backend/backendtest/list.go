@@ -1,0 +1,298 @@
+package backendtest
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/openworkflow-go/openworkflow/backend"
+)
+
+func listRuns(t testing.TB, b backend.Backend, p backend.ListWorkflowRunsParams) *backend.Page[backend.WorkflowRun] {
+	t.Helper()
+	page, err := b.ListWorkflowRuns(t.Context(), p)
+	if err != nil {
+		t.Fatalf("ListWorkflowRuns(%+v): %v", p, err)
+	}
+	return page
+}
+
+func pageRunIDs(p *backend.Page[backend.WorkflowRun]) []string {
+	ids := make([]string, len(p.Data))
+	for i, r := range p.Data {
+		ids[i] = r.ID
+	}
+	return ids
+}
+
+func requireIDs(t testing.TB, what string, got, want []string) {
+	t.Helper()
+	if !slices.Equal(got, want) {
+		t.Fatalf("%s = %v, want %v", what, got, want)
+	}
+}
+
+// requireCursors checks which of a page's cursors are set.
+func requireCursors[T any](t testing.TB, what string, p *backend.Page[T], wantNext, wantPrev bool) {
+	t.Helper()
+	if (p.Next != nil) != wantNext || (p.Prev != nil) != wantPrev {
+		t.Fatalf("%s: next set = %v, prev set = %v; want %v, %v", what, p.Next != nil, p.Prev != nil, wantNext, wantPrev)
+	}
+}
+
+// createRuns creates n runs of workflow name and returns their ids, oldest
+// first.
+func createRuns(t testing.TB, b backend.Backend, n int, name string) []string {
+	t.Helper()
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: name}).ID
+	}
+	return ids
+}
+
+func reversed(ids []string) []string {
+	r := slices.Clone(ids)
+	slices.Reverse(r)
+	return r
+}
+
+// requirePaginates walks the run list forward with After and back with
+// Before in pages of p.Limit, checking each page against want (the whole
+// list in order) and which cursors are set.
+func requirePaginates(t testing.TB, b backend.Backend, p backend.ListWorkflowRunsParams, want []string) {
+	t.Helper()
+	list := func(after, before string) ([]string, *string, *string) {
+		q := p
+		q.After, q.Before = after, before
+		page := listRuns(t, b, q)
+		return pageRunIDs(page), page.Next, page.Prev
+	}
+	requirePages(t, list, p.Limit, want)
+}
+
+// requirePages is requirePaginates for any list: list returns one page's
+// ids and its next and prev cursors.
+func requirePages(t testing.TB, list func(after, before string) (ids []string, next, prev *string), limit int, want []string) {
+	t.Helper()
+	type page struct {
+		ids        []string
+		next, prev *string
+	}
+	var pages []page
+	after := ""
+	for i := 0; ; i++ {
+		ids, next, prev := list(after, "")
+		what := fmt.Sprintf("page %d (limit %d) going forward", i, limit)
+		lo, hi := min(i*limit, len(want)), min((i+1)*limit, len(want))
+		requireIDs(t, what, ids, want[lo:hi])
+		if (next != nil) != (hi < len(want)) || (prev != nil) != (i > 0) {
+			t.Fatalf("%s: next set = %v, prev set = %v; want %v, %v", what, next != nil, prev != nil, hi < len(want), i > 0)
+		}
+		pages = append(pages, page{ids, next, prev})
+		if next == nil {
+			break
+		}
+		after = *next
+	}
+	for i := len(pages) - 1; i > 0; i-- {
+		ids, next, prev := list("", *pages[i].prev)
+		what := fmt.Sprintf("page %d (limit %d) going back", i-1, limit)
+		requireIDs(t, what, ids, pages[i-1].ids)
+		if next == nil || (prev != nil) != (i-1 > 0) {
+			t.Fatalf("%s: next set = %v, prev set = %v; want true, %v", what, next != nil, prev != nil, i-1 > 0)
+		}
+	}
+}
+
+func testListWorkflowRuns(t *testing.T, s *suite) {
+	t.Run("lists runs newest first", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		ids := createRuns(t, b, 3, "wf")
+		page := listRuns(t, b, backend.ListWorkflowRunsParams{})
+		requireIDs(t, "listed runs", pageRunIDs(page), reversed(ids))
+		requireCursors(t, "the only page", page, false, false)
+		requireRun(t, "listed run", &page.Data[2], getRun(t, b, ids[0]))
+	})
+
+	t.Run("returns an empty page without cursors when there are no runs", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		page := listRuns(t, b, backend.ListWorkflowRunsParams{})
+		if len(page.Data) != 0 {
+			t.Fatalf("listed %d runs in an empty namespace", len(page.Data))
+		}
+		requireCursors(t, "empty page", page, false, false)
+	})
+
+	t.Run("paginates forward with After and back with Before", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		ids := createRuns(t, b, 5, "wf")
+		requirePaginates(t, b, backend.ListWorkflowRunsParams{Limit: 2}, reversed(ids))
+	})
+
+	t.Run("has no next page when the last page is exactly full", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		ids := createRuns(t, b, 4, "wf")
+		requirePaginates(t, b, backend.ListWorkflowRunsParams{Limit: 2}, reversed(ids))
+	})
+
+	t.Run("paginates with the id as tiebreaker among runs with the same created_at", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		tied := createRuns(t, b, 5, "wf")
+		var oldest time.Time
+		for i, id := range tied {
+			if c := getRun(t, b, id).CreatedAt; i == 0 || c.Before(oldest) {
+				oldest = c
+			}
+		}
+		same := oldest.Add(-time.Hour)
+		for _, id := range tied {
+			s.ageRun(t, b, id, getRun(t, b, id).CreatedAt.Sub(same))
+			if got := getRun(t, b, id).CreatedAt; !got.Equal(same) {
+				t.Fatalf("AgeRun: created_at of %s = %v, want %v", id, got, same)
+			}
+		}
+		newer := createRuns(t, b, 2, "wf")
+		want := append(reversed(newer), slices.Sorted(slices.Values(tied))...)
+		slices.Reverse(want[len(newer):])
+		requirePaginates(t, b, backend.ListWorkflowRunsParams{Limit: 2}, want)
+		requirePaginates(t, b, backend.ListWorkflowRunsParams{Limit: 3}, want)
+	})
+
+	t.Run("returns 100 runs per page when no limit is given", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		ids := createRuns(t, b, backend.DefaultPageSize+1, "wf")
+		page := listRuns(t, b, backend.ListWorkflowRunsParams{})
+		requireIDs(t, "first page", pageRunIDs(page), reversed(ids)[:backend.DefaultPageSize])
+		requireCursors(t, "first page", page, true, false)
+	})
+
+	t.Run("filters", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		worker := newWorkerID()
+		// Oldest first: order/completed, invoice/completed, order/pending,
+		// invoice/pending, order/pending.
+		orderDone := startRun(t, b, worker, backend.CreateWorkflowRunParams{WorkflowName: "order"}).ID
+		completeRun(t, b, orderDone, worker, `1`)
+		invoiceDone := startRun(t, b, worker, backend.CreateWorkflowRunParams{WorkflowName: "invoice"}).ID
+		completeRun(t, b, invoiceDone, worker, `2`)
+		order1 := createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: "order"}).ID
+		invoice1 := createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: "invoice"}).ID
+		order2 := createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: "order"}).ID
+
+		cases := []struct {
+			name   string
+			params backend.ListWorkflowRunsParams
+			want   []string
+		}{
+			{"by status", backend.ListWorkflowRunsParams{Status: backend.RunPending}, []string{order2, invoice1, order1}},
+			{"by another status", backend.ListWorkflowRunsParams{Status: backend.RunCompleted}, []string{invoiceDone, orderDone}},
+			{"by a status no run has", backend.ListWorkflowRunsParams{Status: backend.RunCanceled}, []string{}},
+			{"by workflow name", backend.ListWorkflowRunsParams{WorkflowName: "order"}, []string{order2, order1, orderDone}},
+			{"by status and workflow name together", backend.ListWorkflowRunsParams{Status: backend.RunPending, WorkflowName: "invoice"}, []string{invoice1}},
+			{"by status, one run per page", backend.ListWorkflowRunsParams{Status: backend.RunPending, Limit: 1}, []string{order2, invoice1, order1}},
+			{"by workflow name, two runs per page", backend.ListWorkflowRunsParams{WorkflowName: "order", Limit: 2}, []string{order2, order1, orderDone}},
+		}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				t.Parallel()
+				if c.params.Limit == 0 {
+					requireIDs(t, "listed runs", pageRunIDs(listRuns(t, b, c.params)), c.want)
+					return
+				}
+				requirePaginates(t, b, c.params, c.want)
+			})
+		}
+	})
+
+	t.Run("rejects bad cursors with ErrInvalidArgument", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		createRuns(t, b, 3, "wf")
+		first := listRuns(t, b, backend.ListWorkflowRunsParams{Limit: 1})
+		cases := []struct {
+			name   string
+			params backend.ListWorkflowRunsParams
+		}{
+			{"both After and Before", backend.ListWorkflowRunsParams{After: *first.Next, Before: *first.Next}},
+			{"a cursor that is not base64", backend.ListWorkflowRunsParams{After: "%%%not-a-cursor%%%"}},
+			{"a base64 cursor that is not a list cursor", backend.ListWorkflowRunsParams{Before: "eyJmb28iOjF9"}},
+		}
+		for _, c := range cases {
+			_, err := b.ListWorkflowRuns(t.Context(), c.params)
+			requireErrorIs(t, c.name, err, backend.ErrInvalidArgument)
+		}
+	})
+}
+
+func countRuns(t testing.TB, b backend.Backend) backend.RunCounts {
+	t.Helper()
+	c, err := b.CountWorkflowRuns(t.Context())
+	if err != nil {
+		t.Fatalf("CountWorkflowRuns: %v", err)
+	}
+	return c
+}
+
+func requireCounts(t testing.TB, what string, b backend.Backend, want backend.RunCounts) {
+	t.Helper()
+	if got := countRuns(t, b); got != want {
+		t.Fatalf("%s: counts = %+v, want %+v", what, got, want)
+	}
+}
+
+func testCountWorkflowRuns(t *testing.T, s *suite) {
+	t.Run("returns zero counts for an empty namespace", func(t *testing.T) {
+		t.Parallel()
+		requireCounts(t, "empty namespace", s.newBackend(t), backend.RunCounts{})
+	})
+
+	t.Run("counts runs per status, parked runs as running", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		w := newWorkerID()
+		completeRun(t, b, startRun(t, b, w, backend.CreateWorkflowRunParams{}).ID, w, `1`)
+		failRun(t, b, startRun(t, b, w, backend.CreateWorkflowRunParams{}).ID, w, `{"message":"x"}`, backend.NoRetryPolicy)
+		cancelRun(t, b, createRun(t, b, backend.CreateWorkflowRunParams{}).ID)
+		startRun(t, b, w, backend.CreateWorkflowRunParams{})
+		park(t, b, startRun(t, b, w, backend.CreateWorkflowRunParams{}).ID, w, time.Now().Add(farFuture))
+		createRuns(t, b, 2, "wf")
+		requireCounts(t, "mixed namespace", b, backend.RunCounts{Pending: 2, Running: 2, Completed: 1, Failed: 1, Canceled: 1})
+	})
+
+	t.Run("follows runs through their transitions", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		w := newWorkerID()
+		ids := createRuns(t, b, 4, "wf")
+		requireCounts(t, "after 4 creates", b, backend.RunCounts{Pending: 4})
+
+		claimed := claim(t, b, longLease, w, w+"-2")
+		if len(claimed) != 2 {
+			t.Fatalf("claimed %d runs, want 2", len(claimed))
+		}
+		requireCounts(t, "after claiming 2", b, backend.RunCounts{Pending: 2, Running: 2})
+
+		completeRun(t, b, claimed[0].ID, *claimed[0].WorkerID, `null`)
+		requireCounts(t, "after completing 1", b, backend.RunCounts{Pending: 2, Running: 1, Completed: 1})
+
+		failRun(t, b, claimed[1].ID, *claimed[1].WorkerID, `{"message":"x"}`, backend.NoRetryPolicy)
+		requireCounts(t, "after failing 1", b, backend.RunCounts{Pending: 2, Completed: 1, Failed: 1})
+
+		for _, id := range ids {
+			if getRun(t, b, id).Status == backend.RunPending {
+				cancelRun(t, b, id)
+				break
+			}
+		}
+		requireCounts(t, "after canceling 1", b, backend.RunCounts{Pending: 1, Completed: 1, Failed: 1, Canceled: 1})
+	})
+}
