@@ -1,0 +1,361 @@
+// Package config loads the settings shared by the ow CLI and the examples:
+// which backend to use (PostgreSQL or an SQLite file), the namespace, the
+// PostgreSQL schema and the worker's concurrency.
+//
+// Settings come from four layers, each overriding the one before:
+//
+//  1. defaults (see [Config]);
+//  2. the file openworkflow.yaml, found by searching upward from the
+//     working directory (or the file named by --config);
+//  3. OPENWORKFLOW_* environment variables;
+//  4. command-line flags, passed in as [Overrides].
+//
+// A file looks like:
+//
+//	postgres_url: postgres://app@db:5432/app?sslmode=disable  # set ⇒ PostgreSQL
+//	sqlite_path: data/openworkflow.db   # relative to this file's directory
+//	namespace: default
+//	schema: openworkflow
+//	worker:
+//	  concurrency: 10
+//
+// Unknown keys are an error naming the key and the file, so a typo never
+// silently falls back to a default. [Config.Source] tells where each value
+// came from (ow doctor prints it).
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// FileName is the name of the configuration file searched for.
+const FileName = "openworkflow.yaml"
+
+// Environment variables read by [Load], each overriding the file's key of
+// the same meaning.
+const (
+	EnvPostgresURL       = "OPENWORKFLOW_POSTGRES_URL"
+	EnvSQLitePath        = "OPENWORKFLOW_SQLITE_PATH"
+	EnvNamespace         = "OPENWORKFLOW_NAMESPACE_ID"
+	EnvSchema            = "OPENWORKFLOW_SCHEMA"
+	EnvWorkerConcurrency = "OPENWORKFLOW_WORKER_CONCURRENCY"
+)
+
+// Defaults of the settings, applied by [Config.applyDefaults] when no layer
+// sets them.
+const (
+	// DefaultSQLitePath is the SQLite file used when no PostgreSQL URL and
+	// no SQLite path are configured, relative to the configuration file's
+	// directory (or the working directory when there is no file).
+	DefaultSQLitePath = ".openworkflow/openworkflow.db"
+	// DefaultNamespace is the namespace used when none is configured.
+	DefaultNamespace = "default"
+	// DefaultSchema is the PostgreSQL schema used when none is configured.
+	DefaultSchema = "openworkflow"
+	// DefaultWorkerConcurrency is the number of runs a worker executes at
+	// once when none is configured.
+	DefaultWorkerConcurrency = 10
+)
+
+// Config is the resolved configuration. Load it with [Load] or [LoadWith];
+// every field then holds its final value (defaults applied).
+type Config struct {
+	// PostgresURL is a PostgreSQL URL or key=value DSN (YAML postgres_url,
+	// env OPENWORKFLOW_POSTGRES_URL, flag --postgres-url). When it is set
+	// the backend is PostgreSQL and SQLitePath is ignored. Default "" (use
+	// SQLite).
+	PostgresURL string `yaml:"postgres_url"`
+	// SQLitePath is the SQLite database file (YAML sqlite_path, env
+	// OPENWORKFLOW_SQLITE_PATH, flag --sqlite-path). After loading it is
+	// absolute: a relative path from the file is resolved against the
+	// file's directory, one from the environment or a flag against the
+	// working directory. Default [DefaultSQLitePath].
+	SQLitePath string `yaml:"sqlite_path"`
+	// Namespace isolates runs sharing one database (YAML namespace, env
+	// OPENWORKFLOW_NAMESPACE_ID, flag --namespace). Default
+	// [DefaultNamespace] ("default").
+	Namespace string `yaml:"namespace"`
+	// Schema is the PostgreSQL schema holding the tables (YAML schema, env
+	// OPENWORKFLOW_SCHEMA); unused with SQLite. Default [DefaultSchema]
+	// ("openworkflow").
+	Schema string `yaml:"schema"`
+	// Worker configures workers started from this configuration.
+	Worker Worker `yaml:"worker"`
+
+	// File is the absolute path of the configuration file loaded, or ""
+	// when none was found.
+	File string `yaml:"-"`
+	// Dir is the directory relative paths of the file are resolved
+	// against: the file's directory, or the search's starting directory
+	// when there is no file.
+	Dir string `yaml:"-"`
+
+	sources map[string]string
+}
+
+// Worker is the worker section of the configuration.
+type Worker struct {
+	// Concurrency is the number of runs executed at once, a positive
+	// integer (YAML worker.concurrency, env
+	// OPENWORKFLOW_WORKER_CONCURRENCY). Default
+	// [DefaultWorkerConcurrency] (10).
+	Concurrency int `yaml:"concurrency"`
+}
+
+// Overrides are values given on the command line; they win over the file
+// and the environment. A nil field is "not given". A non-nil empty
+// PostgresURL explicitly selects SQLite even when the file or the
+// environment names a PostgreSQL database.
+type Overrides struct {
+	PostgresURL       *string
+	SQLitePath        *string
+	Namespace         *string
+	Schema            *string
+	WorkerConcurrency *int
+}
+
+// Options tell [LoadWith] where to look.
+type Options struct {
+	// Dir is where the upward search for openworkflow.yaml starts and what
+	// relative paths from the environment and flags are resolved against;
+	// "" means the working directory.
+	Dir string
+	// File is an explicit configuration file (--config); when set there is
+	// no search, and a missing file is an error.
+	File string
+	// Overrides are the command-line values.
+	Overrides Overrides
+}
+
+// Load loads the configuration for dir ("" means the working directory):
+// the first openworkflow.yaml found in dir or one of its parents, then the
+// environment, then the defaults. It is LoadWith(Options{Dir: dir}).
+func Load(dir string) (*Config, error) {
+	return LoadWith(Options{Dir: dir})
+}
+
+// LoadWith loads the configuration as described in the package
+// documentation. It fails when the file cannot be read or parsed, when it
+// has an unknown key, or when a value is invalid (a non-integer or
+// non-positive concurrency, an empty namespace); the error names the file,
+// variable or flag concerned.
+func LoadWith(opts Options) (*Config, error) {
+	dir := opts.Dir
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, fmt.Errorf("config: working directory: %w", err)
+		}
+		dir = wd
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	c := &Config{Dir: dir, sources: map[string]string{}}
+
+	file := opts.File
+	if file != "" {
+		if !filepath.IsAbs(file) {
+			file = filepath.Join(dir, file)
+		}
+		if _, err := os.Stat(file); err != nil {
+			return nil, fmt.Errorf("config file %s: %w", file, err)
+		}
+	} else if file, err = find(dir); err != nil {
+		return nil, err
+	}
+	if file != "" {
+		if err := c.readFile(file); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.readEnv(dir); err != nil {
+		return nil, err
+	}
+	c.applyOverrides(opts.Overrides, dir)
+	c.applyDefaults()
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// find returns the first FileName in dir or its parents, or "".
+func find(dir string) (string, error) {
+	for {
+		p := filepath.Join(dir, FileName)
+		st, err := os.Stat(p)
+		switch {
+		case err == nil && !st.IsDir():
+			return p, nil
+		case err != nil && !errors.Is(err, os.ErrNotExist):
+			return "", fmt.Errorf("config: look for %s: %w", p, err)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", nil
+		}
+		dir = parent
+	}
+}
+
+// readFile parses the YAML file into c, rejecting unknown keys.
+func (c *Config) readFile(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("config file %s: %w", path, err)
+	}
+	var f Config
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("config file %s: %s", path, yamlMessage(err))
+	}
+	c.File, c.Dir = path, filepath.Dir(path)
+	from := "file " + path
+	if f.PostgresURL != "" {
+		c.set(keyPostgresURL, &c.PostgresURL, f.PostgresURL, from)
+	}
+	if f.SQLitePath != "" {
+		c.set(keySQLitePath, &c.SQLitePath, absFrom(c.Dir, f.SQLitePath), from)
+	}
+	if f.Namespace != "" {
+		c.set(keyNamespace, &c.Namespace, f.Namespace, from)
+	}
+	if f.Schema != "" {
+		c.set(keySchema, &c.Schema, f.Schema, from)
+	}
+	if f.Worker.Concurrency != 0 {
+		c.Worker.Concurrency = f.Worker.Concurrency
+		c.sources[keyConcurrency] = from
+	}
+	return nil
+}
+
+// yamlMessage makes yaml.v3's unknown-field error name the key plainly
+// ("unknown key \"sqlite_pth\" (line 2)").
+func yamlMessage(err error) string {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return err.Error()
+	}
+	var msgs []string
+	for _, e := range te.Errors {
+		// yaml.v3 says: line 2: field sqlite_pth not found in type config.Config
+		if line, rest, ok := strings.Cut(e, ": field "); ok {
+			if name, _, ok := strings.Cut(rest, " not found"); ok {
+				msgs = append(msgs, fmt.Sprintf("unknown key %q (%s); known keys: %s", name, line, strings.Join(knownKeys, ", ")))
+				continue
+			}
+		}
+		msgs = append(msgs, e)
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// readEnv applies the OPENWORKFLOW_* variables that are set (an empty
+// variable counts as unset).
+func (c *Config) readEnv(dir string) error {
+	str := func(env, key string, dst *string, path bool) {
+		if v := os.Getenv(env); v != "" {
+			if path {
+				v = absFrom(dir, v)
+			}
+			c.set(key, dst, v, "env "+env)
+		}
+	}
+	str(EnvPostgresURL, keyPostgresURL, &c.PostgresURL, false)
+	str(EnvSQLitePath, keySQLitePath, &c.SQLitePath, true)
+	str(EnvNamespace, keyNamespace, &c.Namespace, false)
+	str(EnvSchema, keySchema, &c.Schema, false)
+	if v := os.Getenv(EnvWorkerConcurrency); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("config: %s=%q is not an integer", EnvWorkerConcurrency, v)
+		}
+		c.Worker.Concurrency = n
+		c.sources[keyConcurrency] = "env " + EnvWorkerConcurrency
+	}
+	return nil
+}
+
+// applyOverrides applies the command-line values.
+func (c *Config) applyOverrides(o Overrides, dir string) {
+	if o.PostgresURL != nil {
+		c.set(keyPostgresURL, &c.PostgresURL, *o.PostgresURL, "flag --postgres-url")
+	}
+	if o.SQLitePath != nil && *o.SQLitePath != "" {
+		c.set(keySQLitePath, &c.SQLitePath, absFrom(dir, *o.SQLitePath), "flag --sqlite-path")
+	}
+	if o.Namespace != nil {
+		c.set(keyNamespace, &c.Namespace, *o.Namespace, "flag --namespace")
+	}
+	if o.Schema != nil {
+		c.set(keySchema, &c.Schema, *o.Schema, "flag --schema")
+	}
+	if o.WorkerConcurrency != nil {
+		c.Worker.Concurrency = *o.WorkerConcurrency
+		c.sources[keyConcurrency] = "flag --concurrency"
+	}
+}
+
+// applyDefaults is the one place defaults are decided: every setting no
+// layer gave takes its Default* value.
+func (c *Config) applyDefaults() {
+	if c.SQLitePath == "" {
+		c.SQLitePath = filepath.Join(c.Dir, DefaultSQLitePath)
+		c.sources[keySQLitePath] = "default"
+	}
+	if c.Namespace == "" && c.sources[keyNamespace] == "" {
+		c.Namespace = DefaultNamespace
+		c.sources[keyNamespace] = "default"
+	}
+	if c.Schema == "" && c.sources[keySchema] == "" {
+		c.Schema = DefaultSchema
+		c.sources[keySchema] = "default"
+	}
+	if c.Worker.Concurrency == 0 && c.sources[keyConcurrency] == "" {
+		c.Worker.Concurrency = DefaultWorkerConcurrency
+		c.sources[keyConcurrency] = "default"
+	}
+	if c.sources[keyPostgresURL] == "" {
+		c.sources[keyPostgresURL] = "default"
+	}
+}
+
+// validate rejects values no backend could use.
+func (c *Config) validate() error {
+	if c.Namespace == "" {
+		return fmt.Errorf("config: namespace (from %s) must not be empty", c.sources[keyNamespace])
+	}
+	if c.Schema == "" {
+		return fmt.Errorf("config: schema (from %s) must not be empty", c.sources[keySchema])
+	}
+	if c.Worker.Concurrency <= 0 {
+		return fmt.Errorf("config: worker.concurrency (from %s) must be a positive integer, got %d", c.sources[keyConcurrency], c.Worker.Concurrency)
+	}
+	return nil
+}
+
+func (c *Config) set(key string, dst *string, v, from string) {
+	*dst = v
+	c.sources[key] = from
+}
+
+// absFrom resolves p against dir unless it is absolute or ":memory:".
+func absFrom(dir, p string) string {
+	if p == ":memory:" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(dir, p)
+}
