@@ -1,0 +1,60 @@
+// Package postgres is the PostgreSQL implementation of [backend.Backend],
+// built on pgx v5. Its tables are OpenWorkflow's (schema "openworkflow",
+// tables workflow_runs, step_attempts, workflow_signals and
+// openworkflow_migrations), so a database can be shared with the TypeScript
+// SDK: both read each other's runs, and both record migrations the same way.
+//
+// # Getting started
+//
+//	b, err := postgres.Open(ctx, "postgres://user:pass@host:5432/db", postgres.Options{})
+//	if err != nil { ... }
+//	defer b.Close()
+//
+// [Open] creates a pool and runs [Migrate]; [FromPool] wraps a pool you own
+// and never migrates. Several backends (one per namespace) may share a pool.
+// [Options] zero values mean the defaults: namespace "default", schema
+// "openworkflow".
+//
+// # Migrations
+//
+// The numbered scripts in migrations/ (versions 0–5) are OpenWorkflow's:
+// each records its own version in openworkflow_migrations and the current
+// version is MAX(version). [Migrate] applies them under a session advisory
+// lock keyed by the schema name, so processes starting together against a
+// fresh database migrate it once, in turn.
+//
+// # Concurrency
+//
+//   - Claims are one statement: a deadline sweep, then up to one candidate
+//     per worker id locked FOR UPDATE SKIP LOCKED and claimed with a lease.
+//     Concurrent claimers never take the same run.
+//   - Every worker write is fenced on status = 'running' AND worker_id = the
+//     worker; step-attempt writes also lock the run row FOR NO KEY UPDATE in
+//     the same statement, so a lease that moves serializes with them.
+//   - Keyed creates serialize on pg_advisory_xact_lock of the key, as in
+//     OpenWorkflow; there is no unique index.
+//   - Timestamps are written with millisecond precision.
+//
+// # Wake-ups
+//
+// Writes that make a run claimable now, or terminal, call pg_notify on the
+// channel "openworkflow" in the same statement, with a JSON payload
+// {"schema","ns","kind","id"} (kind "work" or "finished"), delivered at
+// commit. [Backend.Subscribe] listens on a dedicated connection and
+// publishes the events of its schema and namespace.
+//
+// # Errors
+//
+// Methods return errors wrapping the sentinels of package backend, naming
+// the run or attempt concerned:
+//
+//	backend.ErrRunNotFound      no such run in the namespace
+//	backend.ErrStepNotFound     no such step attempt in the run
+//	backend.ErrNotOwner         a fenced write by a worker that no longer owns the run
+//	backend.ErrStepNotRunning   a step write on an attempt in the wrong status
+//	backend.ErrRunTerminal      canceling a completed or failed run
+//	backend.ErrInvalidArgument  bad cursor, both cursors, empty name, invalid JSON, bad schema name
+//
+// PostgreSQL's jsonb cannot hold the character U+0000 (a "\u0000" escape in
+// a string); such JSON values are refused by the database.
+package postgres

@@ -1,0 +1,172 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/openworkflow-go/openworkflow/backend"
+	"github.com/openworkflow-go/openworkflow/internal/notify"
+)
+
+// Reconnection backoff of the listener: doubling from listenMinBackoff up to
+// listenMaxBackoff, reset once LISTEN succeeds again.
+const (
+	listenMinBackoff = 100 * time.Millisecond
+	listenMaxBackoff = 5 * time.Second
+)
+
+// Subscribe implements [backend.Backend] with LISTEN/NOTIFY. The first call
+// starts the backend's one listener goroutine, on a dedicated connection
+// outside the pool, which LISTENs on the "openworkflow" channel and
+// publishes the notifications of this backend's schema and namespace to
+// every subscriber. It reconnects with backoff after errors; after a
+// reconnection it publishes an [backend.EventWorkAvailable] event without
+// run id, since notifications sent meanwhile were lost. [Backend.Close]
+// stops it.
+//
+// Subscribe returns once the listener's first connection attempt is over
+// (or ctx is done), so a write made after Subscribe returns is seen by the
+// subscriber when the database is reachable. The channel is closed when ctx
+// is done. It fails only on a closed backend.
+func (b *Backend) Subscribe(ctx context.Context) (<-chan backend.Event, error) {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil, errClosed
+	}
+	if b.listener == nil {
+		b.listener = startListener(b.pool.Config().ConnConfig.Copy(), b.schema, b.namespace, &b.hub)
+	}
+	l := b.listener
+	b.mu.Unlock()
+
+	ch := b.hub.Subscribe(ctx)
+	select {
+	case <-l.firstAttempt:
+	case <-ctx.Done():
+	}
+	return ch, nil
+}
+
+// listener owns the goroutine that LISTENs and feeds the hub.
+type listener struct {
+	connConfig        *pgx.ConnConfig
+	schema, namespace string
+	hub               *notify.Hub
+
+	cancel       context.CancelFunc
+	done         chan struct{} // closed when the goroutine returned
+	firstAttempt chan struct{} // closed when the first connection attempt is over
+	pid          atomic.Uint32 // backend PID of the current connection, 0 if none (tests)
+}
+
+func startListener(cfg *pgx.ConnConfig, schema, namespace string, hub *notify.Hub) *listener {
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &listener{
+		connConfig:   cfg,
+		schema:       schema,
+		namespace:    namespace,
+		hub:          hub,
+		cancel:       cancel,
+		done:         make(chan struct{}),
+		firstAttempt: make(chan struct{}),
+	}
+	go l.run(ctx)
+	return l
+}
+
+// stop ends the goroutine and waits for it.
+func (l *listener) stop() {
+	l.cancel()
+	<-l.done
+}
+
+func (l *listener) run(ctx context.Context) {
+	defer close(l.done)
+	backoff := listenMinBackoff
+	first := true
+	endFirstAttempt := func() {
+		if first {
+			first = false
+			close(l.firstAttempt)
+		}
+	}
+	for {
+		l.listen(ctx, func() {
+			if !first {
+				l.hub.Publish(backend.Event{Kind: backend.EventWorkAvailable})
+			}
+			endFirstAttempt()
+			backoff = listenMinBackoff
+		})
+		endFirstAttempt()
+		if ctx.Err() != nil {
+			return
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		backoff = min(2*backoff, listenMaxBackoff)
+	}
+}
+
+// listen connects, LISTENs, calls listening, then dispatches notifications
+// until an error or ctx ends; the connection is closed on return.
+func (l *listener) listen(ctx context.Context, listening func()) {
+	conn, err := pgx.ConnectConfig(ctx, l.connConfig)
+	if err != nil {
+		return
+	}
+	defer func() {
+		l.pid.Store(0)
+		cctx, cancel := context.WithTimeout(context.Background(), lockReleaseTimeout)
+		defer cancel()
+		_ = conn.Close(cctx)
+	}()
+	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
+		return
+	}
+	l.pid.Store(conn.PgConn().PID())
+	listening()
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return
+		}
+		if e, ok := l.decode(n.Payload); ok {
+			l.hub.Publish(e)
+		}
+	}
+}
+
+// notification is the payload the queries build with json_build_object.
+type notification struct {
+	Schema    string `json:"schema"`
+	Namespace string `json:"ns"`
+	Kind      string `json:"kind"`
+	ID        string `json:"id"`
+}
+
+// decode parses a payload and keeps it if it concerns this backend.
+func (l *listener) decode(payload string) (backend.Event, bool) {
+	var n notification
+	if err := json.Unmarshal([]byte(payload), &n); err != nil {
+		return backend.Event{}, false
+	}
+	if n.Schema != l.schema || n.Namespace != l.namespace {
+		return backend.Event{}, false
+	}
+	switch kind := backend.EventKind(n.Kind); kind {
+	case backend.EventWorkAvailable, backend.EventRunFinished:
+		return backend.Event{Kind: kind, WorkflowRunID: n.ID}, true
+	}
+	return backend.Event{}, false
+}

@@ -1,0 +1,567 @@
+package postgres_test
+
+// PostgreSQL-specific tests: concurrency under real row locks, LISTEN/NOTIFY,
+// migrations and the schema shared with OpenWorkflow. Behaviour common to
+// all backends is specified in backend/backendtest.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/openworkflow-go/openworkflow/backend"
+	"github.com/openworkflow-go/openworkflow/backend/postgres"
+	"github.com/openworkflow-go/openworkflow/internal/id"
+)
+
+func createRun(t testing.TB, b backend.Backend, p backend.CreateWorkflowRunParams) *backend.WorkflowRun {
+	t.Helper()
+	if p.WorkflowName == "" {
+		p.WorkflowName = "wf"
+	}
+	run, err := b.CreateWorkflowRun(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run
+}
+
+func claim(t testing.TB, b backend.Backend, lease time.Duration, workers ...string) []*backend.WorkflowRun {
+	t.Helper()
+	runs, err := b.ClaimWorkflowRuns(context.Background(), backend.ClaimWorkflowRunsParams{WorkerIDs: workers, LeaseDuration: lease})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runs
+}
+
+func TestClaim(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("concurrent claimers with batches never claim a run twice", func(t *testing.T) {
+		t.Parallel()
+		b := newBackend(t)
+		const runs, claimers, batch = 60, 8, 3
+		for range runs {
+			createRun(t, b, backend.CreateWorkflowRunParams{})
+		}
+		var mu sync.Mutex
+		claimedBy := map[string]string{}
+		var wg sync.WaitGroup
+		errs := make(chan error, claimers)
+		for c := range claimers {
+			wg.Go(func() {
+				for {
+					workers := make([]string, batch)
+					for i := range workers {
+						workers[i] = fmt.Sprintf("c%d-w%d", c, i)
+					}
+					got, err := b.ClaimWorkflowRuns(ctx, backend.ClaimWorkflowRunsParams{WorkerIDs: workers, LeaseDuration: time.Hour})
+					if err != nil {
+						errs <- err
+						return
+					}
+					if len(got) == 0 {
+						return
+					}
+					mu.Lock()
+					for _, r := range got {
+						if prev, dup := claimedBy[r.ID]; dup {
+							errs <- fmt.Errorf("run %s claimed by %s and %s", r.ID, prev, *r.WorkerID)
+						}
+						claimedBy[r.ID] = *r.WorkerID
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		if len(claimedBy) != runs {
+			t.Errorf("claimed %d runs, want %d", len(claimedBy), runs)
+		}
+	})
+
+	t.Run("pairs the i-th candidate with the i-th worker id, pending first", func(t *testing.T) {
+		t.Parallel()
+		b := newBackend(t)
+		now := time.Now()
+		early := now.Add(-time.Hour)
+		// A due parked run (running, unowned) is claimed after pending ones.
+		parked := createRun(t, b, backend.CreateWorkflowRunParams{AvailableAt: &early})
+		claim(t, b, time.Hour, "parker")
+		if err := b.SleepWorkflowRun(ctx, backend.SleepWorkflowRunParams{WorkflowRunID: parked.ID, WorkerID: "parker", AvailableAt: early}); err != nil {
+			t.Fatal(err)
+		}
+		older := now.Add(-2 * time.Minute)
+		newer := now.Add(-time.Minute)
+		second := createRun(t, b, backend.CreateWorkflowRunParams{AvailableAt: &newer})
+		first := createRun(t, b, backend.CreateWorkflowRunParams{AvailableAt: &older})
+		later := now.Add(time.Hour)
+		createRun(t, b, backend.CreateWorkflowRunParams{AvailableAt: &later}) // not due
+
+		got := claim(t, b, time.Minute, "w1", "w2", "w3", "w4")
+		if len(got) != 3 {
+			t.Fatalf("claimed %d runs, want 3", len(got))
+		}
+		for i, want := range []struct{ id, worker string }{{first.ID, "w1"}, {second.ID, "w2"}, {parked.ID, "w3"}} {
+			if got[i].ID != want.id || *got[i].WorkerID != want.worker {
+				t.Errorf("claim %d = run %s by %s, want run %s by %s", i, got[i].ID, *got[i].WorkerID, want.id, want.worker)
+			}
+			if got[i].Status != backend.RunRunning || got[i].Attempts < 1 {
+				t.Errorf("claim %d: status %s attempts %d", i, got[i].Status, got[i].Attempts)
+			}
+		}
+		if d := got[0].AvailableAt.Sub(*got[0].StartedAt); d < 59*time.Second || d > 61*time.Second {
+			t.Errorf("lease = %v, want about 1m", d)
+		}
+	})
+
+	t.Run("fails runs whose deadline passed, even leased ones", func(t *testing.T) {
+		t.Parallel()
+		b := newBackend(t)
+		soon := time.Now().Add(300 * time.Millisecond)
+		run := createRun(t, b, backend.CreateWorkflowRunParams{DeadlineAt: &soon})
+		if got := claim(t, b, time.Hour, "w1"); len(got) != 1 {
+			t.Fatalf("claimed %d runs", len(got))
+		}
+		waitFor(t, 5*time.Second, func() bool {
+			claim(t, b, time.Hour, "w2")
+			r, err := b.GetWorkflowRun(ctx, run.ID)
+			return err == nil && r.Status == backend.RunFailed
+		})
+		r, _ := b.GetWorkflowRun(ctx, run.ID)
+		assertJSONEq(t, r.Error, backend.DeadlineExceededError)
+		if r.WorkerID != nil || r.AvailableAt != nil || r.FinishedAt == nil {
+			t.Errorf("expired run: worker %v available %v finished %v", r.WorkerID, r.AvailableAt, r.FinishedAt)
+		}
+	})
+}
+
+func TestFencingAfterLeaseMoves(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := newBackend(t)
+	run := createRun(t, b, backend.CreateWorkflowRunParams{})
+	claim(t, b, 0, "old") // lease expires at once
+	step, err := b.CreateStepAttempt(ctx, backend.CreateStepAttemptParams{WorkflowRunID: run.ID, WorkerID: "old", StepName: "s", Kind: backend.StepFunction})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := claim(t, b, time.Hour, "new"); len(got) != 1 || *got[0].WorkerID != "new" {
+		t.Fatalf("second claim did not take the run: %+v", got)
+	}
+
+	stale := map[string]func() error{
+		"extend lease": func() error {
+			return b.ExtendWorkflowRunLease(ctx, backend.ExtendWorkflowRunLeaseParams{WorkflowRunID: run.ID, WorkerID: "old", LeaseDuration: time.Minute})
+		},
+		"create step": func() error {
+			_, err := b.CreateStepAttempt(ctx, backend.CreateStepAttemptParams{WorkflowRunID: run.ID, WorkerID: "old", StepName: "t", Kind: backend.StepFunction})
+			return err
+		},
+		"complete step": func() error {
+			_, err := b.CompleteStepAttempt(ctx, backend.CompleteStepAttemptParams{WorkflowRunID: run.ID, StepAttemptID: step.ID, WorkerID: "old"})
+			return err
+		},
+		"fail step": func() error {
+			_, err := b.FailStepAttempt(ctx, backend.FailStepAttemptParams{WorkflowRunID: run.ID, StepAttemptID: step.ID, WorkerID: "old", Error: json.RawMessage(`{}`)})
+			return err
+		},
+		"link child": func() error {
+			_, err := b.SetStepAttemptChildWorkflowRun(ctx, backend.SetStepAttemptChildWorkflowRunParams{WorkflowRunID: run.ID, StepAttemptID: step.ID, WorkerID: "old", ChildWorkflowRunNamespaceID: "x", ChildWorkflowRunID: "y"})
+			return err
+		},
+		"park": func() error {
+			return b.SleepWorkflowRun(ctx, backend.SleepWorkflowRunParams{WorkflowRunID: run.ID, WorkerID: "old", AvailableAt: time.Now()})
+		},
+		"complete run": func() error {
+			_, err := b.CompleteWorkflowRun(ctx, backend.CompleteWorkflowRunParams{WorkflowRunID: run.ID, WorkerID: "old"})
+			return err
+		},
+		"fail run": func() error {
+			_, err := b.FailWorkflowRun(ctx, backend.FailWorkflowRunParams{WorkflowRunID: run.ID, WorkerID: "old", Error: json.RawMessage(`{}`), RetryPolicy: backend.NoRetryPolicy})
+			return err
+		},
+		"reschedule run": func() error {
+			_, err := b.RescheduleWorkflowRunAfterFailedStepAttempt(ctx, backend.RescheduleWorkflowRunParams{WorkflowRunID: run.ID, WorkerID: "old", Error: json.RawMessage(`{}`), AvailableAt: time.Now()})
+			return err
+		},
+	}
+	for name, write := range stale {
+		err := write()
+		if !errors.Is(err, backend.ErrNotOwner) {
+			t.Errorf("%s by the old owner: err = %v, want ErrNotOwner", name, err)
+		} else if !strings.Contains(err.Error(), run.ID) {
+			t.Errorf("%s: error %q does not name run %s", name, err, run.ID)
+		}
+	}
+
+	if _, err := b.CompleteStepAttempt(ctx, backend.CompleteStepAttemptParams{WorkflowRunID: run.ID, StepAttemptID: step.ID, WorkerID: "new", Output: json.RawMessage(`1`)}); err != nil {
+		t.Errorf("new owner completing the step: %v", err)
+	}
+	if _, err := b.CompleteWorkflowRun(ctx, backend.CompleteWorkflowRunParams{WorkflowRunID: run.ID, WorkerID: "new"}); err != nil {
+		t.Errorf("new owner completing the run: %v", err)
+	}
+}
+
+func TestKeyedCreates(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("ten concurrent creates with one key collapse to one run", func(t *testing.T) {
+		t.Parallel()
+		b := newBackend(t)
+		key := "order-42"
+		ids := make([]string, 10)
+		var wg sync.WaitGroup
+		for i := range ids {
+			wg.Go(func() {
+				run, err := b.CreateWorkflowRun(ctx, backend.CreateWorkflowRunParams{WorkflowName: "wf", IdempotencyKey: &key})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				ids[i] = run.ID
+			})
+		}
+		wg.Wait()
+		if uniq := slices.Compact(slices.Sorted(slices.Values(ids))); len(uniq) != 1 {
+			t.Errorf("ids = %v, want one id", ids)
+		}
+		counts, err := b.CountWorkflowRuns(ctx)
+		if err != nil || counts.Pending != 1 {
+			t.Errorf("counts = %+v, %v; want 1 pending", counts, err)
+		}
+	})
+
+	t.Run("a key older than 24 hours starts a new run", func(t *testing.T) {
+		t.Parallel()
+		b := newBackend(t)
+		key := "k"
+		first := createRun(t, b, backend.CreateWorkflowRunParams{IdempotencyKey: &key})
+		ageRun(t, b, first.ID, backend.IdempotencyPeriod+time.Second)
+		second := createRun(t, b, backend.CreateWorkflowRunParams{IdempotencyKey: &key})
+		if second.ID == first.ID {
+			t.Errorf("an expired key returned the old run")
+		}
+	})
+}
+
+func TestIdempotencyLockKeyMatchesOpenWorkflow(t *testing.T) {
+	// JSON.stringify({namespaceId, workflowName, idempotencyKey}) escapes only
+	// quotes, backslashes and control characters.
+	got := postgres.IdempotencyLockKey("default", "a<b>&\u2028", "q\"\\\n\x01é")
+	want := `{"namespaceId":"default","workflowName":"a<b>&` + "\u2028" + `","idempotencyKey":"q\"\\\n\u0001é"}`
+	if got != want {
+		t.Errorf("lock key = %s, want %s", got, want)
+	}
+}
+
+func TestNotifications(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("a subscriber hears new work and finished runs of its namespace only", func(t *testing.T) {
+		t.Parallel()
+		b := newBackend(t)
+		other := newBackend(t)
+		sctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		events, err := b.Subscribe(sctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		createRun(t, other, backend.CreateWorkflowRunParams{}) // not ours
+		run := createRun(t, b, backend.CreateWorkflowRunParams{})
+		expectEvent(t, events, backend.Event{Kind: backend.EventWorkAvailable, WorkflowRunID: run.ID})
+
+		claim(t, b, time.Hour, "w")
+		if _, err := b.CompleteWorkflowRun(ctx, backend.CompleteWorkflowRunParams{WorkflowRunID: run.ID, WorkerID: "w"}); err != nil {
+			t.Fatal(err)
+		}
+		expectEvent(t, events, backend.Event{Kind: backend.EventRunFinished, WorkflowRunID: run.ID})
+
+		later := time.Now().Add(time.Hour)
+		createRun(t, b, backend.CreateWorkflowRunParams{AvailableAt: &later}) // delayed: silent
+		canceled := createRun(t, b, backend.CreateWorkflowRunParams{AvailableAt: &later})
+		if _, err := b.CancelWorkflowRun(ctx, canceled.ID); err != nil {
+			t.Fatal(err)
+		}
+		expectEvent(t, events, backend.Event{Kind: backend.EventRunFinished, WorkflowRunID: canceled.ID})
+		cancel()
+		for range events { // drained and closed once ctx is done
+		}
+	})
+
+	t.Run("a child finishing wakes its parked parent and announces it", func(t *testing.T) {
+		t.Parallel()
+		b := newBackend(t)
+		events, err := b.Subscribe(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		parent := createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: "parent"})
+		claim(t, b, time.Hour, "pw")
+		step, err := b.CreateStepAttempt(ctx, backend.CreateStepAttemptParams{WorkflowRunID: parent.ID, WorkerID: "pw", StepName: "child", Kind: backend.StepWorkflow, Context: json.RawMessage(`{"kind":"workflow","timeoutAt":null}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns := b.NamespaceID()
+		later := time.Now().Add(time.Hour)
+		child := createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: "child", ParentStepAttemptNamespaceID: &ns, ParentStepAttemptID: &step.ID, AvailableAt: &later})
+		if _, err := b.SetStepAttemptChildWorkflowRun(ctx, backend.SetStepAttemptChildWorkflowRunParams{WorkflowRunID: parent.ID, StepAttemptID: step.ID, WorkerID: "pw", ChildWorkflowRunNamespaceID: ns, ChildWorkflowRunID: child.ID}); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.SleepWorkflowRun(ctx, backend.SleepWorkflowRunParams{WorkflowRunID: parent.ID, WorkerID: "pw", AvailableAt: later}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.CancelWorkflowRun(ctx, child.ID); err != nil {
+			t.Fatal(err)
+		}
+		expectEvent(t, events, backend.Event{Kind: backend.EventWorkAvailable, WorkflowRunID: parent.ID})
+		got := claim(t, b, time.Hour, "pw2")
+		if len(got) != 1 || got[0].ID != parent.ID {
+			t.Fatalf("claimed %v, want the woken parent", got)
+		}
+	})
+
+	t.Run("the listener reconnects after its connection is killed", func(t *testing.T) {
+		t.Parallel()
+		b := newBackend(t)
+		events, err := b.Subscribe(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		pid := postgres.ListenerPID(b)
+		if pid == 0 {
+			t.Fatal("listener not connected")
+		}
+		if _, err := requirePool(t).Exec(ctx, `SELECT pg_terminate_backend($1)`, int32(pid)); err != nil {
+			t.Fatal(err)
+		}
+		// After reconnecting it says work may have been missed.
+		expectEvent(t, events, backend.Event{Kind: backend.EventWorkAvailable})
+		run := createRun(t, b, backend.CreateWorkflowRunParams{})
+		expectEvent(t, events, backend.Event{Kind: backend.EventWorkAvailable, WorkflowRunID: run.ID})
+	})
+
+	t.Run("Subscribe fails after Close", func(t *testing.T) {
+		t.Parallel()
+		b := newBackend(t)
+		if _, err := b.Subscribe(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Subscribe(t.Context()); err == nil {
+			t.Error("Subscribe on a closed backend succeeded")
+		}
+	})
+}
+
+func TestSignalSendsRaceWithOneDeliveryPerWait(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := newBackend(t)
+	var waits []string
+	for i := range 5 {
+		run := createRun(t, b, backend.CreateWorkflowRunParams{})
+		w := fmt.Sprint("w", i)
+		claim(t, b, time.Hour, w)
+		step, err := b.CreateStepAttempt(ctx, backend.CreateStepAttemptParams{WorkflowRunID: run.ID, WorkerID: w, StepName: "wait", Kind: backend.StepSignalWait, Context: json.RawMessage(`{"kind":"signal-wait","signal":"go","timeoutAt":"2999-01-01T00:00:00.000Z"}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.SleepWorkflowRun(ctx, backend.SleepWorkflowRunParams{WorkflowRunID: run.ID, WorkerID: w, AvailableAt: time.Now().Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		waits = append(waits, step.ID)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	total := 0
+	for i := range 8 {
+		wg.Go(func() {
+			ids, err := b.SendSignal(ctx, backend.SendSignalParams{Signal: "go", Data: json.RawMessage(fmt.Sprint(i))})
+			if err != nil {
+				t.Error(err)
+			}
+			mu.Lock()
+			total += len(ids)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if total != len(waits) {
+		t.Errorf("%d deliveries reported, want %d (one per wait)", total, len(waits))
+	}
+	for _, w := range waits {
+		if _, ok, err := b.GetSignalDelivery(ctx, w); err != nil || !ok {
+			t.Errorf("wait %s: delivered %v, %v", w, ok, err)
+		}
+	}
+	if got := claim(t, b, time.Hour, "a", "b", "c", "d", "e", "f"); len(got) != len(waits) {
+		t.Errorf("%d runs woken, want %d", len(got), len(waits))
+	}
+}
+
+func TestMigrate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("concurrent migrations of a fresh schema all succeed", func(t *testing.T) {
+		t.Parallel()
+		pool := requirePool(t)
+		schema := strings.ReplaceAll(strings.ToLower(id.New("mig")), "-", "_")
+		t.Cleanup(func() { _, _ = pool.Exec(context.Background(), `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`) })
+		var wg sync.WaitGroup
+		for range 6 {
+			wg.Go(func() {
+				p, err := pgxpool.New(ctx, testURL())
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer p.Close()
+				if err := postgres.Migrate(ctx, p, schema); err != nil {
+					t.Errorf("migrate: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		var versions []int64
+		rows, err := pool.Query(ctx, `SELECT version FROM "`+schema+`".openworkflow_migrations ORDER BY 1`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var v int64
+			_ = rows.Scan(&v)
+			versions = append(versions, v)
+		}
+		if !slices.Equal(versions, []int64{0, 1, 2, 3, 4, 5}) || postgres.LatestMigrationVersion != 5 {
+			t.Errorf("versions = %v", versions)
+		}
+		b, err := postgres.FromPool(pool, postgres.Options{Schema: schema, NamespaceID: "n"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.CreateWorkflowRun(ctx, backend.CreateWorkflowRunParams{WorkflowName: "wf"}); err != nil {
+			t.Errorf("create in the new schema: %v", err)
+		}
+	})
+
+	t.Run("the schema has OpenWorkflow's keys and indexes", func(t *testing.T) {
+		t.Parallel()
+		pool := requirePool(t)
+		var fks []string
+		rows, _ := pool.Query(ctx, `SELECT conname || ':' || convalidated FROM pg_constraint
+			WHERE connamespace = 'openworkflow'::regnamespace AND contype = 'f' ORDER BY 1`)
+		for rows.Next() {
+			var s string
+			_ = rows.Scan(&s)
+			fks = append(fks, s)
+		}
+		wantFKs := []string{"step_attempts_child_workflow_run_fk:true", "step_attempts_workflow_run_fk:true", "workflow_runs_parent_step_attempt_fk:true"}
+		if !slices.Equal(fks, wantFKs) {
+			t.Errorf("foreign keys = %v, want %v", fks, wantFKs)
+		}
+		var idx []string
+		rows, _ = pool.Query(ctx, `SELECT indexname FROM pg_indexes WHERE schemaname = 'openworkflow' AND indexname NOT LIKE '%pkey' ORDER BY 1`)
+		for rows.Next() {
+			var s string
+			_ = rows.Scan(&s)
+			idx = append(idx, s)
+		}
+		wantIdx := []string{
+			"step_attempts_child_workflow_run_idx", "step_attempts_signal_wait_idx",
+			"step_attempts_workflow_run_created_at_idx", "step_attempts_workflow_run_step_name_created_at_idx",
+			"workflow_runs_created_at_desc_idx", "workflow_runs_parent_step_idx",
+			"workflow_runs_status_available_at_created_at_idx", "workflow_runs_status_created_at_desc_idx",
+			"workflow_runs_workflow_name_idempotency_key_created_at_idx", "workflow_runs_workflow_name_status_created_at_desc_idx",
+			"workflow_signals_idempotency_idx", "workflow_signals_step_attempt_idx",
+		}
+		if !slices.Equal(idx, wantIdx) {
+			t.Errorf("indexes = %v\nwant %v", idx, wantIdx)
+		}
+	})
+
+	t.Run("bad schema names are refused", func(t *testing.T) {
+		t.Parallel()
+		for _, s := range []string{"1abc", "a-b", `a"b`, strings.Repeat("a", 64)} {
+			if _, err := postgres.FromPool(requirePool(t), postgres.Options{Schema: s}); !errors.Is(err, backend.ErrInvalidArgument) {
+				t.Errorf("schema %q: err = %v", s, err)
+			}
+		}
+	})
+}
+
+func TestTimestampsHaveMillisecondPrecision(t *testing.T) {
+	t.Parallel()
+	b := newBackend(t)
+	at := time.Now().Add(-time.Second)
+	run := createRun(t, b, backend.CreateWorkflowRunParams{AvailableAt: &at})
+	got := claim(t, b, 1234*time.Microsecond, "w")[0]
+	for _, ts := range []time.Time{run.CreatedAt, run.UpdatedAt, *run.AvailableAt, got.CreatedAt, *got.StartedAt, *got.AvailableAt, got.UpdatedAt} {
+		if ts.Nanosecond()%int(time.Millisecond) != 0 || ts.Location() != time.UTC {
+			t.Errorf("timestamp %v is not UTC milliseconds", ts)
+		}
+	}
+}
+
+// expectEvent waits for an event equal to want, ignoring others.
+func expectEvent(t *testing.T, events <-chan backend.Event, want backend.Event) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case e, ok := <-events:
+			if !ok {
+				t.Fatalf("events closed while waiting for %+v", want)
+			}
+			if e == want {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("no event %+v within 10s", want)
+		}
+	}
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in time")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func assertJSONEq(t *testing.T, got, want json.RawMessage) {
+	t.Helper()
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatalf("got invalid JSON %s", got)
+	}
+	_ = json.Unmarshal(want, &w)
+	if fmt.Sprint(g) != fmt.Sprint(w) {
+		t.Errorf("JSON = %s, want %s", got, want)
+	}
+}

@@ -1,0 +1,552 @@
+package postgres
+
+import "strings"
+
+// The SQL of the backend, one constant per statement, named after what it
+// does. Placeholders expanded once per Backend by expandQuery:
+//
+//	{{schema}}          the quoted schema name, "openworkflow"
+//	{{run_columns}}     the workflow_runs columns, read as "wr"
+//	{{step_columns}}    the step_attempts columns, read as "sa"
+//	{{now}}             the statement's clock truncated to milliseconds
+//	{{notify_work}}     pg_notify announcing that run "wr" is claimable
+//	{{notify_finished}} pg_notify announcing that run "wr" is terminal
+//
+// Conventions: every timestamp written is {{now}} or a parameter truncated
+// to milliseconds in Go, so cursors and ISO strings round-trip. Writes that
+// notify do so from a RETURNING clause of a data-modifying statement, which
+// PostgreSQL always runs to completion, so the notification is sent exactly
+// when the row changed, and delivered at commit.
+
+// notifyChannel is the one LISTEN/NOTIFY channel of every backend; the
+// payload says which schema, namespace and run it is about.
+const notifyChannel = "openworkflow"
+
+const runColumns = `wr."namespace_id", wr."id", wr."workflow_name", wr."version", wr."status",
+  wr."idempotency_key", wr."config", wr."context", wr."input", wr."output", wr."error",
+  wr."attempts", wr."parent_step_attempt_namespace_id", wr."parent_step_attempt_id",
+  wr."worker_id", wr."available_at", wr."deadline_at", wr."started_at", wr."finished_at",
+  wr."created_at", wr."updated_at"`
+
+const stepColumns = `sa."namespace_id", sa."id", sa."workflow_run_id", sa."step_name", sa."kind",
+  sa."status", sa."config", sa."context", sa."output", sa."error",
+  sa."child_workflow_run_namespace_id", sa."child_workflow_run_id", sa."started_at",
+  sa."finished_at", sa."created_at", sa."updated_at"`
+
+// expandQuery replaces the placeholders of a query for one schema.
+func expandQuery(q, schema string) string {
+	notify := func(kind string) string {
+		return `pg_notify('` + notifyChannel + `', json_build_object(` +
+			`'schema', '` + schema + `', 'ns', wr."namespace_id", 'kind', '` + kind + `', 'id', wr."id")::text)`
+	}
+	return strings.NewReplacer(
+		"{{schema}}", quoteIdent(schema),
+		"{{run_columns}}", runColumns,
+		"{{step_columns}}", stepColumns,
+		"{{now}}", "date_trunc('milliseconds', NOW())",
+		"{{notify_work}}", notify("work"),
+		"{{notify_finished}}", notify("finished"),
+	).Replace(q)
+}
+
+// --- migrations (schema-independent or expanded by Migrate itself) ---
+
+// sqlMigrationLock serializes migrations of one schema across processes; it
+// is a session lock, held on the migrating connection until released.
+const sqlMigrationLock = `SELECT pg_advisory_lock(hashtextextended($1, 0))`
+
+const sqlMigrationUnlock = `SELECT pg_advisory_unlock(hashtextextended($1, 0))`
+
+const sqlMigrationsTableExists = `
+SELECT EXISTS (
+  SELECT 1 FROM information_schema.tables
+  WHERE table_schema = $1 AND table_name = 'openworkflow_migrations'
+)`
+
+const sqlCurrentMigrationVersion = `SELECT MAX("version") FROM {{schema}}."openworkflow_migrations"`
+
+// --- workflow runs ---
+
+// sqlLockIdempotencyKey serializes keyed creates of one
+// (namespace, workflow name, key) for the rest of the transaction. $1 is the
+// JSON text {"namespaceId","workflowName","idempotencyKey"} as OpenWorkflow
+// builds it, so both SDKs take the same lock.
+const sqlLockIdempotencyKey = `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`
+
+// sqlGetRunByIdempotencyKey finds the oldest run with the key created within
+// the idempotency period ($4, in milliseconds), whatever its status.
+const sqlGetRunByIdempotencyKey = `
+SELECT {{run_columns}}
+FROM {{schema}}."workflow_runs" AS wr
+WHERE wr."namespace_id" = $1
+  AND wr."workflow_name" = $2
+  AND wr."idempotency_key" = $3
+  AND wr."created_at" >= NOW() - $4::bigint * INTERVAL '1 millisecond'
+ORDER BY wr."created_at" ASC, wr."id" ASC
+LIMIT 1`
+
+// sqlInsertRun inserts a pending run; available_at NULL means now. A run
+// claimable at once is announced.
+const sqlInsertRun = `
+WITH inserted AS (
+  INSERT INTO {{schema}}."workflow_runs" AS wr (
+    "namespace_id", "id", "workflow_name", "version", "status", "idempotency_key",
+    "config", "context", "input", "attempts",
+    "parent_step_attempt_namespace_id", "parent_step_attempt_id",
+    "available_at", "deadline_at", "created_at", "updated_at"
+  )
+  VALUES (
+    $1, $2, $3, $4, 'pending', $5,
+    $6, $7, $8, 0,
+    $9, $10,
+    COALESCE($11::timestamptz, {{now}}), $12, {{now}}, {{now}}
+  )
+  RETURNING wr.*, CASE WHEN wr."available_at" <= NOW() THEN {{notify_work}} END AS notified
+)
+SELECT {{run_columns}} FROM inserted AS wr`
+
+const sqlGetRun = `
+SELECT {{run_columns}}
+FROM {{schema}}."workflow_runs" AS wr
+WHERE wr."namespace_id" = $1 AND wr."id" = $2`
+
+// sqlListRuns is completed by listRunsQuery with filters, the cursor
+// condition, the order and the limit.
+const sqlListRuns = `
+SELECT {{run_columns}}
+FROM {{schema}}."workflow_runs" AS wr
+WHERE wr."namespace_id" = $1`
+
+const sqlCountRuns = `
+SELECT wr."status", COUNT(*)
+FROM {{schema}}."workflow_runs" AS wr
+WHERE wr."namespace_id" = $1
+GROUP BY wr."status"`
+
+// sqlClaimRuns is the claim, one statement:
+//  1. expired: fail every non-terminal run whose deadline passed (announced
+//     as finished; a parked parent is not woken, as upstream);
+//  2. candidate: lock up to cardinality($2) claimable runs, pending first,
+//     skipping rows other claimers hold;
+//  3. pair the i-th candidate with the i-th worker id ($2) and claim it with
+//     a lease of $3 milliseconds.
+//
+// The result is in claim order.
+const sqlClaimRuns = `
+WITH expired AS (
+  UPDATE {{schema}}."workflow_runs" AS wr
+  SET "status" = 'failed',
+      "error" = '{"message":"Workflow run deadline exceeded"}'::jsonb,
+      "worker_id" = NULL,
+      "available_at" = NULL,
+      "finished_at" = {{now}},
+      "updated_at" = {{now}}
+  WHERE wr."namespace_id" = $1
+    AND wr."status" IN ('pending', 'running', 'sleeping')
+    AND wr."deadline_at" IS NOT NULL
+    AND wr."deadline_at" <= NOW()
+  RETURNING wr."id", {{notify_finished}} AS notified
+),
+candidate AS (
+  SELECT c."id", c."status", c."available_at", c."created_at"
+  FROM {{schema}}."workflow_runs" AS c
+  WHERE c."namespace_id" = $1
+    AND c."status" IN ('pending', 'running', 'sleeping')
+    AND c."available_at" <= NOW()
+    AND (c."deadline_at" IS NULL OR c."deadline_at" > NOW())
+  ORDER BY CASE WHEN c."status" = 'pending' THEN 0 ELSE 1 END, c."available_at", c."created_at", c."id"
+  LIMIT cardinality($2::text[])
+  FOR UPDATE SKIP LOCKED
+),
+slot AS (
+  SELECT candidate."id",
+         row_number() OVER (ORDER BY CASE WHEN candidate."status" = 'pending' THEN 0 ELSE 1 END,
+                            candidate."available_at", candidate."created_at", candidate."id") AS n
+  FROM candidate
+),
+worker AS (
+  SELECT w."worker_id", w."n" FROM unnest($2::text[]) WITH ORDINALITY AS w("worker_id", "n")
+),
+claimed AS (
+  UPDATE {{schema}}."workflow_runs" AS wr
+  SET "status" = 'running',
+      "attempts" = wr."attempts" + 1,
+      "worker_id" = worker."worker_id",
+      "available_at" = {{now}} + $3::bigint * INTERVAL '1 millisecond',
+      "started_at" = COALESCE(wr."started_at", {{now}}),
+      "updated_at" = {{now}}
+  FROM slot JOIN worker ON worker."n" = slot."n"
+  WHERE wr."namespace_id" = $1 AND wr."id" = slot."id"
+  RETURNING wr.*, slot."n" AS claim_order
+)
+SELECT {{run_columns}} FROM claimed AS wr ORDER BY wr.claim_order`
+
+// sqlExtendLease is the heartbeat: a new lease of $4 ms, owner only.
+const sqlExtendLease = `
+UPDATE {{schema}}."workflow_runs" AS wr
+SET "available_at" = {{now}} + $4::bigint * INTERVAL '1 millisecond',
+    "updated_at" = {{now}}
+WHERE wr."namespace_id" = $1 AND wr."id" = $2
+  AND wr."status" = 'running' AND wr."worker_id" = $3`
+
+// sqlSleepRun parks an owned non-terminal run until $4 and announces it if
+// that is already due.
+const sqlSleepRun = `
+WITH parked AS (
+  UPDATE {{schema}}."workflow_runs" AS wr
+  SET "status" = 'running',
+      "available_at" = $4,
+      "worker_id" = NULL,
+      "updated_at" = {{now}}
+  WHERE wr."namespace_id" = $1 AND wr."id" = $2
+    AND wr."status" NOT IN ('completed', 'succeeded', 'failed', 'canceled')
+    AND wr."worker_id" = $3
+  RETURNING wr."id", CASE WHEN wr."available_at" <= NOW() THEN {{notify_work}} END AS notified
+)
+SELECT count(*) FROM parked`
+
+// sqlReconcileParkedRun makes a just-parked run due now if what it waits for
+// already happened: a running workflow step whose child is terminal, or a
+// running signal-wait step with a delivery. It runs as its own statement
+// after the park committed, so either it sees the child's or signal's write,
+// or that writer's wake-up saw the park.
+const sqlReconcileParkedRun = `
+UPDATE {{schema}}."workflow_runs" AS wr
+SET "available_at" = CASE
+      WHEN wr."available_at" IS NULL OR wr."available_at" > NOW() THEN {{now}}
+      ELSE wr."available_at"
+    END,
+    "updated_at" = {{now}}
+WHERE wr."namespace_id" = $1 AND wr."id" = $2
+  AND wr."status" IN ('running', 'sleeping')
+  AND wr."worker_id" IS NULL
+  AND (
+    EXISTS (
+      SELECT 1
+      FROM {{schema}}."step_attempts" AS sa
+      JOIN {{schema}}."workflow_runs" AS child
+        ON child."namespace_id" = sa."child_workflow_run_namespace_id"
+       AND child."id" = sa."child_workflow_run_id"
+      WHERE sa."namespace_id" = wr."namespace_id"
+        AND sa."workflow_run_id" = wr."id"
+        AND sa."kind" = 'workflow'
+        AND sa."status" = 'running'
+        AND child."status" IN ('completed', 'succeeded', 'failed', 'canceled')
+    )
+    OR EXISTS (
+      SELECT 1
+      FROM {{schema}}."step_attempts" AS sa
+      JOIN {{schema}}."workflow_signals" AS ws
+        ON ws."namespace_id" = sa."namespace_id"
+       AND ws."step_attempt_id" = sa."id"
+      WHERE sa."namespace_id" = wr."namespace_id"
+        AND sa."workflow_run_id" = wr."id"
+        AND sa."kind" = 'signal-wait'
+        AND sa."status" = 'running'
+    )
+  )
+RETURNING {{notify_work}}`
+
+// sqlCompleteRun completes an owned run (worker_id kept) and announces it.
+const sqlCompleteRun = `
+WITH completed AS (
+  UPDATE {{schema}}."workflow_runs" AS wr
+  SET "status" = 'completed',
+      "output" = $4,
+      "error" = NULL,
+      "available_at" = NULL,
+      "finished_at" = {{now}},
+      "updated_at" = {{now}}
+  WHERE wr."namespace_id" = $1 AND wr."id" = $2
+    AND wr."status" = 'running' AND wr."worker_id" = $3
+  RETURNING wr.*, {{notify_finished}} AS notified
+)
+SELECT {{run_columns}} FROM completed AS wr`
+
+// sqlFailRun applies a computed failure to an owned run: terminal ($4 true:
+// failed, finished now) or a retry (pending at $5). It announces a terminal
+// failure, or a retry that is already due.
+const sqlFailRun = `
+WITH failed AS (
+  UPDATE {{schema}}."workflow_runs" AS wr
+  SET "status" = CASE WHEN $4::boolean THEN 'failed' ELSE 'pending' END,
+      "available_at" = CASE WHEN $4::boolean THEN NULL ELSE $5::timestamptz END,
+      "finished_at" = CASE WHEN $4::boolean THEN {{now}} ELSE NULL END,
+      "error" = $6,
+      "worker_id" = NULL,
+      "started_at" = NULL,
+      "updated_at" = {{now}}
+  WHERE wr."namespace_id" = $1 AND wr."id" = $2
+    AND wr."status" = 'running' AND wr."worker_id" = $3
+  RETURNING wr.*,
+    CASE WHEN $4::boolean THEN {{notify_finished}}
+         WHEN wr."available_at" <= NOW() THEN {{notify_work}} END AS notified
+)
+SELECT {{run_columns}} FROM failed AS wr`
+
+// sqlRescheduleRun puts an owned run back to pending at $4 after a failed
+// step attempt (a step retry).
+const sqlRescheduleRun = `
+WITH rescheduled AS (
+  UPDATE {{schema}}."workflow_runs" AS wr
+  SET "status" = 'pending',
+      "available_at" = $4,
+      "finished_at" = NULL,
+      "error" = $5,
+      "worker_id" = NULL,
+      "started_at" = NULL,
+      "updated_at" = {{now}}
+  WHERE wr."namespace_id" = $1 AND wr."id" = $2
+    AND wr."status" = 'running' AND wr."worker_id" = $3
+  RETURNING wr.*, CASE WHEN wr."available_at" <= NOW() THEN {{notify_work}} END AS notified
+)
+SELECT {{run_columns}} FROM rescheduled AS wr`
+
+// sqlCancelRun cancels a non-terminal run, whoever owns it.
+const sqlCancelRun = `
+WITH canceled AS (
+  UPDATE {{schema}}."workflow_runs" AS wr
+  SET "status" = 'canceled',
+      "worker_id" = NULL,
+      "available_at" = NULL,
+      "finished_at" = {{now}},
+      "updated_at" = {{now}}
+  WHERE wr."namespace_id" = $1 AND wr."id" = $2
+    AND wr."status" IN ('pending', 'running', 'sleeping')
+  RETURNING wr.*, {{notify_finished}} AS notified
+)
+SELECT {{run_columns}} FROM canceled AS wr`
+
+// sqlWakeParent makes a parked parent due now when its child ($3, $4)
+// finished: the parent's workflow attempt ($1, $2) must still be running and
+// linked to that child, and the parent unowned (parked). It runs as its own
+// statement after the child's write committed (see sqlReconcileParkedRun).
+const sqlWakeParent = `
+UPDATE {{schema}}."workflow_runs" AS wr
+SET "available_at" = CASE
+      WHEN wr."available_at" IS NULL OR wr."available_at" > NOW() THEN {{now}}
+      ELSE wr."available_at"
+    END,
+    "updated_at" = {{now}}
+FROM {{schema}}."step_attempts" AS sa
+WHERE sa."namespace_id" = $1 AND sa."id" = $2
+  AND sa."kind" = 'workflow' AND sa."status" = 'running'
+  AND sa."child_workflow_run_namespace_id" = $3 AND sa."child_workflow_run_id" = $4
+  AND wr."namespace_id" = sa."namespace_id" AND wr."id" = sa."workflow_run_id"
+  AND (wr."status" = 'sleeping' OR (wr."status" = 'running' AND wr."worker_id" IS NULL))
+RETURNING {{notify_work}}`
+
+// sqlRunOwnership reads what a refused fenced write needs to explain itself.
+const sqlRunOwnership = `
+SELECT wr."status", wr."worker_id"
+FROM {{schema}}."workflow_runs" AS wr
+WHERE wr."namespace_id" = $1 AND wr."id" = $2`
+
+// --- step attempts ---
+//
+// Every step write first locks the owned run row FOR NO KEY UPDATE in the
+// same statement (owned_run), so a claim that moves the lease serializes
+// with it: either the write lands before the lease moves or it is refused.
+
+// sqlCreateStep inserts a running attempt of an owned run.
+const sqlCreateStep = `
+WITH owned_run AS (
+  SELECT 1
+  FROM {{schema}}."workflow_runs" AS wr
+  WHERE wr."namespace_id" = $1 AND wr."id" = $2
+    AND wr."status" = 'running' AND wr."worker_id" = $3
+  FOR NO KEY UPDATE
+)
+INSERT INTO {{schema}}."step_attempts" AS sa (
+  "namespace_id", "id", "workflow_run_id", "step_name", "kind", "status",
+  "config", "context", "started_at", "created_at", "updated_at"
+)
+SELECT $1, $4, $2, $5, $6, 'running', $7, $8, {{now}}, {{now}}, {{now}}
+FROM owned_run
+RETURNING {{step_columns}}`
+
+const sqlGetStep = `
+SELECT {{step_columns}}
+FROM {{schema}}."step_attempts" AS sa
+WHERE sa."namespace_id" = $1 AND sa."id" = $2`
+
+// sqlListSteps is completed by listStepsQuery like sqlListRuns.
+const sqlListSteps = `
+SELECT {{step_columns}}
+FROM {{schema}}."step_attempts" AS sa
+WHERE sa."namespace_id" = $1 AND sa."workflow_run_id" = $2`
+
+// sqlCompleteStep completes a running attempt of an owned run; completing
+// an already completed attempt keeps its first output and timestamps.
+const sqlCompleteStep = `
+WITH owned_run AS (
+  SELECT 1
+  FROM {{schema}}."workflow_runs" AS wr
+  WHERE wr."namespace_id" = $1 AND wr."id" = $2
+    AND wr."status" = 'running' AND wr."worker_id" = $3
+  FOR NO KEY UPDATE
+)
+UPDATE {{schema}}."step_attempts" AS sa
+SET "status" = 'completed',
+    "output" = CASE WHEN sa."status" = 'running' THEN $5 ELSE sa."output" END,
+    "error" = NULL,
+    "finished_at" = COALESCE(sa."finished_at", {{now}}),
+    "updated_at" = CASE WHEN sa."status" = 'running' THEN {{now}} ELSE sa."updated_at" END
+FROM owned_run
+WHERE sa."namespace_id" = $1 AND sa."workflow_run_id" = $2 AND sa."id" = $4
+  AND sa."status" IN ('running', 'completed', 'succeeded')
+RETURNING {{step_columns}}`
+
+// sqlFailStep fails a running attempt of an owned run; failing an already
+// failed attempt keeps its first error.
+const sqlFailStep = `
+WITH owned_run AS (
+  SELECT 1
+  FROM {{schema}}."workflow_runs" AS wr
+  WHERE wr."namespace_id" = $1 AND wr."id" = $2
+    AND wr."status" = 'running' AND wr."worker_id" = $3
+  FOR NO KEY UPDATE
+)
+UPDATE {{schema}}."step_attempts" AS sa
+SET "status" = 'failed',
+    "output" = NULL,
+    "error" = CASE WHEN sa."status" = 'running' THEN $5 ELSE sa."error" END,
+    "finished_at" = COALESCE(sa."finished_at", {{now}}),
+    "updated_at" = CASE WHEN sa."status" = 'running' THEN {{now}} ELSE sa."updated_at" END
+FROM owned_run
+WHERE sa."namespace_id" = $1 AND sa."workflow_run_id" = $2 AND sa."id" = $4
+  AND sa."status" IN ('running', 'failed')
+RETURNING {{step_columns}}`
+
+// sqlSetStepChild links a running workflow-kind attempt to its child run.
+const sqlSetStepChild = `
+WITH owned_run AS (
+  SELECT 1
+  FROM {{schema}}."workflow_runs" AS wr
+  WHERE wr."namespace_id" = $1 AND wr."id" = $2
+    AND wr."status" = 'running' AND wr."worker_id" = $3
+  FOR NO KEY UPDATE
+)
+UPDATE {{schema}}."step_attempts" AS sa
+SET "child_workflow_run_namespace_id" = $5,
+    "child_workflow_run_id" = $6,
+    "updated_at" = {{now}}
+FROM owned_run
+WHERE sa."namespace_id" = $1 AND sa."workflow_run_id" = $2 AND sa."id" = $4
+  AND sa."status" = 'running'
+RETURNING {{step_columns}}`
+
+// sqlStepStatus reads an attempt's status to explain a refused write.
+const sqlStepStatus = `
+SELECT sa."status"
+FROM {{schema}}."step_attempts" AS sa
+WHERE sa."namespace_id" = $1 AND sa."workflow_run_id" = $2 AND sa."id" = $3`
+
+// --- signals ---
+
+// sqlLockSignalKey serializes keyed sends of one (namespace, signal, key)
+// so a concurrent repeat sees the first send's deliveries.
+const sqlLockSignalKey = `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`
+
+// sqlSignalDeliveriesByKey returns the runs a keyed send already reached.
+const sqlSignalDeliveriesByKey = `
+SELECT DISTINCT ws."workflow_run_id"
+FROM {{schema}}."workflow_signals" AS ws
+WHERE ws."namespace_id" = $1 AND ws."signal" = $2 AND ws."sender_idempotency_key" = $3`
+
+// sqlLockSignalWaiters locks every running signal-wait attempt on signal $2
+// of a non-terminal run, and those runs, in a fixed order so concurrent
+// senders do not deadlock. Locking the run serializes with a park, so the
+// wake-up below or the park's reconciliation sees the delivery.
+const sqlLockSignalWaiters = `
+SELECT sa."id", sa."workflow_run_id"
+FROM {{schema}}."step_attempts" AS sa
+JOIN {{schema}}."workflow_runs" AS wr
+  ON wr."namespace_id" = sa."namespace_id" AND wr."id" = sa."workflow_run_id"
+WHERE sa."namespace_id" = $1
+  AND sa."kind" = 'signal-wait'
+  AND sa."status" = 'running'
+  AND sa."context"->>'signal' = $2
+  AND wr."status" IN ('pending', 'running', 'sleeping')
+ORDER BY sa."workflow_run_id", sa."id"
+FOR UPDATE OF wr, sa`
+
+// sqlDeliverSignal inserts one delivery per wait ($4 ids, $5 runs, $6
+// attempts; at most one per attempt), wakes the unowned runs delivered to,
+// announcing them, and returns the runs delivered to.
+const sqlDeliverSignal = `
+WITH delivered AS (
+  INSERT INTO {{schema}}."workflow_signals" AS ws (
+    "namespace_id", "id", "signal", "data", "sender_idempotency_key",
+    "workflow_run_id", "step_attempt_id", "created_at"
+  )
+  SELECT $1, d."id", $2, $3, $7, d."workflow_run_id", d."step_attempt_id", {{now}}
+  FROM unnest($4::text[], $5::text[], $6::text[]) AS d("id", "workflow_run_id", "step_attempt_id")
+  ON CONFLICT ("namespace_id", "step_attempt_id") DO NOTHING
+  RETURNING ws."workflow_run_id"
+),
+woken AS (
+  UPDATE {{schema}}."workflow_runs" AS wr
+  SET "available_at" = CASE
+        WHEN wr."available_at" IS NULL OR wr."available_at" > NOW() THEN {{now}}
+        ELSE wr."available_at"
+      END,
+      "updated_at" = {{now}}
+  WHERE wr."namespace_id" = $1
+    AND wr."id" IN (SELECT "workflow_run_id" FROM delivered)
+    AND wr."status" IN ('pending', 'running', 'sleeping')
+    AND wr."worker_id" IS NULL
+  RETURNING {{notify_work}} AS notified
+)
+SELECT DISTINCT "workflow_run_id" FROM delivered ORDER BY 1`
+
+// sqlGetSignalDelivery reads the data delivered to a signal-wait attempt.
+const sqlGetSignalDelivery = `
+SELECT ws."data"
+FROM {{schema}}."workflow_signals" AS ws
+WHERE ws."namespace_id" = $1 AND ws."step_attempt_id" = $2
+LIMIT 1`
+
+// queries holds every statement expanded for one schema.
+type queries struct {
+	getRunByIdempotencyKey, insertRun, getRun, listRuns, countRuns string
+	claimRuns, extendLease, sleepRun, reconcileParkedRun           string
+	completeRun, failRun, rescheduleRun, cancelRun, wakeParent     string
+	runOwnership                                                   string
+	createStep, getStep, listSteps, completeStep, failStep         string
+	setStepChild, stepStatus                                       string
+	signalDeliveriesByKey, lockSignalWaiters, deliverSignal        string
+	getSignalDelivery                                              string
+}
+
+func newQueries(schema string) queries {
+	x := func(q string) string { return expandQuery(q, schema) }
+	return queries{
+		getRunByIdempotencyKey: x(sqlGetRunByIdempotencyKey),
+		insertRun:              x(sqlInsertRun),
+		getRun:                 x(sqlGetRun),
+		listRuns:               x(sqlListRuns),
+		countRuns:              x(sqlCountRuns),
+		claimRuns:              x(sqlClaimRuns),
+		extendLease:            x(sqlExtendLease),
+		sleepRun:               x(sqlSleepRun),
+		reconcileParkedRun:     x(sqlReconcileParkedRun),
+		completeRun:            x(sqlCompleteRun),
+		failRun:                x(sqlFailRun),
+		rescheduleRun:          x(sqlRescheduleRun),
+		cancelRun:              x(sqlCancelRun),
+		wakeParent:             x(sqlWakeParent),
+		runOwnership:           x(sqlRunOwnership),
+		createStep:             x(sqlCreateStep),
+		getStep:                x(sqlGetStep),
+		listSteps:              x(sqlListSteps),
+		completeStep:           x(sqlCompleteStep),
+		failStep:               x(sqlFailStep),
+		setStepChild:           x(sqlSetStepChild),
+		stepStatus:             x(sqlStepStatus),
+		signalDeliveriesByKey:  x(sqlSignalDeliveriesByKey),
+		lockSignalWaiters:      x(sqlLockSignalWaiters),
+		deliverSignal:          x(sqlDeliverSignal),
+		getSignalDelivery:      x(sqlGetSignalDelivery),
+	}
+}

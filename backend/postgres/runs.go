@@ -1,0 +1,368 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/openworkflow-go/openworkflow/backend"
+	"github.com/openworkflow-go/openworkflow/internal/id"
+)
+
+// wakeTimeout bounds the follow-up statement that wakes a parent or
+// reconciles a park; it runs even if the caller's context ends just after
+// the main write committed, since a missed wake-up would leave a parent
+// parked until its timeout.
+const wakeTimeout = 10 * time.Second
+
+// CreateWorkflowRun implements [backend.Backend]. A keyed create runs in a
+// transaction holding pg_advisory_xact_lock on the (namespace, workflow
+// name, key) — the same lock OpenWorkflow takes —, returns the oldest run
+// with that key created within [backend.IdempotencyPeriod] if there is one,
+// and inserts otherwise. A run claimable at once is announced to
+// subscribers.
+func (b *Backend) CreateWorkflowRun(ctx context.Context, p backend.CreateWorkflowRunParams) (*backend.WorkflowRun, error) {
+	if p.WorkflowName == "" {
+		return nil, fmt.Errorf("create workflow run: %w: empty workflow name", backend.ErrInvalidArgument)
+	}
+	for _, j := range []struct {
+		what string
+		raw  []byte
+	}{{"config", p.Config}, {"context", p.Context}, {"input", p.Input}} {
+		if err := checkJSON(j.what, j.raw); err != nil {
+			return nil, fmt.Errorf("create workflow run: %w", err)
+		}
+	}
+	args := []any{
+		b.namespace, id.New(id.PrefixRun), p.WorkflowName, p.Version, p.IdempotencyKey,
+		jsonOr(p.Config, "{}"), jsonArg(p.Context), jsonArg(p.Input),
+		p.ParentStepAttemptNamespaceID, p.ParentStepAttemptID,
+		msPtr(p.AvailableAt), msPtr(p.DeadlineAt),
+	}
+	if p.IdempotencyKey == nil {
+		run, err := queryRun(ctx, b.pool, b.q.insertRun, args...)
+		if err != nil {
+			return nil, fmt.Errorf("create workflow run %q: %w", p.WorkflowName, err)
+		}
+		return run, nil
+	}
+
+	var run *backend.WorkflowRun
+	err := b.inTx(ctx, func(tx pgx.Tx) error {
+		lockKey := idempotencyLockKey(b.namespace, p.WorkflowName, *p.IdempotencyKey)
+		if _, err := tx.Exec(ctx, sqlLockIdempotencyKey, lockKey); err != nil {
+			return err
+		}
+		existing, err := queryRun(ctx, tx, b.q.getRunByIdempotencyKey,
+			b.namespace, p.WorkflowName, *p.IdempotencyKey, durationMs(backend.IdempotencyPeriod))
+		if err == nil {
+			run = existing
+			return nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		run, err = queryRun(ctx, tx, b.q.insertRun, args...)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create workflow run %q with idempotency key %q: %w", p.WorkflowName, *p.IdempotencyKey, err)
+	}
+	return run, nil
+}
+
+// idempotencyLockKey is the text OpenWorkflow hashes for the advisory lock
+// of a keyed create: JavaScript's JSON.stringify({namespaceId, workflowName,
+// idempotencyKey}).
+func idempotencyLockKey(namespace, workflowName, key string) string {
+	var sb strings.Builder
+	sb.WriteString(`{"namespaceId":`)
+	writeJSString(&sb, namespace)
+	sb.WriteString(`,"workflowName":`)
+	writeJSString(&sb, workflowName)
+	sb.WriteString(`,"idempotencyKey":`)
+	writeJSString(&sb, key)
+	sb.WriteString(`}`)
+	return sb.String()
+}
+
+// writeJSString writes s as JSON.stringify does: only '"', '\\' and control
+// characters are escaped (Go's encoding/json also escapes HTML characters
+// and U+2028/U+2029, which would change the lock key).
+func writeJSString(sb *strings.Builder, s string) {
+	const hex = "0123456789abcdef"
+	sb.WriteByte('"')
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		switch {
+		case r == '"':
+			sb.WriteString(`\"`)
+		case r == '\\':
+			sb.WriteString(`\\`)
+		case r == '\b':
+			sb.WriteString(`\b`)
+		case r == '\f':
+			sb.WriteString(`\f`)
+		case r == '\n':
+			sb.WriteString(`\n`)
+		case r == '\r':
+			sb.WriteString(`\r`)
+		case r == '\t':
+			sb.WriteString(`\t`)
+		case r < 0x20:
+			sb.WriteString(`\u00`)
+			sb.WriteByte(hex[r>>4])
+			sb.WriteByte(hex[r&0xf])
+		default:
+			sb.WriteRune(r) // invalid UTF-8 becomes U+FFFD, as in a JS string
+		}
+	}
+	sb.WriteByte('"')
+}
+
+// GetWorkflowRun implements [backend.Backend].
+func (b *Backend) GetWorkflowRun(ctx context.Context, workflowRunID string) (*backend.WorkflowRun, error) {
+	run, err := queryRun(ctx, b.pool, b.q.getRun, b.namespace, workflowRunID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("get workflow run %s: %w", workflowRunID, backend.ErrRunNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get workflow run %s: %w", workflowRunID, err)
+	}
+	return run, nil
+}
+
+// ListWorkflowRuns implements [backend.Backend]: newest first, filtered by
+// status (a legacy status counts as its current name) and workflow name.
+func (b *Backend) ListWorkflowRuns(ctx context.Context, p backend.ListWorkflowRunsParams) (*backend.Page[backend.WorkflowRun], error) {
+	limit, after, before, err := pageParams(p.Limit, p.After, p.Before)
+	if err != nil {
+		return nil, fmt.Errorf("list workflow runs: %w", err)
+	}
+	q := newPageQuery(b.q.listRuns, b.namespace)
+	if p.Status != "" {
+		q.where(`wr."status" = ANY(%s)`, statusAliases(p.Status))
+	}
+	if p.WorkflowName != "" {
+		q.where(`wr."workflow_name" = %s`, p.WorkflowName)
+	}
+	sql := q.finish("wr", true, after, before, limit)
+	rows, err := b.pool.Query(ctx, sql, q.args...)
+	if err != nil {
+		return nil, fmt.Errorf("list workflow runs: %w", err)
+	}
+	runs, err := pgx.CollectRows(rows, scanRun)
+	if err != nil {
+		return nil, fmt.Errorf("list workflow runs: %w", err)
+	}
+	return buildPage(runs, limit, after != nil, before != nil, func(r *backend.WorkflowRun) backend.Cursor {
+		return backend.Cursor{CreatedAt: r.CreatedAt, ID: r.ID}
+	}), nil
+}
+
+// statusAliases lists the stored statuses read as s.
+func statusAliases(s backend.RunStatus) []string {
+	switch s.Normalize() {
+	case backend.RunRunning:
+		return []string{string(backend.RunRunning), string(backend.RunSleeping)}
+	case backend.RunCompleted:
+		return []string{string(backend.RunCompleted), string(backend.RunSucceeded)}
+	}
+	return []string{string(s)}
+}
+
+// CountWorkflowRuns implements [backend.Backend].
+func (b *Backend) CountWorkflowRuns(ctx context.Context) (backend.RunCounts, error) {
+	var counts backend.RunCounts
+	rows, err := b.pool.Query(ctx, b.q.countRuns, b.namespace)
+	if err != nil {
+		return counts, fmt.Errorf("count workflow runs: %w", err)
+	}
+	var status string
+	var n int
+	_, err = pgx.ForEachRow(rows, []any{&status, &n}, func() error {
+		counts.Add(backend.RunStatus(status), n)
+		return nil
+	})
+	if err != nil {
+		return backend.RunCounts{}, fmt.Errorf("count workflow runs: %w", err)
+	}
+	return counts, nil
+}
+
+// ClaimWorkflowRuns implements [backend.Backend] with one statement (see
+// sqlClaimRuns): deadline sweep, then up to len(p.WorkerIDs) candidates
+// locked FOR UPDATE SKIP LOCKED, so concurrent claimers never take the same
+// run. The runs are returned in claim order: the i-th has worker id
+// p.WorkerIDs[i].
+func (b *Backend) ClaimWorkflowRuns(ctx context.Context, p backend.ClaimWorkflowRunsParams) ([]*backend.WorkflowRun, error) {
+	if len(p.WorkerIDs) == 0 {
+		return nil, nil
+	}
+	rows, err := b.pool.Query(ctx, b.q.claimRuns, b.namespace, p.WorkerIDs, durationMs(p.LeaseDuration))
+	if err != nil {
+		return nil, fmt.Errorf("claim workflow runs: %w", err)
+	}
+	runs, err := pgx.CollectRows(rows, scanRun)
+	if err != nil {
+		return nil, fmt.Errorf("claim workflow runs: %w", err)
+	}
+	return runs, nil
+}
+
+// ExtendWorkflowRunLease implements [backend.Backend].
+func (b *Backend) ExtendWorkflowRunLease(ctx context.Context, p backend.ExtendWorkflowRunLeaseParams) error {
+	tag, err := b.pool.Exec(ctx, b.q.extendLease, b.namespace, p.WorkflowRunID, p.WorkerID, durationMs(p.LeaseDuration))
+	if err != nil {
+		return fmt.Errorf("extend lease of workflow run %s: %w", p.WorkflowRunID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return b.fenceError(ctx, "extend lease", p.WorkflowRunID, p.WorkerID)
+	}
+	return nil
+}
+
+// SleepWorkflowRun implements [backend.Backend]: the park, then, as a
+// separate statement, the reconciliation that makes the run due now if its
+// child finished or its signal arrived meanwhile. A run due now is
+// announced.
+func (b *Backend) SleepWorkflowRun(ctx context.Context, p backend.SleepWorkflowRunParams) error {
+	var n int
+	err := b.pool.QueryRow(ctx, b.q.sleepRun, b.namespace, p.WorkflowRunID, p.WorkerID, ms(p.AvailableAt)).Scan(&n)
+	if err != nil {
+		return fmt.Errorf("park workflow run %s: %w", p.WorkflowRunID, err)
+	}
+	if n == 0 {
+		return b.fenceError(ctx, "park", p.WorkflowRunID, p.WorkerID)
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wakeTimeout)
+	defer cancel()
+	if _, err := b.pool.Exec(wctx, b.q.reconcileParkedRun, b.namespace, p.WorkflowRunID); err != nil {
+		return fmt.Errorf("park workflow run %s: reconcile wake-ups: %w", p.WorkflowRunID, err)
+	}
+	return nil
+}
+
+// CompleteWorkflowRun implements [backend.Backend]; nil output is stored as
+// JSON null. Subscribers are told the run finished.
+func (b *Backend) CompleteWorkflowRun(ctx context.Context, p backend.CompleteWorkflowRunParams) (*backend.WorkflowRun, error) {
+	if err := checkJSON("output", p.Output); err != nil {
+		return nil, fmt.Errorf("complete workflow run %s: %w", p.WorkflowRunID, err)
+	}
+	run, err := queryRun(ctx, b.pool, b.q.completeRun, b.namespace, p.WorkflowRunID, p.WorkerID, jsonOr(p.Output, "null"))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, b.fenceError(ctx, "complete", p.WorkflowRunID, p.WorkerID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("complete workflow run %s: %w", p.WorkflowRunID, err)
+	}
+	return run, b.wakeParent(ctx, run)
+}
+
+// FailWorkflowRun implements [backend.Backend]. When p.Attempts is nil the
+// run is read first for its attempts and deadline. A terminal failure is
+// announced as finished and wakes a parked parent.
+func (b *Backend) FailWorkflowRun(ctx context.Context, p backend.FailWorkflowRunParams) (*backend.WorkflowRun, error) {
+	if err := checkJSON("error", p.Error); err != nil {
+		return nil, fmt.Errorf("fail workflow run %s: %w", p.WorkflowRunID, err)
+	}
+	attempts, deadline := 0, p.DeadlineAt
+	if p.Attempts != nil {
+		attempts = *p.Attempts
+	} else {
+		run, err := b.GetWorkflowRun(ctx, p.WorkflowRunID)
+		if err != nil {
+			return nil, fmt.Errorf("fail workflow run: %w", err)
+		}
+		attempts, deadline = run.Attempts, run.DeadlineAt
+	}
+	u := backend.ComputeFailedRunUpdate(p.RetryPolicy, attempts, deadline, p.Error, b.now())
+	var retryAt *time.Time
+	if !u.Terminal {
+		retryAt = msPtr(&u.RetryAt)
+	}
+	run, err := queryRun(ctx, b.pool, b.q.failRun, b.namespace, p.WorkflowRunID, p.WorkerID,
+		u.Terminal, retryAt, jsonArg(u.Error))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, b.fenceError(ctx, "fail", p.WorkflowRunID, p.WorkerID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("fail workflow run %s: %w", p.WorkflowRunID, err)
+	}
+	if run.Status == backend.RunFailed {
+		return run, b.wakeParent(ctx, run)
+	}
+	return run, nil
+}
+
+// RescheduleWorkflowRunAfterFailedStepAttempt implements [backend.Backend].
+func (b *Backend) RescheduleWorkflowRunAfterFailedStepAttempt(ctx context.Context, p backend.RescheduleWorkflowRunParams) (*backend.WorkflowRun, error) {
+	if err := checkJSON("error", p.Error); err != nil {
+		return nil, fmt.Errorf("reschedule workflow run %s: %w", p.WorkflowRunID, err)
+	}
+	run, err := queryRun(ctx, b.pool, b.q.rescheduleRun, b.namespace, p.WorkflowRunID, p.WorkerID,
+		ms(p.AvailableAt), jsonArg(p.Error))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, b.fenceError(ctx, "reschedule", p.WorkflowRunID, p.WorkerID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reschedule workflow run %s: %w", p.WorkflowRunID, err)
+	}
+	return run, nil
+}
+
+// CancelWorkflowRun implements [backend.Backend]. The cancellation is
+// announced as finished and wakes a parked parent.
+func (b *Backend) CancelWorkflowRun(ctx context.Context, workflowRunID string) (*backend.WorkflowRun, error) {
+	run, err := queryRun(ctx, b.pool, b.q.cancelRun, b.namespace, workflowRunID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		existing, err := b.GetWorkflowRun(ctx, workflowRunID)
+		if err != nil {
+			return nil, fmt.Errorf("cancel: %w", err)
+		}
+		if existing.Status == backend.RunCanceled {
+			return existing, nil
+		}
+		return nil, fmt.Errorf("cannot cancel workflow run %s with status %s: %w", workflowRunID, existing.Status, backend.ErrRunTerminal)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cancel workflow run %s: %w", workflowRunID, err)
+	}
+	return run, b.wakeParent(ctx, run)
+}
+
+// wakeParent makes run's parent due now if it is parked waiting on run. It
+// is a separate statement, after run's terminal write committed.
+func (b *Backend) wakeParent(ctx context.Context, run *backend.WorkflowRun) error {
+	if run.ParentStepAttemptNamespaceID == nil || run.ParentStepAttemptID == nil {
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wakeTimeout)
+	defer cancel()
+	_, err := b.pool.Exec(wctx, b.q.wakeParent, *run.ParentStepAttemptNamespaceID, *run.ParentStepAttemptID,
+		run.NamespaceID, run.ID)
+	if err != nil {
+		return fmt.Errorf("workflow run %s finished but its parent could not be woken: %w", run.ID, err)
+	}
+	return nil
+}
+
+// querier is what pool, connection and transaction have in common.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// queryRun runs a query returning at most one run; pgx.ErrNoRows when none.
+func queryRun(ctx context.Context, q querier, sql string, args ...any) (*backend.WorkflowRun, error) {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectExactlyOneRow(rows, scanRun)
+}

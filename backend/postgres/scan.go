@@ -1,0 +1,180 @@
+package postgres
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/openworkflow-go/openworkflow/backend"
+)
+
+// scanRun reads one row of {{run_columns}}. Legacy statuses are read with
+// their current names and times in UTC.
+func scanRun(row pgx.CollectableRow) (*backend.WorkflowRun, error) {
+	var r backend.WorkflowRun
+	var status string
+	err := row.Scan(
+		&r.NamespaceID, &r.ID, &r.WorkflowName, &r.Version, &status,
+		&r.IdempotencyKey, (*[]byte)(&r.Config), (*[]byte)(&r.Context), (*[]byte)(&r.Input),
+		(*[]byte)(&r.Output), (*[]byte)(&r.Error),
+		&r.Attempts, &r.ParentStepAttemptNamespaceID, &r.ParentStepAttemptID,
+		&r.WorkerID, &r.AvailableAt, &r.DeadlineAt, &r.StartedAt, &r.FinishedAt,
+		&r.CreatedAt, &r.UpdatedAt,
+	)
+	if err != nil {
+		return nil, err
+	}
+	r.Status = backend.RunStatus(status).Normalize()
+	r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
+	utc(r.AvailableAt, r.DeadlineAt, r.StartedAt, r.FinishedAt)
+	return &r, nil
+}
+
+// scanStep reads one row of {{step_columns}}.
+func scanStep(row pgx.CollectableRow) (*backend.StepAttempt, error) {
+	var s backend.StepAttempt
+	var kind, status string
+	err := row.Scan(
+		&s.NamespaceID, &s.ID, &s.WorkflowRunID, &s.StepName, &kind,
+		&status, (*[]byte)(&s.Config), (*[]byte)(&s.Context), (*[]byte)(&s.Output), (*[]byte)(&s.Error),
+		&s.ChildWorkflowRunNamespaceID, &s.ChildWorkflowRunID, &s.StartedAt,
+		&s.FinishedAt, &s.CreatedAt, &s.UpdatedAt,
+	)
+	if err != nil {
+		return nil, err
+	}
+	s.Kind = backend.StepKind(kind)
+	s.Status = backend.StepStatus(status).Normalize()
+	s.CreatedAt, s.UpdatedAt = s.CreatedAt.UTC(), s.UpdatedAt.UTC()
+	utc(s.StartedAt, s.FinishedAt)
+	return &s, nil
+}
+
+func utc(ts ...*time.Time) {
+	for _, t := range ts {
+		if t != nil {
+			*t = t.UTC()
+		}
+	}
+}
+
+// pageQuery completes a list query (base, whose WHERE already filters the
+// namespace) with extra conditions, the cursor condition, the order and
+// limit+1, the way OpenWorkflow's lists work: the natural order is
+// ascending or descending (desc), a Before cursor reverses the scan and the
+// rows are reversed back by buildPage.
+type pageQuery struct {
+	sql  strings.Builder
+	args []any
+}
+
+func newPageQuery(base string, args ...any) *pageQuery {
+	p := &pageQuery{args: args}
+	p.sql.WriteString(base)
+	return p
+}
+
+// where appends "AND <cond>" where cond uses one placeholder, written %s.
+func (p *pageQuery) where(cond string, arg any) {
+	p.args = append(p.args, arg)
+	fmt.Fprintf(&p.sql, "\n  AND "+cond, "$"+strconv.Itoa(len(p.args)))
+}
+
+// finish adds the cursor, order and limit. alias is the table alias.
+func (p *pageQuery) finish(alias string, desc bool, after, before *backend.Cursor, limit int) string {
+	// Scanning forward means the natural order; a Before cursor scans
+	// backwards from it.
+	scanDesc := desc
+	cur := after
+	if before != nil {
+		scanDesc = !desc
+		cur = before
+	}
+	if cur != nil {
+		op := ">"
+		if scanDesc {
+			op = "<"
+		}
+		p.args = append(p.args, cur.CreatedAt, cur.ID)
+		n := len(p.args)
+		fmt.Fprintf(&p.sql, "\n  AND (%s.\"created_at\", %s.\"id\") %s ($%d, $%d)", alias, alias, op, n-1, n)
+	}
+	dir := "ASC"
+	if scanDesc {
+		dir = "DESC"
+	}
+	fmt.Fprintf(&p.sql, "\nORDER BY %s.\"created_at\" %s, %s.\"id\" %s\nLIMIT %d", alias, dir, alias, dir, limit+1)
+	return p.sql.String()
+}
+
+// pageParams validates and decodes the pagination inputs.
+func pageParams(limit int, after, before string) (int, *backend.Cursor, *backend.Cursor, error) {
+	if after != "" && before != "" {
+		return 0, nil, nil, fmt.Errorf("%w: cannot specify both after and before cursors", backend.ErrInvalidArgument)
+	}
+	if limit < 0 {
+		return 0, nil, nil, fmt.Errorf("%w: negative limit %d", backend.ErrInvalidArgument, limit)
+	}
+	if limit == 0 {
+		limit = backend.DefaultPageSize
+	}
+	decode := func(s string) (*backend.Cursor, error) {
+		if s == "" {
+			return nil, nil
+		}
+		c, err := backend.DecodeCursor(s)
+		if err != nil {
+			return nil, err
+		}
+		return &c, nil
+	}
+	a, err := decode(after)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	b, err := decode(before)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	return limit, a, b, nil
+}
+
+// buildPage trims the over-fetched row and sets the cursors, as
+// OpenWorkflow's buildPaginatedResponse: rows came in scan order (reversed
+// for a Before cursor); there is a next page when more rows followed or we
+// came from a later page (Before), and a previous page when more rows
+// preceded (Before) or we came from an earlier page (After).
+func buildPage[T any](rows []*T, limit int, hasAfter, hasBefore bool, key func(*T) backend.Cursor) *backend.Page[T] {
+	overflow := len(rows) > limit
+	if overflow {
+		rows = rows[:limit] // drop the extra row, the farthest from the cursor
+	}
+	if hasBefore {
+		for i, j := 0, len(rows)-1; i < j; i, j = i+1, j-1 {
+			rows[i], rows[j] = rows[j], rows[i]
+		}
+	}
+	page := &backend.Page[T]{Data: make([]T, 0, len(rows))}
+	for _, r := range rows {
+		page.Data = append(page.Data, *r)
+	}
+	hasNext := hasBefore || overflow
+	hasPrev := hasAfter
+	if hasBefore {
+		hasPrev = overflow
+	}
+	if n := len(rows); n > 0 {
+		if hasNext {
+			s := key(rows[n-1]).Encode()
+			page.Next = &s
+		}
+		if hasPrev {
+			s := key(rows[0]).Encode()
+			page.Prev = &s
+		}
+	}
+	return page
+}
