@@ -203,11 +203,12 @@ func (b *Backend) stepFenceError(ctx context.Context, op, runID, stepID, workerI
 }
 
 // jsonArg converts a raw JSON value to a query argument: nil is SQL NULL.
+// Strings jsonb cannot hold are escaped (see encodeJSON).
 func jsonArg(raw json.RawMessage) any {
 	if raw == nil {
 		return nil
 	}
-	return string(raw)
+	return string(encodeJSON(raw))
 }
 
 // jsonOr is jsonArg with def standing in for nil.
@@ -215,7 +216,7 @@ func jsonOr(raw json.RawMessage, def string) any {
 	if raw == nil {
 		return def
 	}
-	return string(raw)
+	return string(encodeJSON(raw))
 }
 
 // checkJSON rejects malformed JSON before it reaches the database.

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/openworkflow-go/openworkflow/backend"
+	"github.com/openworkflow-go/openworkflow/backend/backendtest"
 	"github.com/openworkflow-go/openworkflow/backend/postgres"
 	"github.com/openworkflow-go/openworkflow/internal/id"
 )
@@ -109,4 +110,14 @@ func ageRun(t testing.TB, b backend.Backend, runID string, d time.Duration) {
 	if tag.RowsAffected() != 1 {
 		t.Fatalf("age run %s: no such run in namespace %s", runID, b.NamespaceID())
 	}
+}
+
+// TestConformance runs the shared backend suite, one backend per namespace
+// on the shared pool.
+func TestConformance(t *testing.T) {
+	requirePool(t)
+	backendtest.Run(t, backendtest.Harness{
+		NewBackend: func(t testing.TB, namespaceID string) backend.Backend { return newBackendIn(t, namespaceID) },
+		AgeRun:     ageRun,
+	})
 }

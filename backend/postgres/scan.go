@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -27,6 +28,9 @@ func scanRun(row pgx.CollectableRow) (*backend.WorkflowRun, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, j := range []*json.RawMessage{&r.Config, &r.Context, &r.Input, &r.Output, &r.Error} {
+		*j = decodeJSON(*j)
+	}
 	r.Status = backend.RunStatus(status).Normalize()
 	r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
 	utc(r.AvailableAt, r.DeadlineAt, r.StartedAt, r.FinishedAt)
@@ -45,6 +49,9 @@ func scanStep(row pgx.CollectableRow) (*backend.StepAttempt, error) {
 	)
 	if err != nil {
 		return nil, err
+	}
+	for _, j := range []*json.RawMessage{&s.Config, &s.Context, &s.Output, &s.Error} {
+		*j = decodeJSON(*j)
 	}
 	s.Kind = backend.StepKind(kind)
 	s.Status = backend.StepStatus(status).Normalize()

@@ -89,7 +89,7 @@ func (b *Backend) GetSignalDelivery(ctx context.Context, stepAttemptID string) (
 	if data == nil {
 		return json.RawMessage("null"), true, nil
 	}
-	return json.RawMessage(data), true, nil
+	return json.RawMessage(decodeJSON(data)), true, nil
 }
 
 // collectStrings reads a one-column text result.
