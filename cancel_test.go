@@ -146,4 +146,6 @@ func TestCancelReachesTheStepWithinOneHeartbeatWithoutNotifications(t *testing.T
 // deaf is a backend whose wake-up events never arrive.
 type deaf struct{ backend.Backend }
 
-func (deaf) Subscribe(context.Context) (<-chan backend.Event, error) { return nil, backend.ErrNotSupported }
+func (deaf) Subscribe(context.Context) (<-chan backend.Event, error) {
+	return nil, backend.ErrNotSupported
+}

@@ -179,4 +179,3 @@ func TestParallelChildrenParkTheParentUntilAllFinish(t *testing.T) {
 		t.Fatalf("%d children, want 3", len(runs.Data))
 	}
 }
-

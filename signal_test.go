@@ -90,4 +90,3 @@ func TestSignalSentFromAWorkflowStepReachesAnotherRunOnce(t *testing.T) {
 		t.Fatalf("waiter output %q", got)
 	}
 }
-

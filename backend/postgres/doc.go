@@ -55,6 +55,10 @@
 //	backend.ErrRunTerminal      canceling a completed or failed run
 //	backend.ErrInvalidArgument  bad cursor, both cursors, empty name, invalid JSON, bad schema name
 //
-// PostgreSQL's jsonb cannot hold the character U+0000 (a "\u0000" escape in
-// a string); such JSON values are refused by the database.
+// # JSON
+//
+// JSON columns are jsonb, as upstream: values come back semantically equal
+// (jsonb normalizes whitespace and key order; big integers keep their
+// digits). jsonb cannot hold U+0000, so a string containing it (or starting
+// with U+0001) is stored escaped and unescaped on read; see encodeJSON.
 package postgres
