@@ -17,6 +17,8 @@ import (
 const (
 	listenMinBackoff = 100 * time.Millisecond
 	listenMaxBackoff = 5 * time.Second
+	// subscribeWait bounds how long Subscribe waits for the first LISTEN.
+	subscribeWait = 5 * time.Second
 )
 
 // Subscribe implements [backend.Backend] with LISTEN/NOTIFY. The first call
@@ -29,7 +31,7 @@ const (
 // stops it.
 //
 // Subscribe returns once the listener's first connection attempt is over
-// (or ctx is done), so a write made after Subscribe returns is seen by the
+// (or ctx is done, or 5 s passed), so a write made after Subscribe returns is seen by the
 // subscriber when the database is reachable. The channel is closed when ctx
 // is done. It fails only on a closed backend.
 func (b *Backend) Subscribe(ctx context.Context) (<-chan backend.Event, error) {
@@ -45,9 +47,12 @@ func (b *Backend) Subscribe(ctx context.Context) (<-chan backend.Event, error) {
 	b.mu.Unlock()
 
 	ch := b.hub.Subscribe(ctx)
+	wait := time.NewTimer(subscribeWait)
+	defer wait.Stop()
 	select {
 	case <-l.firstAttempt:
 	case <-ctx.Done():
+	case <-wait.C: // an unreachable server: events will flow once it is back
 	}
 	return ch, nil
 }

@@ -176,7 +176,7 @@ func (b *Backend) fenceError(ctx context.Context, op, runID, workerID string) er
 	if owner != nil {
 		ownerText = *owner
 	}
-	return fmt.Errorf("%s: workflow run %s is %s and owned by %s, not worker %s: %w",
+	return fmt.Errorf("%s: workflow run %s is %s with worker %s; refused for worker %s: %w",
 		op, runID, backend.RunStatus(status).Normalize(), ownerText, workerID, backend.ErrNotOwner)
 }
 
