@@ -46,7 +46,7 @@ func (c *Config) openPostgres(ctx context.Context, skipMigrations bool) (*postgr
 		if errors.Is(err, backend.ErrInvalidArgument) {
 			return nil, fmt.Errorf("%w: set a valid schema (schema in %s, %s or --schema)", err, FileName, EnvSchema)
 		}
-		return nil, fmt.Errorf("cannot reach PostgreSQL at %s: %w: start it or %s", RedactURL(c.PostgresURL), err, c.postgresHint())
+		return nil, fmt.Errorf("cannot reach PostgreSQL at %s: start it or %s\ncause: %w", RedactURL(c.PostgresURL), c.postgresHint(), err)
 	}
 	return b, nil
 }
@@ -69,8 +69,8 @@ func (c *Config) postgresHint() string {
 func (c *Config) openSQLite(ctx context.Context) (*sqlite.Backend, error) {
 	b, err := sqlite.Open(ctx, c.SQLitePath, sqlite.Options{NamespaceID: c.Namespace})
 	if err != nil {
-		return nil, fmt.Errorf("cannot open SQLite database %s (sqlite_path from %s): %w: check that its directory is writable, or set %s",
-			c.SQLitePath, c.sources[keySQLitePath], err, EnvSQLitePath)
+		return nil, fmt.Errorf("cannot open SQLite database %s (sqlite_path from %s): check that its directory is writable, or set %s\ncause: %w",
+			c.SQLitePath, c.sources[keySQLitePath], EnvSQLitePath, err)
 	}
 	return b, nil
 }

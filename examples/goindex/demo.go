@@ -116,7 +116,7 @@ func Demo(ctx context.Context, b backend.Backend, opts DemoOptions) (*DemoResult
 	case res.Resumed:
 		fmt.Fprintf(out, "resuming run %s started at %s (claim %d); completed steps are not run again\n", run.ID, created, run.Attempts+1)
 	default:
-		fmt.Fprintf(out, "started run %s: indexing %d packages under %s, %d at a time\n", run.ID, len(in.Packages), in.Root, max(in.Batch, 1))
+		fmt.Fprintf(out, "started run %s: indexing %d packages under %s, %d at a time\n", run.ID, len(in.Packages), in.Root, in.Batch)
 	}
 
 	if err := w.Start(ctx); err != nil {
@@ -153,13 +153,19 @@ func demoInput(opts DemoOptions) (Input, error) {
 	if in.Pause == 0 {
 		in.Pause = DefaultPause
 	}
-	for _, p := range in.Packages {
-		dir := filepath.Join(in.Root, filepath.FromSlash(p))
-		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			return in, fmt.Errorf("package %q: no directory %s: name a package of the standard library, such as %q", p, dir, DefaultPackages[0])
+	return in, CheckPackages(in.Root, in.Packages)
+}
+
+// CheckPackages returns an error naming the first package of pkgs that has
+// no directory under root.
+func CheckPackages(root string, pkgs []string) error {
+	for _, p := range pkgs {
+		dir := filepath.Join(root, filepath.FromSlash(p))
+		if st, err := os.Stat(dir); p == "" || err != nil || !st.IsDir() {
+			return fmt.Errorf("package %q: no directory %s: name a package of the standard library, such as %q", p, dir, DefaultPackages[0])
 		}
 	}
-	return in, nil
+	return nil
 }
 
 func demoWorkerOptions(o ow.WorkerOptions) ow.WorkerOptions {

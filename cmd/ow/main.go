@@ -1,0 +1,25 @@
+// Command ow is the OpenWorkflow command line: it migrates the database,
+// lists, inspects and cancels runs, sends signals, checks the set-up
+// (doctor) and runs a demo workflow end to end.
+//
+// The backend comes from openworkflow.yaml (searched upward from the
+// working directory), OPENWORKFLOW_* environment variables and the global
+// flags, in increasing precedence; with no configuration it is the SQLite
+// file .openworkflow/openworkflow.db. See package config.
+//
+// Errors are printed to stderr and exit with status 1.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := execute(ctx, os.Args[1:], os.Stdout, os.Stderr, "")
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,242 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	ow "github.com/openworkflow-go/openworkflow"
+	"github.com/openworkflow-go/openworkflow/backend"
+)
+
+// listStatuses are the values --status accepts.
+var listStatuses = []backend.RunStatus{backend.RunPending, backend.RunRunning, backend.RunCompleted, backend.RunFailed, backend.RunCanceled}
+
+// maxListLimit caps --limit.
+const maxListLimit = 1000
+
+func (a *app) runsCommand() *cobra.Command {
+	c := &cobra.Command{Use: "runs", Short: "List, inspect and cancel workflow runs"}
+	c.AddCommand(a.runsListCommand(), a.runsGetCommand(), a.runsCancelCommand())
+	return c
+}
+
+func (a *app) runsListCommand() *cobra.Command {
+	var (
+		status, workflow, cursor string
+		limit                    int
+	)
+	c := &cobra.Command{
+		Use:   "list",
+		Short: "List runs, newest first",
+		Long: `List runs of the namespace, newest first, one page at a time.
+
+The table shows id, workflow, version, status, attempts (claims), creation
+time and duration. When there are more runs, the command prints the cursor
+of the next page: pass it back with --cursor.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p := backend.ListWorkflowRunsParams{WorkflowName: workflow, Limit: limit, After: cursor}
+			if status != "" {
+				s := backend.RunStatus(status)
+				if !slices.Contains(listStatuses, s) {
+					return fmt.Errorf("invalid --status %q: want one of %s", status, oneOf(listStatuses...))
+				}
+				p.Status = s
+			}
+			if limit < 1 || limit > maxListLimit {
+				return fmt.Errorf("invalid --limit %d: want 1 to %d", limit, maxListLimit)
+			}
+			if cursor != "" {
+				if _, err := backend.DecodeCursor(cursor); err != nil {
+					return fmt.Errorf("invalid --cursor %q: pass the cursor printed by a previous 'ow runs list'", cursor)
+				}
+			}
+			_, b, err := a.openBackend(cmd)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			page, err := ow.NewClient(b).ListRuns(cmd.Context(), p)
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(page)
+			}
+			return a.printRuns(page)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&status, "status", "", "only runs with this status: "+oneOf(listStatuses...))
+	f.StringVar(&workflow, "workflow", "", "only runs of this workflow name")
+	f.IntVar(&limit, "limit", 20, fmt.Sprintf("runs per page (1 to %d)", maxListLimit))
+	f.StringVar(&cursor, "cursor", "", "next-page cursor printed by a previous list")
+	return c
+}
+
+func (a *app) printRuns(page *backend.Page[backend.WorkflowRun]) error {
+	if len(page.Data) == 0 {
+		fmt.Fprintln(a.stdout, "no runs")
+		return nil
+	}
+	now := time.Now()
+	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tWORKFLOW\tVERSION\tSTATUS\tATTEMPTS\tCREATED\tDURATION")
+	for _, r := range page.Data {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, r.WorkflowName, orDash(r.Version), r.Status.Normalize(),
+			r.Attempts, formatTime(&r.CreatedAt), runDuration(r.StartedAt, r.FinishedAt, now))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if page.Next != nil {
+		fmt.Fprintf(a.stdout, "\nnext page: ow runs list --cursor %s\n", *page.Next)
+	}
+	return nil
+}
+
+// runDetail is the JSON document of 'ow runs get'.
+type runDetail struct {
+	Run   *backend.WorkflowRun  `json:"run"`
+	Steps []backend.StepAttempt `json:"steps"`
+}
+
+func (a *app) runsGetCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "get <run-id>",
+		Short: "Show a run and its step attempts",
+		Args:  exactArgs("run-id"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, b, err := a.openBackend(cmd)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			ctx, c := cmd.Context(), ow.NewClient(b)
+			run, err := c.GetRun(ctx, args[0])
+			if err != nil {
+				return runError(err, args[0])
+			}
+			d := runDetail{Run: run, Steps: []backend.StepAttempt{}}
+			for after := ""; ; {
+				page, err := c.ListSteps(ctx, backend.ListStepAttemptsParams{WorkflowRunID: run.ID, Limit: maxListLimit, After: after})
+				if err != nil {
+					return err
+				}
+				d.Steps = append(d.Steps, page.Data...)
+				if page.Next == nil {
+					break
+				}
+				after = *page.Next
+			}
+			if a.jsonOut {
+				return a.printJSON(d)
+			}
+			return a.printRunDetail(d)
+		},
+	}
+}
+
+func (a *app) printRunDetail(d runDetail) error {
+	r, now := d.Run, time.Now()
+	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
+	row("id", r.ID)
+	row("workflow", r.WorkflowName)
+	row("version", orDash(r.Version))
+	row("status", string(r.Status.Normalize()))
+	row("attempts", fmt.Sprint(r.Attempts))
+	row("idempotency key", orDash(r.IdempotencyKey))
+	row("worker", orDash(r.WorkerID))
+	row("created", formatTime(&r.CreatedAt))
+	row("started", formatTime(r.StartedAt))
+	row("finished", formatTime(r.FinishedAt))
+	row("duration", runDuration(r.StartedAt, r.FinishedAt, now))
+	if !r.Status.Terminal() {
+		row("available at", formatTime(r.AvailableAt))
+	}
+	if r.ParentStepAttemptID != nil {
+		row("parent step", *r.ParentStepAttemptID)
+	}
+	row("input", clip(r.Input, 200))
+	row("output", clip(r.Output, 200))
+	if len(r.Error) > 0 {
+		row("error", clip(r.Error, 400))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stdout, "\n%d step attempts\n", len(d.Steps))
+	if len(d.Steps) == 0 {
+		return nil
+	}
+	tw = tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "STEP\tKIND\tSTATUS\tSTARTED\tDURATION\tCHILD RUN / RESULT")
+	for _, s := range d.Steps {
+		detail := clip(s.Output, 60)
+		if s.ChildWorkflowRunID != nil {
+			detail = *s.ChildWorkflowRunID
+		}
+		if len(s.Error) > 0 {
+			detail = "error: " + clip(s.Error, 60)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.StepName, s.Kind, s.Status.Normalize(),
+			formatTime(s.StartedAt), runDuration(s.StartedAt, s.FinishedAt, now), detail)
+	}
+	return tw.Flush()
+}
+
+// clip renders raw JSON on one line, cut to n bytes; "-" for none.
+func clip(raw json.RawMessage, n int) string {
+	if len(raw) == 0 {
+		return "-"
+	}
+	s := string(raw)
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return s
+}
+
+func (a *app) runsCancelCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "cancel <run-id>",
+		Short: "Cancel a pending or running run",
+		Long: `Cancel a pending or running run. The worker executing it stops at its
+next step; its children keep running. Canceling a canceled run is a no-op.`,
+		Args: exactArgs("run-id"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, b, err := a.openBackend(cmd)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			run, err := ow.NewClient(b).CancelRun(cmd.Context(), args[0])
+			if err != nil {
+				return runError(err, args[0])
+			}
+			if a.jsonOut {
+				return a.printJSON(run)
+			}
+			fmt.Fprintf(a.stdout, "canceled run %s (%s)\n", run.ID, run.WorkflowName)
+			return nil
+		},
+	}
+}
+
+// exactArgs requires the named positional arguments, naming them when
+// they are missing.
+func exactArgs(names ...string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != len(names) {
+			return fmt.Errorf("'%s' takes %d argument(s) <%s>, got %d (see '%s --help')",
+				cmd.CommandPath(), len(names), oneOf(names...), len(args), cmd.CommandPath())
+		}
+		return nil
+	}
+}
