@@ -114,7 +114,8 @@ func Demo(ctx context.Context, b backend.Backend, opts DemoOptions) (*DemoResult
 	case st.Terminal():
 		return nil, fmt.Errorf("run %s for these packages (started at %s) is %s; start a fresh run to index again", run.ID, created, st)
 	case res.Resumed:
-		fmt.Fprintf(out, "resuming run %s started at %s (claim %d); completed steps are not run again\n", run.ID, created, run.Attempts+1)
+		fmt.Fprintf(out, "resuming run %s started at %s: recorded steps are not run again; runs a killed process held are taken over when its %s lease expires\n",
+			run.ID, created, wopts.LeaseDuration)
 	default:
 		fmt.Fprintf(out, "started run %s: indexing %d packages under %s, %d at a time\n", run.ID, len(in.Packages), in.Root, in.Batch)
 	}
