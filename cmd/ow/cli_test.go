@@ -207,6 +207,7 @@ func TestBadInputNamesTheFlag(t *testing.T) {
 		{"an unknown run id", []string{"runs", "get", "wrun_nope"}, []string{"wrun_nope", "ow runs list"}},
 		{"an unknown package", []string{"demo", "--packages", "no/such"}, []string{"--packages", `"no/such"`}},
 		{"a negative sleep", []string{"demo", "--sleep", "-1s"}, []string{"--sleep"}},
+		{"a zero concurrency", []string{"demo", "--concurrency", "0"}, []string{"--concurrency", "positive"}},
 		{"an unknown command", []string{"runz"}, []string{`unknown command "runz"`}},
 	}
 	for _, tt := range tests {

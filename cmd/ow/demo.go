@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	ow "github.com/openworkflow-go/openworkflow"
+	"github.com/openworkflow-go/openworkflow/config"
 	"github.com/openworkflow-go/openworkflow/examples/goindex"
 )
 
@@ -77,6 +78,7 @@ again; --fresh starts a new run.`,
 	f.StringSliceVar(&packages, "packages", goindex.DefaultPackages, "standard-library packages to index, comma-separated")
 	f.DurationVar(&pause, "sleep", goindex.DefaultPause, "durable sleep between batches (0: none)")
 	f.IntVar(&batch, "batch", goindex.DefaultBatch, "packages indexed at once")
+	f.IntVar(&a.concurrency, "concurrency", 0, "runs the in-process worker executes at once (default 10) [$"+config.EnvWorkerConcurrency+"]")
 	f.BoolVar(&fresh, "fresh", false, "start a new run instead of resuming (or re-showing) the last one for these packages")
 	return c
 }

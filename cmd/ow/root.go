@@ -27,6 +27,7 @@ type app struct {
 	namespace   string
 	schema      string
 	jsonOut     bool
+	concurrency int // only on commands that run a worker
 }
 
 // execute runs the ow command line with args and returns the exit status:
@@ -90,6 +91,9 @@ func (a *app) loadConfig(cmd *cobra.Command) (*config.Config, error) {
 	}
 	if fl.Changed("schema") {
 		o.Schema = &a.schema
+	}
+	if fl.Lookup("concurrency") != nil && fl.Changed("concurrency") {
+		o.WorkerConcurrency = &a.concurrency
 	}
 	return config.LoadWith(config.Options{Dir: a.dir, File: a.configFile, Overrides: o})
 }
