@@ -374,10 +374,10 @@ func (b *Backend) CompleteWorkflowRun(ctx context.Context, p backend.CompleteWor
 
 // FailWorkflowRun records a workflow failure of a run owned by p.WorkerID
 // with [backend.ComputeFailedRunUpdate] (p.RetryPolicy, zero fields taken
-// from [backend.DefaultWorkflowRetryPolicy]; the run's attempts and
-// deadline are read when p.Attempts is nil): either the run is pending
-// again at now + backoff, or it is failed for good, its parked parent
-// woken and EventRunFinished published. It fails with
+// from [backend.DefaultWorkflowRetryPolicy]; the run's attempts are read
+// when p.Attempts is nil, its deadline when p.DeadlineAt is nil): either
+// the run is pending again at now + backoff, or it is failed for good, its
+// parked parent woken and EventRunFinished published. It fails with
 // [backend.ErrNotOwner] or [backend.ErrRunNotFound].
 func (b *Backend) FailWorkflowRun(ctx context.Context, p backend.FailWorkflowRunParams) (*backend.WorkflowRun, error) {
 	errJSON, err := jsonArg("error", p.Error)
@@ -390,12 +390,17 @@ func (b *Backend) FailWorkflowRun(ctx context.Context, p backend.FailWorkflowRun
 		attempts, deadline := 0, p.DeadlineAt
 		if p.Attempts != nil {
 			attempts = *p.Attempts
-		} else {
+		}
+		if p.Attempts == nil || p.DeadlineAt == nil {
+			// A nil DeadlineAt may mean "not known": read the run's own.
 			cur, err := b.getRun(ctx, tx, p.WorkflowRunID)
 			if err != nil {
 				return err
 			}
-			attempts, deadline = cur.Attempts, cur.DeadlineAt
+			if p.Attempts == nil {
+				attempts = cur.Attempts
+			}
+			deadline = cur.DeadlineAt
 		}
 		upd := backend.ComputeFailedRunUpdate(policy, attempts, deadline, p.Error, now)
 		status, availableAt, finishedAt := backend.RunPending, any(timeArg(upd.RetryAt)), any(nil)

@@ -567,3 +567,20 @@ func TestBusyErrorsAreRecognised(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestInMemoryDatabaseWorks(t *testing.T) {
+	b, err := Open(t.Context(), ":memory:", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	r := mustCreate(t, b, backend.CreateWorkflowRunParams{})
+	mustClaim(t, b, time.Minute, "w")
+	if _, err := b.CompleteStepAttempt(t.Context(), backend.CompleteStepAttemptParams{WorkflowRunID: r.ID, StepAttemptID: "step_x", WorkerID: "w"}); !errors.Is(err, backend.ErrStepNotFound) {
+		t.Fatalf("complete a missing step: err = %v, want ErrStepNotFound", err)
+	}
+	done, err := b.CompleteWorkflowRun(t.Context(), backend.CompleteWorkflowRunParams{WorkflowRunID: r.ID, WorkerID: "w"})
+	if err != nil || done.Status != backend.RunCompleted || string(done.Output) != "null" {
+		t.Fatalf("complete = %+v, %v", done, err)
+	}
+}
