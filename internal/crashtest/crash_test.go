@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	ow "github.com/openworkflow-go/openworkflow"
 	"github.com/openworkflow-go/openworkflow/backend"
 )
 
@@ -21,6 +22,31 @@ const (
 	crashGrace     = 5 * time.Second
 )
 
+// crashScenario is a workflow whose run is killed while one step is in
+// flight.
+type crashScenario struct {
+	name     string
+	workflow *ow.Workflow[int, int]
+	output   func(int) int
+	steps    []string // every step key of the workflow
+	block    string   // the step in flight at the crash
+	before   []string // the steps completed before the crash
+	after    []string // the steps that start only after the crash
+}
+
+var crashScenarios = []crashScenario{
+	{
+		name:     "in the third of four sequential steps",
+		workflow: sequenceWorkflow, output: sequenceOutput, steps: sequenceSteps,
+		block: blockingStep, before: []string{stepAddOne, stepDouble}, after: []string{stepMinus},
+	},
+	{
+		name:     "in one branch of a parallel pair whose other branch completed",
+		workflow: diamondWorkflow, output: diamondOutput, steps: diamondSteps,
+		block: stepRight, before: []string{stepPrepare, stepLeft}, after: []string{stepCombine},
+	},
+}
+
 func TestWorkerProcessKilledMidStep(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -30,18 +56,20 @@ func TestWorkerProcessKilledMidStep(t *testing.T) {
 		{"on a SQLite file shared by the processes", sqliteTarget},
 		{"on PostgreSQL", postgresTarget},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			testCrashRecovery(t, tc.target(t))
-		})
+		for _, sc := range crashScenarios {
+			t.Run(tc.name+" "+sc.name, func(t *testing.T) {
+				t.Parallel()
+				testCrashRecovery(t, tc.target(t), sc)
+			})
+		}
 	}
 }
 
-// testCrashRecovery runs a four-step workflow on a worker process that
-// blocks in the third step, kills it with SIGKILL once the first two steps
-// are completed and the third is in flight, and lets a second worker
-// process finish the run.
-func testCrashRecovery(t *testing.T, tg target) {
+// testCrashRecovery runs the scenario's workflow on a worker process in
+// which sc.block never returns, kills the process with SIGKILL once the
+// steps sc.before are completed and sc.block is in flight, and lets a second
+// worker process finish the run.
+func testCrashRecovery(t *testing.T, tg target, sc crashScenario) {
 	client := tg.open(t)
 	stepLog := filepath.Join(t.TempDir(), "steps.log")
 	cfg := workerConfig{
@@ -50,21 +78,20 @@ func testCrashRecovery(t *testing.T, tg target) {
 		MaxPollInterval: 250 * time.Millisecond, ShutdownGrace: crashGrace,
 	}
 	blocking := cfg
-	blocking.BlockStep = blockingStep
+	blocking.BlockStep = sc.block
 	first := startWorkerProcess(t, blocking)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const input = 20
-	h, err := sequenceWorkflow.Start(ctx, client, input)
+	h, err := sc.workflow.Start(ctx, client, input)
 	if err != nil {
 		t.Fatalf("start run: %v", err)
 	}
 
-	// Wait until the first process has committed add-one and double and is
-	// executing add-ten, which never returns in that process.
-	var atKill map[string][]backend.StepAttempt
-	waitFor(t, time.Minute, "the first worker to complete two steps and block in "+blockingStep, func() (bool, error) {
+	// Wait until the first process has committed the steps before and is
+	// executing the blocking step, which never returns in that process.
+	waitFor(t, time.Minute, fmt.Sprintf("the first worker to complete %v and block in %s", sc.before, sc.block), func() (bool, error) {
 		if first.exited() {
 			return false, fmt.Errorf("first worker process %d exited on its own", first.pid())
 		}
@@ -74,7 +101,7 @@ func testCrashRecovery(t *testing.T, tg target) {
 		}
 		inFlight := false
 		for _, ev := range events {
-			if ev.Kind == eventStart && ev.RunID == h.ID && ev.Key == blockingStep && ev.PID == first.pid() {
+			if ev.Kind == eventStart && ev.RunID == h.ID && ev.Key == sc.block && ev.PID == first.pid() {
 				inFlight = true
 			}
 		}
@@ -85,8 +112,13 @@ func testCrashRecovery(t *testing.T, tg target) {
 		if err != nil {
 			return false, err
 		}
-		atKill = attemptsByStep(attempts)
-		return completedOnce(atKill[stepAddOne]) && completedOnce(atKill[stepDouble]), nil
+		byStep := attemptsByStep(attempts)
+		for _, key := range sc.before {
+			if !completedOnce(byStep[key]) {
+				return false, nil
+			}
+		}
+		return true, nil
 	})
 	state, err := first.signalAndWait(syscall.SIGKILL, 30*time.Second)
 	if err != nil {
@@ -109,7 +141,7 @@ func testCrashRecovery(t *testing.T, tg target) {
 		if resultErr != nil {
 			t.Fatalf("Result: %v", resultErr)
 		}
-		if want := sequenceOutput(input); out != want {
+		if want := sc.output(input); out != want {
 			t.Errorf("output = %d, want %d", out, want)
 		}
 	})
@@ -134,7 +166,7 @@ func testCrashRecovery(t *testing.T, tg target) {
 	})
 
 	t.Run("no step completed before the crash runs again", func(t *testing.T) {
-		for _, key := range []string{stepAddOne, stepDouble} {
+		for _, key := range sc.before {
 			got := execs[stepKey{h.ID, key}]
 			if len(got) != 1 || got[0].PID != first.pid() {
 				t.Errorf("step %s executed %d times (%v), want once, by the first process %d", key, len(got), got, first.pid())
@@ -143,7 +175,7 @@ func testCrashRecovery(t *testing.T, tg target) {
 	})
 
 	t.Run("the step in flight at the crash runs at most once more, in the second process", func(t *testing.T) {
-		got := execs[stepKey{h.ID, blockingStep}]
+		got := execs[stepKey{h.ID, sc.block}]
 		var byFirst, bySecond int
 		for _, e := range got {
 			switch e.PID {
@@ -152,19 +184,21 @@ func testCrashRecovery(t *testing.T, tg target) {
 			case second.pid():
 				bySecond++
 			default:
-				t.Errorf("step %s executed by unknown process %d", blockingStep, e.PID)
+				t.Errorf("step %s executed by unknown process %d", sc.block, e.PID)
 			}
 		}
 		if byFirst != 1 || bySecond > 1 || len(got) > 2 {
 			t.Errorf("step %s executed %d times by the first process and %d by the second (%v), want 1 and at most 1",
-				blockingStep, byFirst, bySecond, got)
+				sc.block, byFirst, bySecond, got)
 		}
 	})
 
-	t.Run("the step after the crash runs once, in the second process", func(t *testing.T) {
-		got := execs[stepKey{h.ID, stepMinus}]
-		if len(got) != 1 || got[0].PID != second.pid() {
-			t.Errorf("step %s executed %v, want once by process %d", stepMinus, got, second.pid())
+	t.Run("the steps after the crash run once, in the second process", func(t *testing.T) {
+		for _, key := range sc.after {
+			got := execs[stepKey{h.ID, key}]
+			if len(got) != 1 || got[0].PID != second.pid() {
+				t.Errorf("step %s executed %v, want once by process %d", key, got, second.pid())
+			}
 		}
 	})
 
@@ -174,7 +208,7 @@ func testCrashRecovery(t *testing.T, tg target) {
 			t.Fatal(err)
 		}
 		byStep := attemptsByStep(attempts)
-		for _, key := range sequenceSteps {
+		for _, key := range sc.steps {
 			n := 0
 			for _, a := range byStep[key] {
 				if a.Status.Normalize() == backend.StepCompleted {
