@@ -25,10 +25,10 @@
 // # Wake-ups
 //
 // Subscribe delivers [backend.EventWorkAvailable] and
-// [backend.EventRunFinished] for the writes made by every Backend of this
-// process on the same file (a client and a worker opened separately wake
-// each other). Writes by other processes are not seen; workers keep
-// polling as a fallback.
+// [backend.EventRunFinished] concerning the backend's namespace, for the
+// writes made by every Backend of this process on the same file (a client
+// and a worker opened separately wake each other). Writes by other
+// processes are not seen; workers keep polling as a fallback.
 //
 // # Errors
 //

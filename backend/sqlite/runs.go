@@ -80,7 +80,7 @@ func (b *Backend) CreateWorkflowRun(ctx context.Context, p backend.CreateWorkflo
 		}
 		run = created
 		if !availableAt.After(now) {
-			ev.workAvailable()
+			ev.workAvailable(b.ns)
 		}
 		return nil
 	})
@@ -212,7 +212,7 @@ func (b *Backend) failExpiredRuns(ctx context.Context, tx *sql.Tx, now time.Time
 		return fmt.Errorf("fail expired runs: %w", err)
 	}
 	for _, r := range expired {
-		ev.runFinished(r.ID)
+		ev.runFinished(b.ns, r.ID)
 		if err := wakeParent(ctx, tx, r, now, ev); err != nil {
 			return err
 		}
@@ -257,7 +257,7 @@ func wakeParent(ctx context.Context, tx *sql.Tx, child *backend.WorkflowRun, now
 	}
 	defer rows.Close()
 	if rows.Next() {
-		ev.workAvailable()
+		ev.workAvailable(*child.ParentStepAttemptNamespaceID)
 	}
 	return rows.Err()
 }
@@ -332,7 +332,7 @@ func (b *Backend) SleepWorkflowRun(ctx context.Context, p backend.SleepWorkflowR
 			return err
 		}
 		if availableAt <= timeArg(now) {
-			ev.workAvailable()
+			ev.workAvailable(b.ns)
 		}
 		return nil
 	})
@@ -363,7 +363,7 @@ func (b *Backend) CompleteWorkflowRun(ctx context.Context, p backend.CompleteWor
 		if err != nil {
 			return err
 		}
-		ev.runFinished(run.ID)
+		ev.runFinished(b.ns, run.ID)
 		return wakeParent(ctx, tx, run, now, ev)
 	})
 	if err != nil {
@@ -426,11 +426,11 @@ func (b *Backend) FailWorkflowRun(ctx context.Context, p backend.FailWorkflowRun
 		}
 		if !upd.Terminal {
 			if !upd.RetryAt.After(now) {
-				ev.workAvailable()
+				ev.workAvailable(b.ns)
 			}
 			return nil
 		}
-		ev.runFinished(run.ID)
+		ev.runFinished(b.ns, run.ID)
 		return wakeParent(ctx, tx, run, now, ev)
 	})
 	if err != nil {
@@ -462,7 +462,7 @@ func (b *Backend) RescheduleWorkflowRunAfterFailedStepAttempt(ctx context.Contex
 			return err
 		}
 		if !p.AvailableAt.After(now) {
-			ev.workAvailable()
+			ev.workAvailable(b.ns)
 		}
 		return nil
 	})
@@ -497,7 +497,7 @@ func (b *Backend) CancelWorkflowRun(ctx context.Context, workflowRunID string) (
 		if err != nil {
 			return err
 		}
-		ev.runFinished(run.ID)
+		ev.runFinished(b.ns, run.ID)
 		return wakeParent(ctx, tx, run, now, ev)
 	})
 	if err != nil {

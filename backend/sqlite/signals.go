@@ -76,7 +76,7 @@ func (b *Backend) SendSignal(ctx context.Context, p backend.SendSignalParams) ([
 				return fmt.Errorf("wake workflow run %s: %w", runID, err)
 			}
 			if len(woken) > 0 {
-				ev.workAvailable()
+				ev.workAvailable(b.ns)
 			}
 		}
 		return nil

@@ -157,10 +157,12 @@ func dsn(path string, memory bool, busy time.Duration) string {
 // NamespaceID returns the namespace this backend is bound to.
 func (b *Backend) NamespaceID() string { return b.ns }
 
-// Subscribe returns the wake-up events of every Backend of this process
-// open on the same file, until ctx is done. It never fails.
+// Subscribe returns, until ctx is done, the wake-up events concerning this
+// backend's namespace made by every Backend of this process open on the
+// same file (a parent woken by a child in another namespace included). It
+// never fails.
 func (b *Backend) Subscribe(ctx context.Context) (<-chan backend.Event, error) {
-	return b.file.hub.Subscribe(ctx), nil
+	return b.file.hub(b.ns).Subscribe(ctx), nil
 }
 
 // Close closes the database. Later calls return the first call's result.
@@ -178,14 +180,31 @@ func (b *Backend) now() time.Time {
 }
 
 // sharedFile is what the Backends of one process share for one file: the
-// in-process write lock and the event hub.
+// in-process write lock and one event hub per namespace.
 type sharedFile struct {
 	key  string
-	refs int
+	refs int // guarded by filesMu
 	// writeLock is a one-slot semaphore (a channel so waiting honours
 	// contexts).
 	writeLock chan struct{}
-	hub       notify.Hub
+
+	hubsMu sync.Mutex
+	hubs   map[string]*notify.Hub
+}
+
+// hub returns the event hub of namespace ns, creating it on first use.
+func (f *sharedFile) hub(ns string) *notify.Hub {
+	f.hubsMu.Lock()
+	defer f.hubsMu.Unlock()
+	h, ok := f.hubs[ns]
+	if !ok {
+		if f.hubs == nil {
+			f.hubs = map[string]*notify.Hub{}
+		}
+		h = &notify.Hub{}
+		f.hubs[ns] = h
+	}
+	return h
 }
 
 var (
@@ -223,20 +242,31 @@ func releaseFile(f *sharedFile) {
 	}
 }
 
-// events collects the wake-ups of one write, published after its commit.
-type events []backend.Event
+// events collects the wake-ups of one write, each for the hub of its
+// namespace, published after the commit.
+type events []nsEvent
 
-func (e *events) workAvailable() {
+// nsEvent is an event and the namespace it concerns.
+type nsEvent struct {
+	ns string
+	backend.Event
+}
+
+// workAvailable records that a run of namespace ns became claimable now
+// (once per write and namespace).
+func (e *events) workAvailable(ns string) {
+	want := nsEvent{ns, backend.Event{Kind: backend.EventWorkAvailable}}
 	for _, ev := range *e {
-		if ev.Kind == backend.EventWorkAvailable {
+		if ev == want {
 			return
 		}
 	}
-	*e = append(*e, backend.Event{Kind: backend.EventWorkAvailable})
+	*e = append(*e, want)
 }
 
-func (e *events) runFinished(runID string) {
-	*e = append(*e, backend.Event{Kind: backend.EventRunFinished, WorkflowRunID: runID})
+// runFinished records that run runID of namespace ns became terminal.
+func (e *events) runFinished(ns, runID string) {
+	*e = append(*e, nsEvent{ns, backend.Event{Kind: backend.EventRunFinished, WorkflowRunID: runID}})
 }
 
 // write runs fn in one BEGIN IMMEDIATE transaction and publishes the
@@ -268,7 +298,7 @@ func (b *Backend) write(ctx context.Context, fn func(tx *sql.Tx, now time.Time, 
 		return err
 	}
 	for _, e := range ev {
-		b.file.hub.Publish(e)
+		b.file.hub(e.ns).Publish(e.Event)
 	}
 	return nil
 }

@@ -584,3 +584,34 @@ func TestInMemoryDatabaseWorks(t *testing.T) {
 		t.Fatalf("complete = %+v, %v", done, err)
 	}
 }
+
+func TestWakeUpsReachOnlyTheirNamespace(t *testing.T) {
+	a, path := openTest(t, nil)
+	other, err := Open(t.Context(), path, Options{NamespaceID: "other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	otherEvents, _ := other.Subscribe(t.Context())
+	aEvents, _ := a.Subscribe(t.Context())
+	// Events are published before the write returns, so a leak would
+	// already be in the other channel.
+	mustCreate(t, a, backend.CreateWorkflowRunParams{})
+	waitEvent(t, aEvents, backend.Event{Kind: backend.EventWorkAvailable})
+	select {
+	case e := <-otherEvents:
+		t.Fatalf("namespace other received %+v from namespace default", e)
+	default:
+	}
+	r := mustCreate(t, other, backend.CreateWorkflowRunParams{})
+	waitEvent(t, otherEvents, backend.Event{Kind: backend.EventWorkAvailable})
+	if _, err := other.CancelWorkflowRun(t.Context(), r.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitEvent(t, otherEvents, backend.Event{Kind: backend.EventRunFinished, WorkflowRunID: r.ID})
+	select {
+	case e := <-aEvents:
+		t.Fatalf("namespace default received %+v from namespace other", e)
+	default:
+	}
+}
