@@ -116,10 +116,16 @@ type Worker struct {
 // PostgresURL explicitly selects SQLite even when the file or the
 // environment names a PostgreSQL database.
 type Overrides struct {
-	PostgresURL       *string
-	SQLitePath        *string
-	Namespace         *string
-	Schema            *string
+	// PostgresURL is --postgres-url.
+	PostgresURL *string
+	// SQLitePath is --sqlite-path, relative to Options.Dir; an empty
+	// value is ignored.
+	SQLitePath *string
+	// Namespace is --namespace.
+	Namespace *string
+	// Schema is --schema.
+	Schema *string
+	// WorkerConcurrency is --concurrency.
 	WorkerConcurrency *int
 }
 

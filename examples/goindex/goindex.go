@@ -64,7 +64,9 @@ type Input struct {
 
 // PackageInput is the child workflow's input.
 type PackageInput struct {
-	Root    string `json:"root"`
+	// Root is as in [Input].
+	Root string `json:"root"`
+	// Package is the import path to index, relative to Root.
 	Package string `json:"package"`
 }
 

@@ -53,16 +53,21 @@ func (t *Totals) Add(f FileStats) {
 
 // PackageStats is the output of the per-package child workflow.
 type PackageStats struct {
-	Package string      `json:"package"`
-	Files   []FileStats `json:"files"`
-	Totals  Totals      `json:"totals"`
+	// Package is the import path.
+	Package string `json:"package"`
+	// Files are the package's files in name order.
+	Files []FileStats `json:"files"`
+	// Totals sums Files.
+	Totals Totals `json:"totals"`
 }
 
 // Report is the output of the parent workflow: per-package totals, the
 // grand total and the largest files.
 type Report struct {
+	// Packages are the child workflows' results, in input order.
 	Packages []PackageStats `json:"packages"`
-	Totals   Totals         `json:"totals"`
+	// Totals sums every file of every package.
+	Totals Totals `json:"totals"`
 	// TopFiles are the TopN files with the most lines, largest first (ties
 	// by package, then file name).
 	TopFiles []FileStats `json:"topFiles"`
