@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -65,6 +66,9 @@ again; --fresh starts a new run.`,
 				Root: root, Packages: packages, Batch: batch, Pause: pause, Fresh: fresh, Out: progress,
 				Worker: ow.WorkerOptions{Concurrency: cfg.Worker.Concurrency},
 			})
+			if err != nil && cmd.Context().Err() != nil {
+				return errors.New("interrupted: run the same 'ow demo' command again to resume the run where it stopped")
+			}
 			if err != nil {
 				return err
 			}
