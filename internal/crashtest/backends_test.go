@@ -86,3 +86,23 @@ func attemptsByStep(attempts []backend.StepAttempt) map[string][]backend.StepAtt
 	}
 	return m
 }
+
+// waitFinished waits until the run is terminal, reading it every 25 ms
+// (Result would wait for the next fallback poll, up to 2 s, when the run is
+// finished by another process of a SQLite file, whose events it cannot
+// see). It returns early, leaving the verdict to Result, if ctx ends.
+func waitFinished(ctx context.Context, c *ow.Client, runID string) {
+	tick := time.NewTicker(25 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		run, err := c.GetRun(ctx, runID)
+		if err == nil && run.Status.Terminal() {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}

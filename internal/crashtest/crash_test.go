@@ -130,6 +130,7 @@ func testCrashRecovery(t *testing.T, tg target, sc crashScenario) {
 	killedAt := time.Now()
 
 	second := startWorkerProcess(t, cfg)
+	waitFinished(ctx, client, h.ID)
 	out, resultErr := h.Result(ctx)
 	events, err := readStepLog(stepLog)
 	if err != nil {

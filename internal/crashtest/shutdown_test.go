@@ -96,6 +96,7 @@ func testShutdownRelease(t *testing.T, tg target) {
 	second := startWorkerProcess(t, cfg)
 	resultCtx, cancelResult := context.WithTimeout(ctx, releaseLease/2)
 	defer cancelResult()
+	waitFinished(resultCtx, client, h.ID)
 	out, resultErr := h.Result(resultCtx)
 
 	t.Run("another worker completes the run before the old lease would have expired", func(t *testing.T) {
