@@ -276,8 +276,8 @@ func testCountWorkflowRuns(t *testing.T, s *suite) {
 		requireCounts(t, "after 4 creates", b, backend.RunCounts{Pending: 4})
 
 		claimed := claim(t, b, longLease, w, w+"-2")
-		if len(claimed) != 2 {
-			t.Fatalf("claimed %d runs, want 2", len(claimed))
+		if len(claimed) != 2 || claimed[0].WorkerID == nil || claimed[1].WorkerID == nil {
+			t.Fatalf("claimed %v, want 2 runs with worker ids", runIDs(claimed))
 		}
 		requireCounts(t, "after claiming 2", b, backend.RunCounts{Pending: 2, Running: 2})
 

@@ -51,8 +51,8 @@ func testSleepWorkflowRun(t *testing.T, s *suite) {
 		park(t, b, claimed.ID, w, time.Now().Add(50*time.Millisecond))
 		next := newWorkerID()
 		again := claimEventually(t, b, next, longLease, claimed.ID)
-		if again.Attempts != 2 || *again.WorkerID != next || again.Status != backend.RunRunning {
-			t.Fatalf("reclaimed parked run = {attempts %d, worker %v, status %s}, want {2, %s, running}", again.Attempts, *again.WorkerID, again.Status, next)
+		if again.Attempts != 2 || again.WorkerID == nil || *again.WorkerID != next || again.Status != backend.RunRunning {
+			t.Fatalf("reclaimed parked run = {attempts %d, worker %v, status %s}, want {2, %s, running}", again.Attempts, again.WorkerID, again.Status, next)
 		}
 	})
 
