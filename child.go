@@ -53,7 +53,7 @@ func RunWorkflow[I, O any](ctx Context, wf *Workflow[I, O], input I, opts ...Wai
 		name = wf.spec.Name
 	}
 	key := x.hist.Resolve(name)
-	return runChild[O](x, key, wf.spec, input, o.Timeout)
+	return runChild[O](x, key, wf.spec, input, o.Timeout, false)
 }
 
 // GoWorkflow is [RunWorkflow] started concurrently: the durable key is
@@ -73,11 +73,11 @@ func GoWorkflow[I, O any](ctx Context, wf *Workflow[I, O], input I, opts ...Wait
 		name = wf.spec.Name
 	}
 	key := x.hist.Resolve(name)
-	goBranch(x, f, func() (O, error) { return runChild[O](x, key, wf.spec, input, o.Timeout) })
+	goBranch(x, f, func(admitted bool) (O, error) { return runChild[O](x, key, wf.spec, input, o.Timeout, admitted) })
 	return f
 }
 
-func runChild[O any](x *execution, key string, spec Spec, input any, timeout time.Duration) (O, error) {
+func runChild[O any](x *execution, key string, spec Spec, input any, timeout time.Duration, admitted bool) (O, error) {
 	var zero O
 	if a, ok := x.hist.Completed(key); ok {
 		return decodeOutput[O](key, a.Output)
@@ -94,13 +94,16 @@ func runChild[O any](x *execution, key string, spec Spec, input any, timeout tim
 		}
 		timeoutAt := backend.FormatTime(x.now().Add(timeout))
 		var err error
-		if a, err = x.createAttempt(key, backend.StepWorkflow, waitContext{Kind: "workflow", TimeoutAt: &timeoutAt}); err != nil {
+		if a, err = x.createAttempt(key, backend.StepWorkflow, waitContext{Kind: "workflow", TimeoutAt: &timeoutAt}, admitted); err != nil {
 			return zero, err
 		}
 	}
 	if a.ChildWorkflowRunID == nil {
 		// A new attempt, or one whose worker crashed between creating it and
 		// linking the child: the idempotency key finds that child again.
+		if err := x.gate(true); err != nil {
+			return zero, err
+		}
 		in, err := json.Marshal(input)
 		if err != nil {
 			return zero, NonRetryable(fmt.Errorf("encode input of child workflow %s: %w", spec, err))

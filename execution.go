@@ -46,6 +46,8 @@ type execution struct {
 	lost      bool
 	closed    bool
 	branches  sync.WaitGroup
+
+	releaseOnce sync.Once
 }
 
 // suspend records that the pass must park until at (the earliest of all
@@ -62,13 +64,17 @@ func (x *execution) suspend(at time.Time) error {
 
 // gate says whether a step may start new work: ErrLeaseLost once the run is
 // no longer ours, ErrSuspended once the pass is parking, an error once the
-// workflow function has returned (late parallel branches), else nil.
-func (x *execution) gate() error {
+// workflow function has returned (a step called from a goroutine the
+// workflow left behind), else nil. A branch admitted by [execution.admit]
+// (Go, GoWorkflow) passes the last two checks: it was started before the
+// pass parked or returned, so it runs to its end, which the pass awaits.
+func (x *execution) gate(admitted bool) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	switch {
 	case x.lost || x.ctx.Err() != nil:
 		return ErrLeaseLost
+	case admitted:
 	case x.suspended:
 		return ErrSuspended
 	case x.closed:
@@ -98,9 +104,27 @@ func (x *execution) writeErr(op string, err error) error {
 	return fmt.Errorf("%s: %w", op, err)
 }
 
-// createAttempt records a new running attempt of the given kind.
-func (x *execution) createAttempt(key string, kind backend.StepKind, stepCtx any) (*backend.StepAttempt, error) {
-	if err := x.gate(); err != nil {
+// admit reports whether a parallel branch started now may run: not once
+// the pass is parking or has returned (the branch's Get then returns
+// ErrSuspended, and the branch starts on the next pass).
+func (x *execution) admit() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	switch {
+	case x.lost || x.ctx.Err() != nil:
+		return ErrLeaseLost
+	case x.suspended:
+		return ErrSuspended
+	case x.closed:
+		return errors.New("openworkflow: step started after the workflow function returned")
+	}
+	return nil
+}
+
+// createAttempt records a new running attempt of the given kind; admitted
+// is true for a branch admitted when it was started.
+func (x *execution) createAttempt(key string, kind backend.StepKind, stepCtx any, admitted bool) (*backend.StepAttempt, error) {
+	if err := x.gate(admitted); err != nil {
 		return nil, err
 	}
 	var raw json.RawMessage

@@ -136,6 +136,10 @@ func (w *Worker) heartbeat(x *execution) (stop func()) {
 // finish makes the run's transition after a pass.
 func (w *Worker) finish(x *execution, out json.RawMessage, err error) {
 	run := x.run
+	if errors.Is(context.Cause(x.ctx), errCauseShutdown) {
+		w.releaseRun(x)
+		return
+	}
 	if x.isLost() {
 		if cause := context.Cause(x.ctx); cause != nil {
 			w.log.Debug("openworkflow: pass ended without committing", "run", run.ID, "cause", cause)

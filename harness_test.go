@@ -58,7 +58,7 @@ func newRealTimeEnv(t *testing.T) *env {
 
 func newEnvWithClock(t *testing.T, now func() time.Time, clock *fakeClock, opts ...func(*ow.WorkerOptions)) *env {
 	ctx := context.Background()
-	b, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "ow.db"), sqlite.Options{Now: now})
+	b, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "ow.db"), sqlite.Options{Now: now, Synchronous: "NORMAL"})
 	if err != nil {
 		t.Fatalf("open sqlite: %v", err)
 	}

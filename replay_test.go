@@ -177,3 +177,33 @@ func TestParallelStepsRunConcurrentlyWithKeysAssignedAtTheCallSite(t *testing.T)
 		}
 	}
 }
+
+func TestBranchesStartedBeforeThePassParksOrReturnsStillRun(t *testing.T) {
+	e := newEnv(t)
+	var calls counter
+	wf := ow.Define(ow.Spec{Name: "fire-and-park"}, func(ctx ow.Context, _ int) (int, error) {
+		// Neither future is awaited before the pass parks: both branches
+		// were started first, so both run in this pass.
+		ow.Go(ctx, "bg-a", func(context.Context) (int, error) { calls.inc("a"); return 1, nil })
+		ow.Go(ctx, "bg-b", func(context.Context) (int, error) { calls.inc("b"); return 2, nil })
+		return 0, ow.Sleep(ctx, "park", time.Second)
+	})
+	e.register(wf)
+	var ids []string
+	for range 10 {
+		ids = append(ids, start(e, wf, 0))
+	}
+	e.drain()
+	for _, id := range ids {
+		got := map[string]backend.StepStatus{}
+		for _, s := range e.steps(id) {
+			got[s.StepName] = s.Status
+		}
+		if got["bg-a"] != backend.StepCompleted || got["bg-b"] != backend.StepCompleted {
+			t.Fatalf("run %s steps %v: branches started before the park must complete in the pass", id, got)
+		}
+	}
+	if calls.get("a") != 10 || calls.get("b") != 10 {
+		t.Fatalf("branches ran a=%d b=%d times, want 10 each", calls.get("a"), calls.get("b"))
+	}
+}

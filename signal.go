@@ -38,7 +38,7 @@ func SendSignal(ctx Context, name, signal string, data any) ([]string, error) {
 	}
 	a, ok := x.hist.Running(key)
 	if !ok {
-		if a, err = x.createAttempt(key, backend.StepSignalSend, nil); err != nil {
+		if a, err = x.createAttempt(key, backend.StepSignalSend, nil, false); err != nil {
 			return nil, err
 		}
 	}
@@ -105,7 +105,7 @@ func WaitForSignal[T any](ctx Context, signal string, opts ...WaitOptions) (data
 			timeout = DefaultWaitTimeout
 		}
 		at := backend.FormatTime(x.now().Add(timeout))
-		if a, err = x.createAttempt(key, backend.StepSignalWait, waitContext{Kind: "signal-wait", Signal: signal, TimeoutAt: &at}); err != nil {
+		if a, err = x.createAttempt(key, backend.StepSignalWait, waitContext{Kind: "signal-wait", Signal: signal, TimeoutAt: &at}, false); err != nil {
 			return zero, false, err
 		}
 	}

@@ -74,15 +74,15 @@ func Run[T any](ctx Context, name string, fn func(ctx context.Context) (T, error
 		return zero, err
 	}
 	key := x.hist.Resolve(name)
-	return runFunction(x, key, fn, stepPolicy(opts))
+	return runFunction(x, key, fn, stepPolicy(opts), false)
 }
 
-func runFunction[T any](x *execution, key string, fn func(context.Context) (T, error), policy *RetryPolicy) (T, error) {
+func runFunction[T any](x *execution, key string, fn func(context.Context) (T, error), policy *RetryPolicy, admitted bool) (T, error) {
 	var zero T
 	if a, ok := x.hist.Completed(key); ok {
 		return decodeOutput[T](key, a.Output)
 	}
-	a, err := x.createAttempt(key, backend.StepFunction, nil)
+	a, err := x.createAttempt(key, backend.StepFunction, nil, admitted)
 	if err != nil {
 		return zero, err
 	}
@@ -153,17 +153,24 @@ func Go[T any](ctx Context, name string, fn func(ctx context.Context) (T, error)
 	}
 	key := x.hist.Resolve(name)
 	policy := stepPolicy(opts)
-	goBranch(x, f, func() (T, error) { return runFunction(x, key, fn, policy) })
+	goBranch(x, f, func(admitted bool) (T, error) { return runFunction(x, key, fn, policy, admitted) })
 	return f
 }
 
-// goBranch runs f on a goroutine owned by the pass.
-func goBranch[T any](x *execution, fut *Future[T], f func() (T, error)) {
+// goBranch runs f on a goroutine owned by the pass, if the pass admits a
+// new branch now (else the future fails with the reason, e.g.
+// ErrSuspended).
+func goBranch[T any](x *execution, fut *Future[T], f func(admitted bool) (T, error)) {
+	if err := x.admit(); err != nil {
+		fut.err = err
+		close(fut.done)
+		return
+	}
 	x.branches.Add(1)
 	go func() {
 		defer x.branches.Done()
 		defer close(fut.done)
-		fut.val, fut.err = callProtected(f)
+		fut.val, fut.err = callProtected(func() (T, error) { return f(true) })
 	}()
 }
 
@@ -189,7 +196,7 @@ func Sleep(ctx Context, name string, d time.Duration) error {
 		return x.completeAttempt(a, nil)
 	}
 	at := now.Add(d)
-	_, err = x.createAttempt(key, backend.StepSleep, waitContext{Kind: "sleep", ResumeAt: backend.FormatTime(at)})
+	_, err = x.createAttempt(key, backend.StepSleep, waitContext{Kind: "sleep", ResumeAt: backend.FormatTime(at)}, false)
 	if err != nil {
 		return err
 	}

@@ -183,7 +183,9 @@ func (w *Worker) Stop(ctx context.Context) error {
 }
 
 // release cancels every executing pass and hands its run back (parked,
-// available now), fenced so a run that meanwhile moved is left alone.
+// available now), fenced so a run that meanwhile moved is left alone. A
+// pass that returns on the cancel releases its own run (see finish); the
+// ones still running user code that ignores its context are released here.
 func (w *Worker) release() {
 	w.hardCancel(errCauseShutdown)
 	w.mu.Lock()
@@ -193,18 +195,27 @@ func (w *Worker) release() {
 	}
 	w.mu.Unlock()
 	for _, x := range xs {
+		w.releaseRun(x)
+	}
+}
+
+// releaseRun hands x's run back to the queue once: nothing more of the pass
+// is committed, and the run is parked available now for any worker.
+func (w *Worker) releaseRun(x *execution) {
+	x.releaseOnce.Do(func() {
 		x.mu.Lock()
 		x.lost = true
 		x.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
 		err := w.b.SleepWorkflowRun(ctx, backend.SleepWorkflowRunParams{WorkflowRunID: x.run.ID, WorkerID: x.workerID, AvailableAt: w.opts.Now()})
-		cancel()
-		if err != nil && !errors.Is(err, backend.ErrNotOwner) {
-			w.log.Warn("openworkflow: could not release run at shutdown; it waits for its lease to expire", "run", x.run.ID, "error", err)
-		} else if err == nil {
+		switch {
+		case err == nil:
 			w.log.Info("openworkflow: released run at shutdown", "run", x.run.ID)
+		case !errors.Is(err, backend.ErrNotOwner):
+			w.log.Warn("openworkflow: could not release run at shutdown; it waits for its lease to expire", "run", x.run.ID, "error", err)
 		}
-	}
+	})
 }
 
 // Tick claims runs for the free slots and executes one pass of each,

@@ -2,6 +2,7 @@ package openworkflow_test
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -65,34 +66,43 @@ func TestStopReleasesRunsStillExecutingAfterTheGracePeriod(t *testing.T) {
 
 func TestWorkerExecutesAtMostConcurrencyRunsAtOnce(t *testing.T) {
 	e := newRealTimeEnv(t)
+	const slots = 3
 	var running, peak atomic.Int32
+	full := make(chan struct{}) // closed once all slots were busy at once
+	var fullOnce sync.Once
 	wf := ow.Define(ow.Spec{Name: "slot"}, func(ctx ow.Context, _ int) (int, error) {
 		return ow.Run(ctx, "hold", func(context.Context) (int, error) {
 			n := running.Add(1)
+			defer running.Add(-1)
 			for {
 				p := peak.Load()
 				if n <= p || peak.CompareAndSwap(p, n) {
 					break
 				}
 			}
-			time.Sleep(20 * time.Millisecond)
-			running.Add(-1)
+			if n == slots {
+				fullOnce.Do(func() { close(full) })
+			}
+			select { // hold the slot until every slot was busy at once
+			case <-full:
+			case <-time.After(5 * time.Second):
+			}
 			return 1, nil
 		})
 	})
-	w := ow.NewWorker(e.b, ow.WorkerOptions{Concurrency: 3})
+	w := ow.NewWorker(e.b, ow.WorkerOptions{Concurrency: slots})
 	if err := w.Register(wf); err != nil {
 		t.Fatal(err)
 	}
 	var hs []*ow.Handle[int]
-	for range 12 {
+	for range 4 * slots {
 		h, err := wf.Start(e.ctx, e.client, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		hs = append(hs, h)
 	}
-	ctx, cancel := context.WithTimeout(e.ctx, 20*time.Second)
+	ctx, cancel := context.WithTimeout(e.ctx, 60*time.Second)
 	defer cancel()
 	if err := w.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -103,7 +113,7 @@ func TestWorkerExecutesAtMostConcurrencyRunsAtOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if p := peak.Load(); p > 3 || p < 2 {
-		t.Fatalf("peak concurrency %d, want at most 3 (and parallelism of at least 2)", p)
+	if p := peak.Load(); p != slots {
+		t.Fatalf("peak concurrency %d, want exactly %d (all slots used, never more)", p, slots)
 	}
 }

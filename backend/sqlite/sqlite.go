@@ -32,6 +32,12 @@ type Options struct {
 	// process holding the write lock before SQLite reports SQLITE_BUSY
 	// (which the backend then retries, see [Backend]); 0 means 5 s.
 	BusyTimeout time.Duration
+	// Synchronous is SQLite's synchronous setting: "FULL" (the default;
+	// every commit is fsynced, so an acknowledged write survives power
+	// loss) or "NORMAL" (in WAL mode, commits survive a crash of the
+	// process but the last ones may roll back on power loss or an OS
+	// crash; about twice as fast). Other values are an error.
+	Synchronous string
 }
 
 // defaultBusyTimeout is Options.BusyTimeout's default.
@@ -54,6 +60,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.BusyTimeout <= 0 {
 		o.BusyTimeout = defaultBusyTimeout
+	}
+	if o.Synchronous == "" {
+		o.Synchronous = "FULL"
 	}
 	return o
 }
@@ -100,6 +109,11 @@ func open(ctx context.Context, path string, opts Options, share bool) (*Backend,
 		return nil, fmt.Errorf("open sqlite backend: %w: empty path", backend.ErrInvalidArgument)
 	}
 	opts = opts.withDefaults()
+	switch opts.Synchronous {
+	case "FULL", "NORMAL":
+	default:
+		return nil, fmt.Errorf("open sqlite backend %s: %w: Synchronous %q (want FULL or NORMAL)", path, backend.ErrInvalidArgument, opts.Synchronous)
+	}
 	memory := path == memoryPath
 	key := ""
 	if !memory {
@@ -116,7 +130,7 @@ func open(ctx context.Context, path string, opts Options, share bool) (*Backend,
 		}
 	}
 
-	db, err := sql.Open("sqlite", dsn(path, memory, opts.BusyTimeout))
+	db, err := sql.Open("sqlite", dsn(path, memory, opts.BusyTimeout, opts.Synchronous))
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite backend %s: %w", path, err)
 	}
@@ -143,12 +157,13 @@ func open(ctx context.Context, path string, opts Options, share bool) (*Backend,
 
 // dsn builds modernc's data source name: busy timeout first, WAL for
 // files, foreign keys on, and BEGIN IMMEDIATE for every transaction.
-func dsn(path string, memory bool, busy time.Duration) string {
+func dsn(path string, memory bool, busy time.Duration, synchronous string) string {
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(busy.Milliseconds(), 10)+")")
 	if !memory {
 		q.Add("_pragma", "journal_mode(WAL)")
 	}
+	q.Add("_pragma", "synchronous("+synchronous+")")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Set("_txlock", "immediate")
 	return path + "?" + q.Encode()
