@@ -50,6 +50,8 @@ type Error struct {
 	Code string `json:"code,omitempty"`
 }
 
+// Error returns "Name: Message", or Message alone for the generic name
+// "Error".
 func (e *Error) Error() string {
 	if e.Name != "" && e.Name != "Error" {
 		return e.Name + ": " + e.Message
@@ -73,9 +75,15 @@ func decodeError(raw json.RawMessage) *Error {
 // NonRetryableError marks an error that must not be retried: a step
 // returning it fails at once, and so does the run unless the workflow
 // handles it. Create it with [NonRetryable].
-type NonRetryableError struct{ Err error }
+type NonRetryableError struct {
+	// Err is the wrapped error.
+	Err error
+}
 
+// Error returns the wrapped error's message.
 func (e *NonRetryableError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the wrapped error.
 func (e *NonRetryableError) Unwrap() error { return e.Err }
 
 // NonRetryable wraps err so that the step returning it is not retried. It
@@ -96,6 +104,7 @@ type PanicError struct {
 	Stack string
 }
 
+// Error returns "panic: <value>".
 func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
 
 // StepError is returned by a step function whose attempt failed. It names
@@ -110,31 +119,40 @@ type StepError struct {
 	policy *backend.RetryPolicy
 }
 
+// Error returns `step "<key>" failed: <cause>`.
 func (e *StepError) Error() string { return fmt.Sprintf("step %q failed: %v", e.StepName, e.Err) }
+
+// Unwrap returns the step's error.
 func (e *StepError) Unwrap() error { return e.Err }
 
 // StepLimitExceededError fails a run that would exceed
 // [StepLimit] step attempts; it is never retried.
 type StepLimitExceededError struct {
+	// Limit is the cap (1000); StepCount the attempts the run has.
 	Limit     int
 	StepCount int
 }
 
+// Error returns OpenWorkflow's message for the cap.
 func (e *StepLimitExceededError) Error() string {
 	return fmt.Sprintf("Exceeded the step limit of %d attempts (current count: %d)", e.Limit, e.StepCount)
 }
 
 // RunFailedError is returned by a handle's Result when the run failed.
 type RunFailedError struct {
+	// RunID and WorkflowName identify the failed run.
 	RunID        string
 	WorkflowName string
 	// Err is the stored error of the run.
 	Err *Error
 }
 
+// Error names the workflow, the run and the stored error.
 func (e *RunFailedError) Error() string {
 	return fmt.Sprintf("workflow %s (run %s) failed: %v", e.WorkflowName, e.RunID, e.Err)
 }
+
+// Unwrap returns the stored error.
 func (e *RunFailedError) Unwrap() error { return e.Err }
 
 // encodeError serializes err as stored error JSON {name, message, stack?,

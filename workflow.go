@@ -55,6 +55,8 @@ func registryKey(name string, version *string) string {
 	return name + "@" + *version
 }
 
+// String returns the name, and the version when set, for messages:
+// "name" or "name" (version: v).
 func (s Spec) String() string {
 	if s.Version == "" {
 		return fmt.Sprintf("%q", s.Name)
@@ -165,10 +167,10 @@ type RunInfo struct {
 	// WorkflowName and Version are the run's (Version "" when unversioned);
 	// the version is the run's, which a workflow may branch on.
 	WorkflowName string
-	Version      string
+	Version      string // "" when unversioned
 	// CreatedAt and StartedAt are the run's creation and first-claim times.
 	CreatedAt time.Time
-	StartedAt time.Time
+	StartedAt time.Time // zero before the first claim
 	// Attempt is the run's claim count, 1 on its first pass.
 	Attempt int
 }

@@ -119,16 +119,20 @@ type Backend interface {
 
 // CreateWorkflowRunParams are the inputs of [Backend.CreateWorkflowRun].
 type CreateWorkflowRunParams struct {
+	// WorkflowName is required.
 	WorkflowName string
 	// Version is the workflow version; nil means unversioned.
-	Version        *string
+	Version *string
+	// IdempotencyKey dedupes creates within [IdempotencyPeriod]; nil: none.
 	IdempotencyKey *string
 	// Config is reserved; nil is stored as {}.
 	Config json.RawMessage
 	// Context is reserved; nil is stored as NULL.
 	Context json.RawMessage
 	// Input is the run's JSON input; nil is stored as NULL.
-	Input                        json.RawMessage
+	Input json.RawMessage
+	// ParentStepAttemptNamespaceID and ParentStepAttemptID link a child run
+	// to the parent's workflow step; nil for a top-level run.
 	ParentStepAttemptNamespaceID *string
 	ParentStepAttemptID          *string
 	// AvailableAt delays the start; nil means now.
@@ -154,9 +158,11 @@ type ListWorkflowRunsParams struct {
 
 // ListStepAttemptsParams paginate [Backend.ListStepAttempts].
 type ListStepAttemptsParams struct {
+	// WorkflowRunID is the run whose attempts are listed.
 	WorkflowRunID string
 	// Limit is the page size; 0 means [DefaultPageSize].
-	Limit         int
+	Limit int
+	// After and Before are cursors from a previous page; at most one.
 	After, Before string
 }
 
@@ -174,13 +180,16 @@ type ClaimWorkflowRunsParams struct {
 
 // ExtendWorkflowRunLeaseParams are the inputs of [Backend.ExtendWorkflowRunLease].
 type ExtendWorkflowRunLeaseParams struct {
+	// WorkflowRunID and WorkerID name the run and its owner (the fence).
 	WorkflowRunID string
 	WorkerID      string
+	// LeaseDuration is the new lease, from now.
 	LeaseDuration time.Duration
 }
 
 // SleepWorkflowRunParams are the inputs of [Backend.SleepWorkflowRun].
 type SleepWorkflowRunParams struct {
+	// WorkflowRunID and WorkerID name the run and its owner (the fence).
 	WorkflowRunID string
 	WorkerID      string
 	// AvailableAt is when the run becomes claimable again.
@@ -189,6 +198,7 @@ type SleepWorkflowRunParams struct {
 
 // CompleteWorkflowRunParams are the inputs of [Backend.CompleteWorkflowRun].
 type CompleteWorkflowRunParams struct {
+	// WorkflowRunID and WorkerID name the run and its owner (the fence).
 	WorkflowRunID string
 	WorkerID      string
 	// Output is the JSON output; nil is stored as JSON null.
@@ -197,12 +207,15 @@ type CompleteWorkflowRunParams struct {
 
 // FailWorkflowRunParams are the inputs of [Backend.FailWorkflowRun].
 type FailWorkflowRunParams struct {
+	// WorkflowRunID and WorkerID name the run and its owner (the fence).
 	WorkflowRunID string
 	WorkerID      string
-	Error         json.RawMessage
-	RetryPolicy   RetryPolicy
-	// Attempts and DeadlineAt are the run's, if the caller has them; when
-	// Attempts is nil the backend reads the run first.
+	// Error is the serialized error to store.
+	Error json.RawMessage
+	// RetryPolicy decides between a retry and a terminal failure.
+	RetryPolicy RetryPolicy
+	// Attempts and DeadlineAt are the run's, if the caller has them; a nil
+	// field is read from the run.
 	Attempts   *int
 	DeadlineAt *time.Time
 }
@@ -210,25 +223,33 @@ type FailWorkflowRunParams struct {
 // RescheduleWorkflowRunParams are the inputs of
 // [Backend.RescheduleWorkflowRunAfterFailedStepAttempt].
 type RescheduleWorkflowRunParams struct {
+	// WorkflowRunID and WorkerID name the run and its owner (the fence).
 	WorkflowRunID string
 	WorkerID      string
-	Error         json.RawMessage
-	AvailableAt   time.Time
+	// Error is the failed step's serialized error.
+	Error json.RawMessage
+	// AvailableAt is when the retry may be claimed.
+	AvailableAt time.Time
 }
 
 // CreateStepAttemptParams are the inputs of [Backend.CreateStepAttempt].
 type CreateStepAttemptParams struct {
+	// WorkflowRunID and WorkerID name the run and its owner (the fence).
 	WorkflowRunID string
 	WorkerID      string
-	StepName      string
-	Kind          StepKind
+	// StepName is the durable key; Kind the step kind.
+	StepName string
+	Kind     StepKind
 	// Config is reserved; nil is stored as {}.
-	Config  json.RawMessage
+	Config json.RawMessage
+	// Context is the kind-specific JSON context (see [StepAttempt]).
 	Context json.RawMessage
 }
 
 // CompleteStepAttemptParams are the inputs of [Backend.CompleteStepAttempt].
 type CompleteStepAttemptParams struct {
+	// WorkflowRunID, StepAttemptID and WorkerID name the attempt and the
+	// owner of its run (the fence).
 	WorkflowRunID string
 	StepAttemptID string
 	WorkerID      string
@@ -238,18 +259,24 @@ type CompleteStepAttemptParams struct {
 
 // FailStepAttemptParams are the inputs of [Backend.FailStepAttempt].
 type FailStepAttemptParams struct {
+	// WorkflowRunID, StepAttemptID and WorkerID name the attempt and the
+	// owner of its run (the fence).
 	WorkflowRunID string
 	StepAttemptID string
 	WorkerID      string
-	Error         json.RawMessage
+	// Error is the serialized error to store.
+	Error json.RawMessage
 }
 
 // SetStepAttemptChildWorkflowRunParams are the inputs of
 // [Backend.SetStepAttemptChildWorkflowRun].
 type SetStepAttemptChildWorkflowRunParams struct {
-	WorkflowRunID               string
-	StepAttemptID               string
-	WorkerID                    string
+	// WorkflowRunID, StepAttemptID and WorkerID name the attempt and the
+	// owner of its run (the fence).
+	WorkflowRunID string
+	StepAttemptID string
+	WorkerID      string
+	// ChildWorkflowRunNamespaceID and ChildWorkflowRunID name the child.
 	ChildWorkflowRunNamespaceID string
 	ChildWorkflowRunID          string
 }
@@ -279,6 +306,8 @@ const (
 
 // Event is a wake-up hint published by a backend to its subscribers.
 type Event struct {
-	Kind          EventKind
+	// Kind says what happened.
+	Kind EventKind
+	// WorkflowRunID is the run concerned (empty for some work events).
 	WorkflowRunID string
 }

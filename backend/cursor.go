@@ -11,6 +11,7 @@ import (
 // base64 of JSON {"createdAt": ISO-8601 with milliseconds, "id"}, as in
 // OpenWorkflow, so cursors are exchangeable between SDKs.
 type Cursor struct {
+	// CreatedAt and ID are the record's; the pair orders records totally.
 	CreatedAt time.Time
 	ID        string
 }

@@ -92,59 +92,97 @@ func (s StepStatus) Normalize() StepStatus {
 // WorkflowRun is one row of workflow_runs. JSON columns are raw JSON; a nil
 // RawMessage is SQL NULL. Times are UTC with millisecond precision.
 type WorkflowRun struct {
-	NamespaceID    string          `json:"namespaceId"`
-	ID             string          `json:"id"`
-	WorkflowName   string          `json:"workflowName"`
-	Version        *string         `json:"version"`
-	Status         RunStatus       `json:"status"`
-	IdempotencyKey *string         `json:"idempotencyKey"`
-	Config         json.RawMessage `json:"config"`
-	Context        json.RawMessage `json:"context"`
-	Input          json.RawMessage `json:"input"`
-	Output         json.RawMessage `json:"output"`
+	// NamespaceID is the namespace the run belongs to.
+	NamespaceID string `json:"namespaceId"`
+	// ID is the run id: "wrun_" + ULID when written by this SDK, a UUID
+	// when written by the TypeScript one.
+	ID string `json:"id"`
+	// WorkflowName is the name runs are routed by.
+	WorkflowName string `json:"workflowName"`
+	// Version is the workflow version; nil when unversioned.
+	Version *string `json:"version"`
+	// Status is the run's status (legacy values read as current ones).
+	Status RunStatus `json:"status"`
+	// IdempotencyKey is the key the run was started with, if any.
+	IdempotencyKey *string `json:"idempotencyKey"`
+	// Config is reserved JSON, always {} from this SDK.
+	Config json.RawMessage `json:"config"`
+	// Context is reserved JSON, NULL from this SDK.
+	Context json.RawMessage `json:"context"`
+	// Input is the run's JSON input (nil: NULL).
+	Input json.RawMessage `json:"input"`
+	// Output is the JSON output of a completed run.
+	Output json.RawMessage `json:"output"`
 	// Error is the serialized error, {"name","message","stack"?,...}.
 	Error json.RawMessage `json:"error"`
 	// Attempts counts the claims of this run (every claim adds one), as in
 	// OpenWorkflow.
-	Attempts                     int        `json:"attempts"`
-	ParentStepAttemptNamespaceID *string    `json:"parentStepAttemptNamespaceId"`
-	ParentStepAttemptID          *string    `json:"parentStepAttemptId"`
-	WorkerID                     *string    `json:"workerId"`
-	AvailableAt                  *time.Time `json:"availableAt"`
-	DeadlineAt                   *time.Time `json:"deadlineAt"`
-	StartedAt                    *time.Time `json:"startedAt"`
-	FinishedAt                   *time.Time `json:"finishedAt"`
-	CreatedAt                    time.Time  `json:"createdAt"`
-	UpdatedAt                    time.Time  `json:"updatedAt"`
+	Attempts int `json:"attempts"`
+	// ParentStepAttemptNamespaceID and ParentStepAttemptID link a child run
+	// to the workflow step of its parent that started it; nil for a
+	// top-level run.
+	ParentStepAttemptNamespaceID *string `json:"parentStepAttemptNamespaceId"`
+	ParentStepAttemptID          *string `json:"parentStepAttemptId"`
+	// WorkerID is the worker (slot) holding the run's lease; nil while
+	// pending or parked. It is kept on completion.
+	WorkerID *string `json:"workerId"`
+	// AvailableAt is when the run may next be claimed: the start time of a
+	// pending run, the lease expiry of an executing one, the wake-up of a
+	// parked one; nil once terminal.
+	AvailableAt *time.Time `json:"availableAt"`
+	// DeadlineAt is when the run fails if not finished; nil: no deadline.
+	DeadlineAt *time.Time `json:"deadlineAt"`
+	// StartedAt is the first claim's time; FinishedAt the terminal
+	// transition's.
+	StartedAt  *time.Time `json:"startedAt"`
+	FinishedAt *time.Time `json:"finishedAt"`
+	// CreatedAt and UpdatedAt are the row's creation and last change.
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
 }
 
 // StepAttempt is one row of step_attempts: one execution attempt of one
 // durable step of a run.
 type StepAttempt struct {
-	NamespaceID   string          `json:"namespaceId"`
-	ID            string          `json:"id"`
-	WorkflowRunID string          `json:"workflowRunId"`
-	StepName      string          `json:"stepName"`
-	Kind          StepKind        `json:"kind"`
-	Status        StepStatus      `json:"status"`
-	Config        json.RawMessage `json:"config"`
+	// NamespaceID is the namespace of the attempt (and of its run).
+	NamespaceID string `json:"namespaceId"`
+	// ID is the attempt id: "step_" + ULID from this SDK.
+	ID string `json:"id"`
+	// WorkflowRunID is the run the attempt belongs to.
+	WorkflowRunID string `json:"workflowRunId"`
+	// StepName is the step's durable key ("fetch", "fetch:1", …).
+	StepName string `json:"stepName"`
+	// Kind is the step kind.
+	Kind StepKind `json:"kind"`
+	// Status is running, completed or failed.
+	Status StepStatus `json:"status"`
+	// Config is reserved JSON, always {} from this SDK.
+	Config json.RawMessage `json:"config"`
 	// Context is kind-specific JSON: {"kind":"sleep","resumeAt"},
 	// {"kind":"workflow","timeoutAt"} or {"kind":"signal-wait","signal","timeoutAt"};
 	// nil for other kinds.
-	Context                     json.RawMessage `json:"context"`
-	Output                      json.RawMessage `json:"output"`
-	Error                       json.RawMessage `json:"error"`
-	ChildWorkflowRunNamespaceID *string         `json:"childWorkflowRunNamespaceId"`
-	ChildWorkflowRunID          *string         `json:"childWorkflowRunId"`
-	StartedAt                   *time.Time      `json:"startedAt"`
-	FinishedAt                  *time.Time      `json:"finishedAt"`
-	CreatedAt                   time.Time       `json:"createdAt"`
-	UpdatedAt                   time.Time       `json:"updatedAt"`
+	Context json.RawMessage `json:"context"`
+	// Output is the JSON result of a completed attempt.
+	Output json.RawMessage `json:"output"`
+	// Error is the serialized error of a failed attempt.
+	Error json.RawMessage `json:"error"`
+	// ChildWorkflowRunNamespaceID and ChildWorkflowRunID link a
+	// workflow-kind attempt to the child run it started.
+	ChildWorkflowRunNamespaceID *string `json:"childWorkflowRunNamespaceId"`
+	ChildWorkflowRunID          *string `json:"childWorkflowRunId"`
+	// StartedAt and FinishedAt bound the attempt's execution.
+	StartedAt  *time.Time `json:"startedAt"`
+	FinishedAt *time.Time `json:"finishedAt"`
+	// CreatedAt and UpdatedAt are the row's creation and last change.
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
 }
 
 // RunCounts holds the number of runs per status in a namespace. Legacy
 // statuses are folded in (sleeping into Running, succeeded into Completed).
 type RunCounts struct {
+	// Pending, Running, Completed, Failed and Canceled are the number of
+	// runs in each status (parked runs count as running).
 	Pending   int `json:"pending"`
 	Running   int `json:"running"`
 	Completed int `json:"completed"`
@@ -173,7 +211,9 @@ func (c *RunCounts) Add(s RunStatus, n int) {
 // After for the following page, Prev the cursor to pass as Before for the
 // preceding one; each is nil when there is no such page.
 type Page[T any] struct {
-	Data []T     `json:"data"`
+	// Data holds the page's records.
+	Data []T `json:"data"`
+	// Next and Prev are the cursors described above.
 	Next *string `json:"next"`
 	Prev *string `json:"prev"`
 }
