@@ -228,3 +228,66 @@ func (h *Handle[O]) Result(ctx context.Context) (O, error) {
 	}
 	return out, nil
 }
+
+// StartMany starts one run of wf per input in a single batch (one
+// statement on backends implementing backend.Batcher, else one create per
+// run) and returns their handles in input order. opts apply to every run;
+// an idempotency key given here is suffixed with the input's index.
+func (wf *Workflow[I, O]) StartMany(ctx context.Context, c *Client, inputs []I, opts ...StartOption) ([]*Handle[O], error) {
+	anyInputs := make([]any, len(inputs))
+	for i, in := range inputs {
+		anyInputs[i] = in
+	}
+	hs, err := c.StartManyByName(ctx, wf.spec.Name, wf.spec.Version, anyInputs, opts...)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Handle[O], len(hs))
+	for i, h := range hs {
+		out[i] = &Handle[O]{RunHandle: h}
+	}
+	return out, nil
+}
+
+// StartManyByName is [Workflow.StartMany] by workflow name and version.
+func (c *Client) StartManyByName(ctx context.Context, name, version string, inputs []any, opts ...StartOption) ([]*RunHandle, error) {
+	if name == "" {
+		return nil, fmt.Errorf("start workflows: %w: empty workflow name", backend.ErrInvalidArgument)
+	}
+	ps := make([]backend.CreateWorkflowRunParams, len(inputs))
+	for i, input := range inputs {
+		in, err := json.Marshal(input)
+		if err != nil {
+			return nil, fmt.Errorf("start workflow %q: encode input %d: %w", name, i, err)
+		}
+		p := backend.CreateWorkflowRunParams{WorkflowName: name, Version: versionPtr(version), Input: in}
+		for _, o := range opts {
+			o(&p)
+		}
+		if p.IdempotencyKey != nil {
+			k := fmt.Sprintf("%s:%d", *p.IdempotencyKey, i)
+			p.IdempotencyKey = &k
+		}
+		ps[i] = p
+	}
+	var runs []*backend.WorkflowRun
+	if bb, ok := c.b.(backend.Batcher); ok {
+		var err error
+		if runs, err = bb.CreateWorkflowRuns(ctx, ps); err != nil {
+			return nil, fmt.Errorf("start %d runs of workflow %q: %w", len(ps), name, err)
+		}
+	} else {
+		for i, p := range ps {
+			r, err := c.b.CreateWorkflowRun(ctx, p)
+			if err != nil {
+				return nil, fmt.Errorf("start workflow %q (input %d; %d started before it): %w", name, i, i, err)
+			}
+			runs = append(runs, r)
+		}
+	}
+	hs := make([]*RunHandle, len(runs))
+	for i, r := range runs {
+		hs[i] = &RunHandle{ID: r.ID, WorkflowName: name, c: c}
+	}
+	return hs, nil
+}
