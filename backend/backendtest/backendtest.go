@@ -44,7 +44,9 @@ type suite struct {
 }
 
 // Run runs every specification of the suite against the backends made by h.
-// Tests needing h.AgeRun are skipped when it is nil.
+// Tests needing h.AgeRun are skipped when it is nil; the group-commit
+// specifications (ApplyWrites, CreateWorkflowRuns) are skipped when the
+// backend does not implement [backend.Batcher].
 func Run(t *testing.T, h Harness) {
 	if h.NewBackend == nil {
 		t.Fatal("backendtest: Harness.NewBackend is nil")
@@ -76,6 +78,8 @@ func Run(t *testing.T, h Harness) {
 		{"GetSignalDelivery", testGetSignalDelivery},
 		{"Subscribe", testSubscribe},
 		{"Namespaces", testNamespaces},
+		{"ApplyWrites", testApplyWrites},
+		{"CreateWorkflowRuns", testCreateWorkflowRuns},
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {
