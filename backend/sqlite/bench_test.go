@@ -1,20 +1,144 @@
 package sqlite
 
 import (
+	"encoding/json"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/openworkflow-go/openworkflow/backend"
 )
 
-func BenchmarkCreateWorkflowRun(b *testing.B) {
+// The write path's benchmarks. Each opens a fresh file with the default
+// options (synchronous FULL: every commit is fsynced), so ns/op includes
+// the commit; run with -cpuprofile to see the engine's own cost.
+
+// openBench opens a backend on a fresh file, closed when b ends.
+func openBench(b *testing.B) *Backend {
+	b.Helper()
 	be, err := Open(b.Context(), b.TempDir()+"/bench.db", Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer be.Close()
-	for b.Loop() {
-		if _, err := be.CreateWorkflowRun(b.Context(), backend.CreateWorkflowRunParams{WorkflowName: "wf"}); err != nil {
+	b.Cleanup(func() { _ = be.Close() })
+	return be
+}
+
+// seedRuns inserts n pending runs claimable now in one transaction,
+// bypassing the code under test.
+func seedRuns(b *testing.B, be *Backend, n int) {
+	b.Helper()
+	now := be.now()
+	tx, err := be.db.BeginTx(b.Context(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	for i := range n {
+		_, err := tx.ExecContext(b.Context(), `INSERT INTO "workflow_runs" (
+			"namespace_id", "id", "workflow_name", "status", "config", "attempts",
+			"available_at", "created_at", "updated_at")
+			VALUES (?, ?, 'wf', 'pending', '{}', 0, ?, ?, ?)`,
+			be.ns, fmt.Sprintf("wrun_seed_%d_%d", now.UnixNano(), i), timeArg(now), timeArg(now), timeArg(now))
+		if err != nil {
 			b.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// workerIDs returns n distinct worker (slot) ids.
+func workerIDs(n int) []string {
+	ws := make([]string, n)
+	for i := range ws {
+		ws[i] = fmt.Sprintf("worker-%d", i)
+	}
+	return ws
+}
+
+// claimOwned seeds n runs and claims them for an hour, returning them.
+func claimOwned(b *testing.B, be *Backend, n int) []*backend.WorkflowRun {
+	b.Helper()
+	seedRuns(b, be, n)
+	runs, err := be.ClaimWorkflowRuns(b.Context(), backend.ClaimWorkflowRunsParams{WorkerIDs: workerIDs(n), LeaseDuration: time.Hour})
+	if err != nil || len(runs) != n {
+		b.Fatalf("claim %d runs: got %d, %v", n, len(runs), err)
+	}
+	return runs
+}
+
+// benchOutput is a typical small step output.
+var benchOutput = json.RawMessage(`{"id":42,"name":"a user","tags":["x","y"],"ok":true}`)
+
+func BenchmarkCreateWorkflowRun(b *testing.B) {
+	be := openBench(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := be.CreateWorkflowRun(b.Context(), backend.CreateWorkflowRunParams{WorkflowName: "wf", Input: benchOutput}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkClaimWorkflowRuns claims N runs per op (seeding them is not
+// timed).
+func BenchmarkClaimWorkflowRuns(b *testing.B) {
+	for _, n := range []int{1, 10, 100} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			be := openBench(b)
+			workers := workerIDs(n)
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				seedRuns(b, be, n)
+				b.StartTimer()
+				runs, err := be.ClaimWorkflowRuns(b.Context(), backend.ClaimWorkflowRunsParams{WorkerIDs: workers, LeaseDuration: time.Hour})
+				if err != nil || len(runs) != n {
+					b.Fatalf("claimed %d runs, %v", len(runs), err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkSingleWriteSteps100 records 100 fast steps (one per owned run)
+// the way the worker did before group commit: CreateStepAttempt then
+// CompleteStepAttempt, one transaction each.
+func BenchmarkSingleWriteSteps100(b *testing.B) {
+	be := openBench(b)
+	runs := claimOwned(b, be, 100)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		for _, r := range runs {
+			s, err := be.CreateStepAttempt(b.Context(), backend.CreateStepAttemptParams{
+				WorkflowRunID: r.ID, WorkerID: *r.WorkerID, StepName: fmt.Sprintf("step-%d", i), Kind: backend.StepFunction,
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := be.CompleteStepAttempt(b.Context(), backend.CompleteStepAttemptParams{
+				WorkflowRunID: r.ID, StepAttemptID: s.ID, WorkerID: *r.WorkerID, Output: benchOutput,
+			}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		i++
+	}
+}
+
+// BenchmarkCreateWorkflowRunLoop1000 starts 1,000 runs one
+// CreateWorkflowRun at a time (the twin of CreateWorkflowRuns).
+func BenchmarkCreateWorkflowRunLoop1000(b *testing.B) {
+	be := openBench(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		for range 1000 {
+			if _, err := be.CreateWorkflowRun(b.Context(), backend.CreateWorkflowRunParams{WorkflowName: "wf", Input: benchOutput}); err != nil {
+				b.Fatal(err)
+			}
 		}
 	}
 }

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"embed"
 	"fmt"
 	"io/fs"
@@ -60,7 +59,7 @@ func (b *Backend) migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return b.write(ctx, func(tx *sql.Tx, _ time.Time, _ *events) error {
+	return b.write(ctx, func(tx *txn, _ time.Time, _ *events) error {
 		current := -1
 		var exists int
 		if err := tx.QueryRowContext(ctx, qMigrationsTableExists).Scan(&exists); err != nil {

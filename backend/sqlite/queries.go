@@ -358,3 +358,11 @@ SELECT COUNT(*) FROM "sqlite_master"
 WHERE "type" = 'table' AND "name" = 'openworkflow_migrations'`
 
 const qMigrationVersion = `SELECT COALESCE(MAX("version"), -1) FROM "openworkflow_migrations"`
+
+// qSavepoint, qReleaseSavepoint and qRollbackToSavepoint bound one write
+// of a batch (ApplyWrites), so a write that fails leaves the others.
+const (
+	qSavepoint           = `SAVEPOINT "batch_write"`
+	qReleaseSavepoint    = `RELEASE "batch_write"`
+	qRollbackToSavepoint = `ROLLBACK TO "batch_write"`
+)

@@ -36,7 +36,7 @@ func (b *Backend) CreateWorkflowRun(ctx context.Context, p backend.CreateWorkflo
 	}
 
 	var run *backend.WorkflowRun
-	err = b.write(ctx, func(tx *sql.Tx, now time.Time, ev *events) error {
+	err = b.write(ctx, func(tx *txn, now time.Time, ev *events) error {
 		run = nil
 		if p.IdempotencyKey != nil {
 			row := tx.QueryRowContext(ctx, qFindRunByIdempotencyKey,
@@ -95,7 +95,7 @@ func (b *Backend) CreateWorkflowRun(ctx context.Context, p backend.CreateWorkflo
 func (b *Backend) GetWorkflowRun(ctx context.Context, workflowRunID string) (*backend.WorkflowRun, error) {
 	var run *backend.WorkflowRun
 	err := b.read(ctx, func() (err error) {
-		run, err = b.getRun(ctx, b.db, workflowRunID)
+		run, err = b.getRun(ctx, b.reader(), workflowRunID)
 		return err
 	})
 	if err != nil {
@@ -160,7 +160,7 @@ func (b *Backend) ClaimWorkflowRuns(ctx context.Context, p backend.ClaimWorkflow
 		lease = defaultLeaseDuration
 	}
 	var claimed []*backend.WorkflowRun
-	err := b.write(ctx, func(tx *sql.Tx, now time.Time, ev *events) error {
+	err := b.write(ctx, func(tx *txn, now time.Time, ev *events) error {
 		claimed = nil
 		if err := b.failExpiredRuns(ctx, tx, now, ev); err != nil {
 			return err
@@ -190,7 +190,7 @@ func (b *Backend) ClaimWorkflowRuns(ctx context.Context, p backend.ClaimWorkflow
 }
 
 // failExpiredRuns is the claim's deadline sweep.
-func (b *Backend) failExpiredRuns(ctx context.Context, tx *sql.Tx, now time.Time, ev *events) error {
+func (b *Backend) failExpiredRuns(ctx context.Context, tx *txn, now time.Time, ev *events) error {
 	rows, err := tx.QueryContext(ctx, qFailExpiredRuns,
 		sql.Named("ns", b.ns),
 		sql.Named("error", string(backend.DeadlineExceededError)),
@@ -222,7 +222,7 @@ func (b *Backend) failExpiredRuns(ctx context.Context, tx *sql.Tx, now time.Time
 
 // claimCandidates returns the ids of up to n claimable runs, in claim
 // order.
-func (b *Backend) claimCandidates(ctx context.Context, tx *sql.Tx, now time.Time, n int) ([]string, error) {
+func (b *Backend) claimCandidates(ctx context.Context, tx *txn, now time.Time, n int) ([]string, error) {
 	rows, err := tx.QueryContext(ctx, qClaimCandidates,
 		sql.Named("ns", b.ns), sql.Named("now", timeArg(now)), sql.Named("limit", n))
 	if err != nil {
@@ -242,7 +242,7 @@ func (b *Backend) claimCandidates(ctx context.Context, tx *sql.Tx, now time.Time
 
 // wakeParent makes a parked parent of the finished child claimable now
 // (see qWakeParent), recording EventWorkAvailable if it did.
-func wakeParent(ctx context.Context, tx *sql.Tx, child *backend.WorkflowRun, now time.Time, ev *events) error {
+func wakeParent(ctx context.Context, tx *txn, child *backend.WorkflowRun, now time.Time, ev *events) error {
 	if child.ParentStepAttemptNamespaceID == nil || child.ParentStepAttemptID == nil {
 		return nil
 	}
@@ -265,7 +265,7 @@ func wakeParent(ctx context.Context, tx *sql.Tx, child *backend.WorkflowRun, now
 // fenceError explains why a fenced write on run runID matched no row: the
 // run does not exist (ErrRunNotFound) or is not running under this worker
 // (ErrNotOwner).
-func (b *Backend) fenceError(ctx context.Context, tx *sql.Tx, runID string) error {
+func (b *Backend) fenceError(ctx context.Context, tx *txn, runID string) error {
 	_, err := b.getRun(ctx, tx, runID)
 	if err != nil {
 		return err
@@ -275,7 +275,7 @@ func (b *Backend) fenceError(ctx context.Context, tx *sql.Tx, runID string) erro
 
 // ownedRunUpdate runs a fenced UPDATE … RETURNING runColumns and returns
 // the updated run, or the fence error.
-func (b *Backend) ownedRunUpdate(ctx context.Context, tx *sql.Tx, runID, query string, args ...any) (*backend.WorkflowRun, error) {
+func (b *Backend) ownedRunUpdate(ctx context.Context, tx *txn, runID, query string, args ...any) (*backend.WorkflowRun, error) {
 	run, err := scanRun(tx.QueryRowContext(ctx, query, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, b.fenceError(ctx, tx, runID)
@@ -292,7 +292,7 @@ func (b *Backend) ExtendWorkflowRunLease(ctx context.Context, p backend.ExtendWo
 	if lease <= 0 {
 		lease = defaultLeaseDuration
 	}
-	err := b.write(ctx, func(tx *sql.Tx, now time.Time, _ *events) error {
+	err := b.write(ctx, func(tx *txn, now time.Time, _ *events) error {
 		var got string
 		err := tx.QueryRowContext(ctx, qExtendLease,
 			sql.Named("ns", b.ns),
@@ -317,7 +317,7 @@ func (b *Backend) ExtendWorkflowRunLease(ctx context.Context, p backend.ExtendWo
 // claimable at once, and fails with [backend.ErrNotOwner] or
 // [backend.ErrRunNotFound] like the other fenced writes.
 func (b *Backend) SleepWorkflowRun(ctx context.Context, p backend.SleepWorkflowRunParams) error {
-	err := b.write(ctx, func(tx *sql.Tx, now time.Time, ev *events) error {
+	err := b.write(ctx, func(tx *txn, now time.Time, ev *events) error {
 		var availableAt string
 		err := tx.QueryRowContext(ctx, qSleepRun,
 			sql.Named("ns", b.ns),
@@ -352,7 +352,7 @@ func (b *Backend) CompleteWorkflowRun(ctx context.Context, p backend.CompleteWor
 		return nil, fmt.Errorf("complete workflow run %s: %w", p.WorkflowRunID, err)
 	}
 	var run *backend.WorkflowRun
-	err = b.write(ctx, func(tx *sql.Tx, now time.Time, ev *events) error {
+	err = b.write(ctx, func(tx *txn, now time.Time, ev *events) error {
 		var err error
 		run, err = b.ownedRunUpdate(ctx, tx, p.WorkflowRunID, qCompleteRun,
 			sql.Named("ns", b.ns),
@@ -386,7 +386,7 @@ func (b *Backend) FailWorkflowRun(ctx context.Context, p backend.FailWorkflowRun
 	}
 	policy := p.RetryPolicy.WithDefaults(backend.DefaultWorkflowRetryPolicy)
 	var run *backend.WorkflowRun
-	err = b.write(ctx, func(tx *sql.Tx, now time.Time, ev *events) error {
+	err = b.write(ctx, func(tx *txn, now time.Time, ev *events) error {
 		attempts, deadline := 0, p.DeadlineAt
 		if p.Attempts != nil {
 			attempts = *p.Attempts
@@ -449,7 +449,7 @@ func (b *Backend) RescheduleWorkflowRunAfterFailedStepAttempt(ctx context.Contex
 		return nil, fmt.Errorf("reschedule workflow run %s: %w", p.WorkflowRunID, err)
 	}
 	var run *backend.WorkflowRun
-	err = b.write(ctx, func(tx *sql.Tx, now time.Time, ev *events) error {
+	err = b.write(ctx, func(tx *txn, now time.Time, ev *events) error {
 		var err error
 		run, err = b.ownedRunUpdate(ctx, tx, p.WorkflowRunID, qRescheduleRun,
 			sql.Named("ns", b.ns),
@@ -478,7 +478,7 @@ func (b *Backend) RescheduleWorkflowRunAfterFailedStepAttempt(ctx context.Contex
 // [backend.ErrRunTerminal], a missing one [backend.ErrRunNotFound].
 func (b *Backend) CancelWorkflowRun(ctx context.Context, workflowRunID string) (*backend.WorkflowRun, error) {
 	var run *backend.WorkflowRun
-	err := b.write(ctx, func(tx *sql.Tx, now time.Time, ev *events) error {
+	err := b.write(ctx, func(tx *txn, now time.Time, ev *events) error {
 		var err error
 		run, err = scanRun(tx.QueryRowContext(ctx, qCancelRun,
 			sql.Named("ns", b.ns),

@@ -29,7 +29,7 @@ func (b *Backend) SendSignal(ctx context.Context, p backend.SendSignalParams) ([
 		return nil, fmt.Errorf("send signal %q: %w", p.Signal, err)
 	}
 	var runIDs []string
-	err = b.write(ctx, func(tx *sql.Tx, now time.Time, ev *events) error {
+	err = b.write(ctx, func(tx *txn, now time.Time, ev *events) error {
 		runIDs = []string{}
 		if p.IdempotencyKey != nil {
 			prev, err := queryStrings(ctx, tx, qFindSignalSends,
@@ -91,7 +91,7 @@ func (b *Backend) SendSignal(ctx context.Context, p backend.SendSignalParams) ([
 type signalWaiter struct{ stepID, runID string }
 
 // signalWaiters lists the running signal-wait attempts on signal.
-func (b *Backend) signalWaiters(ctx context.Context, tx *sql.Tx, signal string) ([]signalWaiter, error) {
+func (b *Backend) signalWaiters(ctx context.Context, tx *txn, signal string) ([]signalWaiter, error) {
 	rows, err := tx.QueryContext(ctx, qFindSignalWaiters, sql.Named("ns", b.ns), sql.Named("signal", signal))
 	if err != nil {
 		return nil, fmt.Errorf("find waiters: %w", err)
@@ -109,7 +109,7 @@ func (b *Backend) signalWaiters(ctx context.Context, tx *sql.Tx, signal string) 
 }
 
 // queryStrings returns the first column of every row of a query.
-func queryStrings(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]string, error) {
+func queryStrings(ctx context.Context, tx *txn, query string, args ...any) ([]string, error) {
 	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -133,7 +133,7 @@ func (b *Backend) GetSignalDelivery(ctx context.Context, stepAttemptID string) (
 	var data sql.NullString
 	delivered := false
 	err := b.read(ctx, func() error {
-		err := b.db.QueryRowContext(ctx, qGetSignalDelivery,
+		err := b.reader().QueryRowContext(ctx, qGetSignalDelivery,
 			sql.Named("ns", b.ns), sql.Named("step_id", stepAttemptID)).Scan(&data)
 		if errors.Is(err, sql.ErrNoRows) {
 			delivered = false

@@ -85,6 +85,7 @@ type Backend struct {
 	clock       func() time.Time
 	busyTimeout time.Duration
 	file        *sharedFile
+	stmts       prepared // hot statements, prepared by Open
 	closeOnce   sync.Once
 	closeErr    error
 }
@@ -152,6 +153,10 @@ func open(ctx context.Context, path string, opts Options, share bool) (*Backend,
 		_ = b.Close()
 		return nil, fmt.Errorf("open sqlite backend %s: %w", path, err)
 	}
+	if b.stmts, err = prepare(ctx, db); err != nil {
+		_ = b.Close()
+		return nil, fmt.Errorf("open sqlite backend %s: %w", path, err)
+	}
 	return b, nil
 }
 
@@ -183,6 +188,7 @@ func (b *Backend) Subscribe(ctx context.Context) (<-chan backend.Event, error) {
 // Close closes the database. Later calls return the first call's result.
 func (b *Backend) Close() error {
 	b.closeOnce.Do(func() {
+		b.stmts.close()
 		b.closeErr = b.db.Close()
 		releaseFile(b.file)
 	})
@@ -288,7 +294,7 @@ func (e *events) runFinished(ns, runID string) {
 // events fn recorded once it has committed. fn may run several times (a
 // busy database is retried), so it must keep its results in variables it
 // resets itself.
-func (b *Backend) write(ctx context.Context, fn func(tx *sql.Tx, now time.Time, ev *events) error) error {
+func (b *Backend) write(ctx context.Context, fn func(tx *txn, now time.Time, ev *events) error) error {
 	select {
 	case b.file.writeLock <- struct{}{}:
 	case <-ctx.Done():
@@ -299,10 +305,11 @@ func (b *Backend) write(ctx context.Context, fn func(tx *sql.Tx, now time.Time, 
 	var ev events
 	err := b.retryBusy(ctx, func() error {
 		ev = ev[:0]
-		tx, err := b.db.BeginTx(ctx, nil)
+		sqlTx, err := b.db.BeginTx(ctx, nil)
 		if err != nil {
 			return err
 		}
+		tx := &txn{Tx: sqlTx, stmts: b.stmts}
 		if err := fn(tx, b.now(), &ev); err != nil {
 			_ = tx.Rollback()
 			return err
@@ -317,6 +324,9 @@ func (b *Backend) write(ctx context.Context, fn func(tx *sql.Tx, now time.Time, 
 	}
 	return nil
 }
+
+// reader returns the pool's querier, which uses the prepared statements.
+func (b *Backend) reader() reader { return reader{db: b.db, stmts: b.stmts} }
 
 // read runs fn, retrying it while the database reports busy.
 func (b *Backend) read(ctx context.Context, fn func() error) error {

@@ -30,7 +30,7 @@ func (b *Backend) CreateStepAttempt(ctx context.Context, p backend.CreateStepAtt
 		return nil, fmt.Errorf("create step attempt %q for workflow run %s: %w", p.StepName, p.WorkflowRunID, err)
 	}
 	var step *backend.StepAttempt
-	err = b.write(ctx, func(tx *sql.Tx, now time.Time, _ *events) error {
+	err = b.write(ctx, func(tx *txn, now time.Time, _ *events) error {
 		var err error
 		step, err = scanStep(tx.QueryRowContext(ctx, qInsertStep,
 			sql.Named("ns", b.ns),
@@ -58,7 +58,7 @@ func (b *Backend) CreateStepAttempt(ctx context.Context, p backend.CreateStepAtt
 func (b *Backend) GetStepAttempt(ctx context.Context, stepAttemptID string) (*backend.StepAttempt, error) {
 	var step *backend.StepAttempt
 	err := b.read(ctx, func() (err error) {
-		step, err = b.getStep(ctx, b.db, stepAttemptID)
+		step, err = b.getStep(ctx, b.reader(), stepAttemptID)
 		return err
 	})
 	if err != nil {
@@ -134,7 +134,7 @@ func (b *Backend) SetStepAttemptChildWorkflowRun(ctx context.Context, p backend.
 // explains a miss.
 func (b *Backend) ownedStepUpdate(ctx context.Context, runID, stepID, workerID, query string, args ...any) (*backend.StepAttempt, error) {
 	var step *backend.StepAttempt
-	err := b.write(ctx, func(tx *sql.Tx, now time.Time, _ *events) error {
+	err := b.write(ctx, func(tx *txn, now time.Time, _ *events) error {
 		all := append([]any{
 			sql.Named("ns", b.ns),
 			sql.Named("run_id", runID),
@@ -157,7 +157,7 @@ func (b *Backend) ownedStepUpdate(ctx context.Context, runID, stepID, workerID, 
 // (ErrNotOwner), the step is missing or belongs to another run
 // (ErrStepNotFound), or the step is not in a status the write accepts
 // (ErrStepNotRunning).
-func (b *Backend) stepFenceError(ctx context.Context, tx *sql.Tx, runID, stepID, workerID string) error {
+func (b *Backend) stepFenceError(ctx context.Context, tx *txn, runID, stepID, workerID string) error {
 	run, err := b.getRun(ctx, tx, runID)
 	if err != nil {
 		return fmt.Errorf("workflow run %s: %w", runID, err)
