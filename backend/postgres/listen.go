@@ -146,32 +146,42 @@ func (l *listener) listen(ctx context.Context, listening func()) {
 		if err != nil {
 			return
 		}
-		if e, ok := l.decode(n.Payload); ok {
+		for _, e := range l.decode(n.Payload) {
 			l.hub.Publish(e)
 		}
 	}
 }
 
-// notification is the payload the queries build with json_build_object.
+// notification is the payload the queries build with json_build_object:
+// one run (id), or the runs of a batch (ids).
 type notification struct {
-	Schema    string `json:"schema"`
-	Namespace string `json:"ns"`
-	Kind      string `json:"kind"`
-	ID        string `json:"id"`
+	Schema    string   `json:"schema"`
+	Namespace string   `json:"ns"`
+	Kind      string   `json:"kind"`
+	ID        string   `json:"id"`
+	IDs       []string `json:"ids"`
 }
 
-// decode parses a payload and keeps it if it concerns this backend.
-func (l *listener) decode(payload string) (backend.Event, bool) {
+// decode parses a payload into its events (one per run of a batch
+// payload), or none if it does not concern this backend.
+func (l *listener) decode(payload string) []backend.Event {
 	var n notification
 	if err := json.Unmarshal([]byte(payload), &n); err != nil {
-		return backend.Event{}, false
+		return nil
 	}
 	if n.Schema != l.schema || n.Namespace != l.namespace {
-		return backend.Event{}, false
+		return nil
 	}
-	switch kind := backend.EventKind(n.Kind); kind {
-	case backend.EventWorkAvailable, backend.EventRunFinished:
-		return backend.Event{Kind: kind, WorkflowRunID: n.ID}, true
+	kind := backend.EventKind(n.Kind)
+	if kind != backend.EventWorkAvailable && kind != backend.EventRunFinished {
+		return nil
 	}
-	return backend.Event{}, false
+	if n.IDs == nil {
+		return []backend.Event{{Kind: kind, WorkflowRunID: n.ID}}
+	}
+	events := make([]backend.Event, len(n.IDs))
+	for i, id := range n.IDs {
+		events[i] = backend.Event{Kind: kind, WorkflowRunID: id}
+	}
+	return events
 }

@@ -6,6 +6,7 @@ import "strings"
 // does. Placeholders expanded once per Backend by expandQuery:
 //
 //	{{schema}}          the quoted schema name, "openworkflow"
+//	{{schema_literal}}  the schema name as a string literal, 'openworkflow'
 //	{{run_columns}}     the workflow_runs columns, read as "wr"
 //	{{step_columns}}    the step_attempts columns, read as "sa"
 //	{{now}}             the statement's clock truncated to milliseconds
@@ -41,6 +42,7 @@ func expandQuery(q, schema string) string {
 	}
 	return strings.NewReplacer(
 		"{{schema}}", quoteIdent(schema),
+		"{{schema_literal}}", "'"+schema+"'",
 		"{{run_columns}}", runColumns,
 		"{{step_columns}}", stepColumns,
 		"{{now}}", "date_trunc('milliseconds', NOW())",
@@ -507,6 +509,167 @@ FROM {{schema}}."workflow_signals" AS ws
 WHERE ws."namespace_id" = $1 AND ws."step_attempt_id" = $2
 LIMIT 1`
 
+// --- group commit (ApplyWrites, CreateWorkflowRuns) ---
+//
+// The batch statements are the single writes' twins with the same fences,
+// but without a pg_notify per row: a batch announces its runs with one
+// sqlBatchNotify at its end, in the same transaction.
+
+// sqlBatchInsertStep inserts an attempt as the caller wrote it (status,
+// output, error, child link) on an owned run, locking the run row like
+// sqlCreateStep. started_at defaults to now; finished_at to now for a
+// terminal status.
+const sqlBatchInsertStep = `
+WITH owned_run AS (
+  SELECT 1
+  FROM {{schema}}."workflow_runs" AS wr
+  WHERE wr."namespace_id" = $1 AND wr."id" = $2
+    AND wr."status" = 'running' AND wr."worker_id" = $3
+  FOR NO KEY UPDATE
+)
+INSERT INTO {{schema}}."step_attempts" AS sa (
+  "namespace_id", "id", "workflow_run_id", "step_name", "kind", "status",
+  "config", "context", "output", "error",
+  "child_workflow_run_namespace_id", "child_workflow_run_id",
+  "started_at", "finished_at", "created_at", "updated_at"
+)
+SELECT $1, $4, $2, $5, $6, $7::text,
+  $8, $9, $10, $11,
+  $12, $13,
+  COALESCE($14::timestamptz, {{now}}),
+  CASE WHEN $7::text IN ('completed', 'failed') THEN COALESCE($15::timestamptz, {{now}}) ELSE $15::timestamptz END,
+  {{now}}, {{now}}
+FROM owned_run
+RETURNING sa."id"`
+
+// sqlBatchCompleteRun is sqlCompleteRun returning the parent link only.
+const sqlBatchCompleteRun = `
+UPDATE {{schema}}."workflow_runs" AS wr
+SET "status" = 'completed',
+    "output" = $4,
+    "error" = NULL,
+    "available_at" = NULL,
+    "finished_at" = {{now}},
+    "updated_at" = {{now}}
+WHERE wr."namespace_id" = $1 AND wr."id" = $2
+  AND wr."status" = 'running' AND wr."worker_id" = $3
+RETURNING wr."parent_step_attempt_namespace_id", wr."parent_step_attempt_id"`
+
+// sqlBatchFailRun is the terminal branch of sqlFailRun returning the
+// parent link only.
+const sqlBatchFailRun = `
+UPDATE {{schema}}."workflow_runs" AS wr
+SET "status" = 'failed',
+    "available_at" = NULL,
+    "finished_at" = {{now}},
+    "error" = $4,
+    "worker_id" = NULL,
+    "started_at" = NULL,
+    "updated_at" = {{now}}
+WHERE wr."namespace_id" = $1 AND wr."id" = $2
+  AND wr."status" = 'running' AND wr."worker_id" = $3
+RETURNING wr."parent_step_attempt_namespace_id", wr."parent_step_attempt_id"`
+
+// sqlBatchParkRun is sqlSleepRun without its notification.
+const sqlBatchParkRun = `
+UPDATE {{schema}}."workflow_runs" AS wr
+SET "status" = 'running',
+    "available_at" = $4,
+    "worker_id" = NULL,
+    "updated_at" = {{now}}
+WHERE wr."namespace_id" = $1 AND wr."id" = $2
+  AND wr."status" NOT IN ('completed', 'succeeded', 'failed', 'canceled')
+  AND wr."worker_id" = $3
+RETURNING wr."id"`
+
+// sqlBatchRescheduleRun is sqlRescheduleRun without its notification.
+const sqlBatchRescheduleRun = `
+UPDATE {{schema}}."workflow_runs" AS wr
+SET "status" = 'pending',
+    "available_at" = $4,
+    "finished_at" = NULL,
+    "error" = $5,
+    "worker_id" = NULL,
+    "started_at" = NULL,
+    "updated_at" = {{now}}
+WHERE wr."namespace_id" = $1 AND wr."id" = $2
+  AND wr."status" = 'running' AND wr."worker_id" = $3
+RETURNING wr."id"`
+
+// sqlBatchNotify announces, at the end of a batch's transaction, the runs
+// of $2 that this transaction changed (xmin is its own xid): the terminal
+// ones as "finished" with their ids ("ids", in chunks of 200 to stay under
+// NOTIFY's 8000-byte payload limit), and, if any became claimable now, one
+// "work" without id.
+const sqlBatchNotify = `
+WITH touched AS (
+  SELECT wr."id", wr."status", wr."available_at"
+  FROM {{schema}}."workflow_runs" AS wr
+  WHERE wr."namespace_id" = $1 AND wr."id" = ANY($2::text[])
+    AND wr.xmin = pg_current_xact_id()::xid
+),
+finished AS (
+  SELECT t."id", (row_number() OVER (ORDER BY t."id") - 1) / 200 AS chunk
+  FROM touched AS t
+  WHERE t."status" IN ('completed', 'failed', 'canceled')
+),
+notified AS (
+  SELECT pg_notify('` + notifyChannel + `', json_build_object(
+    'schema', {{schema_literal}}, 'ns', $1::text, 'kind', 'finished', 'ids', json_agg(f."id"))::text) AS n
+  FROM finished AS f
+  GROUP BY f.chunk
+  UNION ALL
+  SELECT pg_notify('` + notifyChannel + `', json_build_object(
+    'schema', {{schema_literal}}, 'ns', $1::text, 'kind', 'work', 'id', '')::text)
+  FROM touched AS t
+  WHERE t."status" IN ('pending', 'running') AND t."available_at" <= NOW()
+  HAVING count(*) > 0
+)
+SELECT count(*) FROM notified`
+
+// sqlBatchReconcileParkedRuns is sqlReconcileParkedRun for every run of
+// $2 at once, after the parks committed.
+var sqlBatchReconcileParkedRuns = strings.Replace(sqlReconcileParkedRun,
+	`WHERE wr."namespace_id" = $1 AND wr."id" = $2`,
+	`WHERE wr."namespace_id" = $1 AND wr."id" = ANY($2::text[])`, 1)
+
+// sqlInsertRuns inserts pending runs from parallel arrays, one element per
+// run ($2…$12; JSON as text, NULL elements allowed), in one statement, and
+// returns them in input order (by position in $2). It does not notify:
+// CreateWorkflowRuns sends one sqlNotifyWorkIfDue for the batch.
+const sqlInsertRuns = `
+WITH inserted AS (
+  INSERT INTO {{schema}}."workflow_runs" AS wr (
+    "namespace_id", "id", "workflow_name", "version", "status", "idempotency_key",
+    "config", "context", "input", "attempts",
+    "parent_step_attempt_namespace_id", "parent_step_attempt_id",
+    "available_at", "deadline_at", "created_at", "updated_at"
+  )
+  SELECT $1, p."id", p."workflow_name", p."version", 'pending', p."idempotency_key",
+    COALESCE(p."config", '{}')::jsonb, p."context"::jsonb, p."input"::jsonb, 0,
+    p."parent_ns", p."parent_id",
+    COALESCE(p."available_at", {{now}}), p."deadline_at", {{now}}, {{now}}
+  FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+              $9::text[], $10::text[], $11::timestamptz[], $12::timestamptz[])
+       AS p("id", "workflow_name", "version", "idempotency_key", "config", "context", "input",
+            "parent_ns", "parent_id", "available_at", "deadline_at")
+  RETURNING wr.*
+)
+SELECT {{run_columns}}
+FROM inserted AS wr
+JOIN unnest($2::text[]) WITH ORDINALITY AS o("id", "n") ON o."id" = wr."id"
+ORDER BY o."n"`
+
+// sqlNotifyWorkIfDue sends one "work" notification (without id) when any
+// run of $2 is claimable now.
+const sqlNotifyWorkIfDue = `
+SELECT pg_notify('` + notifyChannel + `', json_build_object(
+  'schema', {{schema_literal}}, 'ns', $1::text, 'kind', 'work', 'id', '')::text)
+WHERE EXISTS (
+  SELECT 1 FROM {{schema}}."workflow_runs" AS wr
+  WHERE wr."namespace_id" = $1 AND wr."id" = ANY($2::text[]) AND wr."available_at" <= NOW()
+)`
+
 // queries holds every statement expanded for one schema.
 type queries struct {
 	getRunByIdempotencyKey, insertRun, getRun, listRuns, countRuns string
@@ -517,6 +680,10 @@ type queries struct {
 	setStepChild, stepStatus                                       string
 	signalDeliveriesByKey, lockSignalWaiters, deliverSignal        string
 	getSignalDelivery                                              string
+
+	batchInsertStep, batchCompleteRun, batchFailRun, batchParkRun string
+	batchRescheduleRun, batchNotify, batchReconcileParkedRuns     string
+	insertRuns, notifyWorkIfDue                                   string
 }
 
 func newQueries(schema string) queries {
@@ -548,5 +715,15 @@ func newQueries(schema string) queries {
 		lockSignalWaiters:      x(sqlLockSignalWaiters),
 		deliverSignal:          x(sqlDeliverSignal),
 		getSignalDelivery:      x(sqlGetSignalDelivery),
+
+		batchInsertStep:          x(sqlBatchInsertStep),
+		batchCompleteRun:         x(sqlBatchCompleteRun),
+		batchFailRun:             x(sqlBatchFailRun),
+		batchParkRun:             x(sqlBatchParkRun),
+		batchRescheduleRun:       x(sqlBatchRescheduleRun),
+		batchNotify:              x(sqlBatchNotify),
+		batchReconcileParkedRuns: x(sqlBatchReconcileParkedRuns),
+		insertRuns:               x(sqlInsertRuns),
+		notifyWorkIfDue:          x(sqlNotifyWorkIfDue),
 	}
 }

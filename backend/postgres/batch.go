@@ -1,0 +1,303 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/openworkflow-go/openworkflow/backend"
+)
+
+var _ backend.Batcher = (*Backend)(nil)
+
+// batchItem is one write of a batch, ready to queue.
+type batchItem struct {
+	i      int // index in the caller's slice
+	w      backend.Write
+	sql    string
+	args   []any
+	parent bool // the statement returns the run's parent link
+}
+
+// batchResult is what one statement of a committed batch said.
+type batchResult struct {
+	applied            bool
+	parentNS, parentID *string
+	err                error // the write's own error, when retried alone
+}
+
+// ApplyWrites implements [backend.Batcher]. The writes are sent as one
+// pgx.Batch: a pipeline of one statement per write plus one pg_notify
+// statement, executed by PostgreSQL as one implicit transaction, so a batch
+// costs one round trip and one commit. Each statement is its single twin's
+// fence (status running, worker_id = Write.WorkerID; step writes lock the
+// run row FOR NO KEY UPDATE) and returns a row only when it applied; a
+// refused write is explained afterwards (ErrNotOwner, ErrRunNotFound,
+// ErrStepNotRunning, naming the write kind and run) while the others
+// commit.
+//
+// Invalid writes (bad JSON, missing step, unknown kind) fail with
+// [backend.ErrInvalidArgument] before anything is sent. When a statement
+// fails in the database (a duplicate id, a deadlock), the transaction
+// aborts as a whole; each write is then retried alone, so only the bad one
+// reports an error. After the commit, parked runs are reconciled and
+// parents of finished child runs woken, in one more pipelined round trip,
+// only when some write needs it.
+func (b *Backend) ApplyWrites(ctx context.Context, writes []backend.Write) []error {
+	errs := make([]error, len(writes))
+	if err := ctx.Err(); err != nil {
+		for i, w := range writes {
+			errs[i] = writeError(w, err)
+		}
+		return errs
+	}
+	items := make([]batchItem, 0, len(writes))
+	for i, w := range writes {
+		it, err := b.prepareWrite(w)
+		if err != nil {
+			errs[i] = writeError(w, err)
+			continue
+		}
+		it.i = i
+		items = append(items, it)
+	}
+	if len(items) == 0 {
+		return errs
+	}
+
+	results, err := b.sendWrites(ctx, items)
+	if err != nil {
+		var pgErr *pgconn.PgError
+		if ctx.Err() != nil || !errors.As(err, &pgErr) || len(items) == 1 {
+			if ctx.Err() != nil {
+				err = ctx.Err()
+			}
+			for _, it := range items {
+				errs[it.i] = writeError(it.w, err)
+			}
+			return errs
+		}
+		// One statement aborted the transaction: find it by applying each
+		// write alone.
+		results = make([]batchResult, len(items))
+		for k := range items {
+			r, err := b.sendWrites(ctx, items[k:k+1])
+			if err != nil {
+				results[k].err = err
+				continue
+			}
+			results[k] = r[0]
+		}
+	}
+
+	// Explanations and follow-ups run even if ctx ended after the commit:
+	// the writes applied, and a missed wake-up would strand a parent.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wakeTimeout)
+	defer cancel()
+	for k, it := range items {
+		r := results[k]
+		switch {
+		case r.err != nil:
+			errs[it.i] = writeError(it.w, r.err)
+		case !r.applied:
+			errs[it.i] = b.refusedError(wctx, it.w)
+		}
+	}
+	b.followUp(wctx, items, results, errs)
+	return errs
+}
+
+// writeError names the write's kind and run.
+func writeError(w backend.Write, err error) error {
+	return fmt.Errorf("%s of workflow run %s: %w", w.Kind, w.WorkflowRunID, err)
+}
+
+// refusedError explains a write whose fence matched no row, as its single
+// twin would.
+func (b *Backend) refusedError(ctx context.Context, w backend.Write) error {
+	if w.Kind == backend.WriteFinishStep {
+		return b.stepFenceError(ctx, w.Kind.String(), w.WorkflowRunID, w.Step.ID, w.WorkerID)
+	}
+	return b.fenceError(ctx, w.Kind.String(), w.WorkflowRunID, w.WorkerID)
+}
+
+// prepareWrite validates a write and picks its statement and arguments.
+func (b *Backend) prepareWrite(w backend.Write) (batchItem, error) {
+	it := batchItem{w: w}
+	base := []any{b.namespace, w.WorkflowRunID, w.WorkerID}
+	switch w.Kind {
+	case backend.WriteInsertStep:
+		s := w.Step
+		if s == nil || s.ID == "" || s.StepName == "" || s.Kind == "" {
+			return it, fmt.Errorf("%w: the step attempt needs an id, a name and a kind", backend.ErrInvalidArgument)
+		}
+		status := s.Status.Normalize()
+		if status == "" {
+			status = backend.StepRunning
+		}
+		if status != backend.StepRunning && status != backend.StepCompleted && status != backend.StepFailed {
+			return it, fmt.Errorf("%w: step attempt %s has status %q", backend.ErrInvalidArgument, s.ID, s.Status)
+		}
+		if err := checkJSONs("step attempt "+s.ID, s.Config, s.Context, s.Output, s.Error); err != nil {
+			return it, err
+		}
+		output := jsonArg(s.Output)
+		if status == backend.StepCompleted {
+			output = jsonOr(s.Output, "null") // as CompleteStepAttempt
+		}
+		it.sql = b.q.batchInsertStep
+		it.args = append(base, s.ID, s.StepName, string(s.Kind), string(status),
+			jsonOr(s.Config, "{}"), jsonArg(s.Context), output, jsonArg(s.Error),
+			s.ChildWorkflowRunNamespaceID, s.ChildWorkflowRunID, msPtr(s.StartedAt), msPtr(s.FinishedAt))
+	case backend.WriteFinishStep:
+		s := w.Step
+		if s == nil || s.ID == "" {
+			return it, fmt.Errorf("%w: no step attempt id", backend.ErrInvalidArgument)
+		}
+		if err := checkJSONs("step attempt "+s.ID, s.Output, s.Error); err != nil {
+			return it, err
+		}
+		switch s.Status.Normalize() {
+		case backend.StepCompleted:
+			it.sql, it.args = b.q.completeStep, append(base, s.ID, jsonOr(s.Output, "null"))
+		case backend.StepFailed:
+			it.sql, it.args = b.q.failStep, append(base, s.ID, jsonArg(s.Error))
+		default:
+			return it, fmt.Errorf("%w: step attempt %s cannot finish as %q", backend.ErrInvalidArgument, s.ID, s.Status)
+		}
+	case backend.WriteCompleteRun:
+		if err := checkJSON("output", w.Output); err != nil {
+			return it, err
+		}
+		it.sql, it.args, it.parent = b.q.batchCompleteRun, append(base, jsonOr(w.Output, "null")), true
+	case backend.WriteParkRun:
+		it.sql, it.args = b.q.batchParkRun, append(base, ms(w.AvailableAt))
+	case backend.WriteRescheduleRun:
+		if err := checkJSON("error", w.Error); err != nil {
+			return it, err
+		}
+		it.sql, it.args = b.q.batchRescheduleRun, append(base, ms(w.AvailableAt), jsonArg(w.Error))
+	case backend.WriteFailRun:
+		if err := checkJSON("error", w.Error); err != nil {
+			return it, err
+		}
+		it.sql, it.args, it.parent = b.q.batchFailRun, append(base, jsonArg(w.Error)), true
+	default:
+		return it, fmt.Errorf("%w: unknown write kind %d", backend.ErrInvalidArgument, int(w.Kind))
+	}
+	return it, nil
+}
+
+// checkJSONs is checkJSON for several values of one record.
+func checkJSONs(what string, raws ...[]byte) error {
+	for _, raw := range raws {
+		if err := checkJSON(what+" JSON", raw); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// isRunWrite reports whether the write changes the run row (and so may
+// need announcing).
+func isRunWrite(k backend.WriteKind) bool {
+	return k != backend.WriteInsertStep && k != backend.WriteFinishStep
+}
+
+// sendWrites sends items as one pipelined implicit transaction, ending with
+// the batch's notifications, and reads what each statement did. Any error
+// means nothing committed (or, for a connection lost at the commit, that
+// the outcome is unknown).
+func (b *Backend) sendWrites(ctx context.Context, items []batchItem) ([]batchResult, error) {
+	batch := &pgx.Batch{}
+	var runIDs []string
+	for _, it := range items {
+		batch.Queue(it.sql, it.args...)
+		if isRunWrite(it.w.Kind) {
+			runIDs = append(runIDs, it.w.WorkflowRunID)
+		}
+	}
+	if len(runIDs) > 0 {
+		batch.Queue(b.q.batchNotify, b.namespace, runIDs)
+	}
+	br := b.pool.SendBatch(ctx, batch)
+	results := make([]batchResult, len(items))
+	for k, it := range items {
+		if err := readWrite(br, it, &results[k]); err != nil {
+			_ = br.Close()
+			return nil, err
+		}
+	}
+	if len(runIDs) > 0 {
+		if _, err := br.Exec(); err != nil {
+			_ = br.Close()
+			return nil, err
+		}
+	}
+	if err := br.Close(); err != nil { // the commit
+		return nil, err
+	}
+	return results, nil
+}
+
+// readWrite reads one statement's rows: a row means the write applied.
+func readWrite(br pgx.BatchResults, it batchItem, r *batchResult) error {
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		r.applied = true
+		if it.parent {
+			if err := rows.Scan(&r.parentNS, &r.parentID); err != nil {
+				rows.Close()
+				return err
+			}
+		}
+	}
+	rows.Close()
+	return rows.Err()
+}
+
+// followUp runs, after the commit, what the single writes do after theirs:
+// the reconciliation of parked runs (sqlBatchReconcileParkedRuns, one
+// statement for all) and the wake-up of the parent of every child run that
+// finished (sqlWakeParent, only for runs that have a parent), pipelined in
+// one round trip. A failure is reported on the writes concerned, which did
+// apply, as their single twins report it.
+func (b *Backend) followUp(ctx context.Context, items []batchItem, results []batchResult, errs []error) {
+	var parked []string
+	var parkK, wakeK []int // positions in items
+	batch := &pgx.Batch{}
+	for k, it := range items {
+		r := results[k]
+		if !r.applied || r.err != nil {
+			continue
+		}
+		switch {
+		case it.w.Kind == backend.WriteParkRun:
+			parked = append(parked, it.w.WorkflowRunID)
+			parkK = append(parkK, k)
+		case it.parent && r.parentNS != nil && r.parentID != nil:
+			batch.Queue(b.q.wakeParent, *r.parentNS, *r.parentID, b.namespace, it.w.WorkflowRunID)
+			wakeK = append(wakeK, k)
+		}
+	}
+	if len(parked) > 0 {
+		batch.Queue(b.q.batchReconcileParkedRuns, b.namespace, parked)
+	}
+	if batch.Len() == 0 {
+		return
+	}
+	if err := b.pool.SendBatch(ctx, batch).Close(); err != nil {
+		for _, k := range wakeK {
+			errs[items[k].i] = fmt.Errorf("workflow run %s finished but its parent could not be woken: %w", items[k].w.WorkflowRunID, err)
+		}
+		for _, k := range parkK {
+			errs[items[k].i] = fmt.Errorf("park workflow run %s: reconcile wake-ups: %w", items[k].w.WorkflowRunID, err)
+		}
+	}
+}

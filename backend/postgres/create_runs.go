@@ -1,0 +1,189 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/openworkflow-go/openworkflow/backend"
+	"github.com/openworkflow-go/openworkflow/internal/id"
+)
+
+// CreateWorkflowRuns implements [backend.Batcher]. Every entry is validated
+// first (a bad one fails the call, naming its index, before anything is
+// written). Runs without an idempotency key are inserted by one statement
+// (sqlInsertRuns: INSERT … SELECT FROM unnest of one array per column,
+// which measured faster than COPY into a temporary table for 5,000 runs;
+// see docs/scale.md). Keyed entries take CreateWorkflowRun's path — the
+// advisory lock on (namespace, workflow name, key), then the oldest run
+// within [backend.IdempotencyPeriod] or an insert — one by one, in lock-key
+// order so concurrent batches cannot deadlock, in the same transaction, so
+// a key repeated within the batch yields one run. One pg_notify announces
+// the batch if any run is claimable now.
+func (b *Backend) CreateWorkflowRuns(ctx context.Context, ps []backend.CreateWorkflowRunParams) ([]*backend.WorkflowRun, error) {
+	if len(ps) == 0 {
+		return []*backend.WorkflowRun{}, nil
+	}
+	var plain, keyed []int
+	for i, p := range ps {
+		if err := validateCreate(p); err != nil {
+			return nil, fmt.Errorf("create workflow runs: entry %d: %w", i, err)
+		}
+		if p.IdempotencyKey == nil {
+			plain = append(plain, i)
+		} else {
+			keyed = append(keyed, i)
+		}
+	}
+	runs := make([]*backend.WorkflowRun, len(ps))
+	if len(keyed) == 0 {
+		// One round trip, one implicit transaction: insert, then notify.
+		ids, args := b.runArrays(ps, plain)
+		batch := &pgx.Batch{}
+		batch.Queue(b.q.insertRuns, args...)
+		batch.Queue(b.q.notifyWorkIfDue, b.namespace, ids)
+		br := b.pool.SendBatch(ctx, batch)
+		err := collectInto(br, runs, plain)
+		if err == nil {
+			_, err = br.Exec()
+		}
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, fmt.Errorf("create %d workflow runs: %w", len(ps), err)
+		}
+		return runs, nil
+	}
+
+	sort.SliceStable(keyed, func(a, c int) bool {
+		return idempotencyLockKey(b.namespace, ps[keyed[a]].WorkflowName, *ps[keyed[a]].IdempotencyKey) <
+			idempotencyLockKey(b.namespace, ps[keyed[c]].WorkflowName, *ps[keyed[c]].IdempotencyKey)
+	})
+	err := b.inTx(ctx, func(tx pgx.Tx) error {
+		var inserted []string
+		for _, i := range keyed {
+			p := ps[i]
+			if _, err := tx.Exec(ctx, sqlLockIdempotencyKey, idempotencyLockKey(b.namespace, p.WorkflowName, *p.IdempotencyKey)); err != nil {
+				return err
+			}
+			existing, err := queryRun(ctx, tx, b.q.getRunByIdempotencyKey,
+				b.namespace, p.WorkflowName, *p.IdempotencyKey, durationMs(backend.IdempotencyPeriod))
+			if err == nil {
+				runs[i] = existing
+				continue
+			}
+			if !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+			ids, args := b.runArrays(ps, []int{i})
+			rows, err := tx.Query(ctx, b.q.insertRuns, args...)
+			if err != nil {
+				return err
+			}
+			if runs[i], err = pgx.CollectExactlyOneRow(rows, scanRun); err != nil {
+				return err
+			}
+			inserted = append(inserted, ids...)
+		}
+		if len(plain) > 0 {
+			ids, args := b.runArrays(ps, plain)
+			rows, err := tx.Query(ctx, b.q.insertRuns, args...)
+			if err != nil {
+				return err
+			}
+			got, err := pgx.CollectRows(rows, scanRun)
+			if err != nil {
+				return err
+			}
+			if len(got) != len(plain) {
+				return fmt.Errorf("inserted %d runs, want %d", len(got), len(plain))
+			}
+			for k, i := range plain {
+				runs[i] = got[k]
+			}
+			inserted = append(inserted, ids...)
+		}
+		if len(inserted) == 0 {
+			return nil
+		}
+		_, err := tx.Exec(ctx, b.q.notifyWorkIfDue, b.namespace, inserted)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create %d workflow runs (%d with idempotency keys): %w", len(ps), len(keyed), err)
+	}
+	return runs, nil
+}
+
+// validateCreate checks one entry as CreateWorkflowRun does.
+func validateCreate(p backend.CreateWorkflowRunParams) error {
+	if p.WorkflowName == "" {
+		return fmt.Errorf("%w: empty workflow name", backend.ErrInvalidArgument)
+	}
+	for _, j := range []struct {
+		what string
+		raw  []byte
+	}{{"config", p.Config}, {"context", p.Context}, {"input", p.Input}} {
+		if err := checkJSON(j.what, j.raw); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runArrays returns new run ids for ps[idx...] and the arguments of
+// sqlInsertRuns: one array per column.
+func (b *Backend) runArrays(ps []backend.CreateWorkflowRunParams, idx []int) ([]string, []any) {
+	n := len(idx)
+	ids := make([]string, n)
+	names := make([]string, n)
+	versions, keys := make([]*string, n), make([]*string, n)
+	configs, contexts, inputs := make([]*string, n), make([]*string, n), make([]*string, n)
+	parentNS, parentID := make([]*string, n), make([]*string, n)
+	availableAt, deadlineAt := make([]*time.Time, n), make([]*time.Time, n)
+	for k, i := range idx {
+		p := ps[i]
+		ids[k] = id.New(id.PrefixRun)
+		names[k] = p.WorkflowName
+		versions[k], keys[k] = p.Version, p.IdempotencyKey
+		configs[k], contexts[k], inputs[k] = jsonText(p.Config), jsonText(p.Context), jsonText(p.Input)
+		parentNS[k], parentID[k] = p.ParentStepAttemptNamespaceID, p.ParentStepAttemptID
+		availableAt[k], deadlineAt[k] = msPtr(p.AvailableAt), msPtr(p.DeadlineAt)
+	}
+	return ids, []any{b.namespace, ids, names, versions, keys, configs, contexts, inputs,
+		parentNS, parentID, availableAt, deadlineAt}
+}
+
+// jsonText is jsonArg as a nullable text array element.
+func jsonText(raw []byte) *string {
+	if raw == nil {
+		return nil
+	}
+	s := string(encodeJSON(raw))
+	return &s
+}
+
+// collectInto reads the runs of the next batch statement into runs at the
+// positions idx, in order.
+func collectInto(br pgx.BatchResults, runs []*backend.WorkflowRun, idx []int) error {
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	got, err := pgx.CollectRows(rows, scanRun)
+	if err != nil {
+		return err
+	}
+	if len(got) != len(idx) {
+		return fmt.Errorf("inserted %d runs, want %d", len(got), len(idx))
+	}
+	for k, i := range idx {
+		runs[i] = got[k]
+	}
+	return nil
+}
