@@ -259,15 +259,20 @@ WHERE "namespace_id" = :ns
   AND "worker_id" IS NULL
 RETURNING "id"`
 
-// qInsertStep inserts a running attempt only while the run is owned; no
-// row comes back otherwise.
+// qInsertStep inserts an attempt only while the run is owned; no row
+// comes back otherwise. CreateStepAttempt inserts it running; a batch
+// (ApplyWrites) may insert it already completed or failed.
 const qInsertStep = `
 INSERT INTO "step_attempts" (
   "namespace_id", "id", "workflow_run_id", "step_name", "kind", "status",
-  "config", "context", "started_at", "created_at", "updated_at"
+  "config", "context", "output", "error",
+  "child_workflow_run_namespace_id", "child_workflow_run_id",
+  "started_at", "finished_at", "created_at", "updated_at"
 )
-SELECT :ns, :step_id, :run_id, :step_name, :kind, 'running',
-  :config, :context, :now, :now, :now
+SELECT :ns, :step_id, :run_id, :step_name, :kind, :status,
+  :config, :context, :output, :error,
+  :child_ns, :child_id,
+  :started_at, :finished_at, :now, :now
 FROM "workflow_runs"
 WHERE ` + runOwned + `
 RETURNING ` + stepColumns

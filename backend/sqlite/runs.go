@@ -19,75 +19,94 @@ import (
 // A missing workflow name or invalid JSON fails with
 // [backend.ErrInvalidArgument].
 func (b *Backend) CreateWorkflowRun(ctx context.Context, p backend.CreateWorkflowRunParams) (*backend.WorkflowRun, error) {
-	if p.WorkflowName == "" {
-		return nil, fmt.Errorf("create workflow run: %w: empty workflow name", backend.ErrInvalidArgument)
-	}
-	config, err := jsonArgOr("config", p.Config, "{}")
+	args, err := newCreateArgs(&p)
 	if err != nil {
 		return nil, fmt.Errorf("create workflow run: %w", err)
 	}
-	runContext, err := jsonArg("context", p.Context)
-	if err != nil {
-		return nil, fmt.Errorf("create workflow run: %w", err)
-	}
-	input, err := jsonArg("input", p.Input)
-	if err != nil {
-		return nil, fmt.Errorf("create workflow run: %w", err)
-	}
-
 	var run *backend.WorkflowRun
 	err = b.write(ctx, func(tx *txn, now time.Time, ev *events) error {
-		run = nil
-		if p.IdempotencyKey != nil {
-			row := tx.QueryRowContext(ctx, qFindRunByIdempotencyKey,
-				sql.Named("ns", b.ns),
-				sql.Named("workflow_name", p.WorkflowName),
-				sql.Named("idempotency_key", *p.IdempotencyKey),
-				sql.Named("since", timeArg(now.Add(-backend.IdempotencyPeriod))))
-			existing, err := scanRun(row)
-			if err == nil {
-				run = existing
-				return nil
-			}
-			if !errors.Is(err, sql.ErrNoRows) {
-				return err
-			}
-		}
-		availableAt := now
-		if p.AvailableAt != nil {
-			availableAt = *p.AvailableAt
-		}
-		row := tx.QueryRowContext(ctx, qInsertRun,
-			sql.Named("ns", b.ns),
-			sql.Named("id", id.New(id.PrefixRun)),
-			sql.Named("workflow_name", p.WorkflowName),
-			sql.Named("version", nullStringArg(p.Version)),
-			sql.Named("idempotency_key", nullStringArg(p.IdempotencyKey)),
-			sql.Named("config", config),
-			sql.Named("context", runContext),
-			sql.Named("input", input),
-			sql.Named("parent_ns", nullStringArg(p.ParentStepAttemptNamespaceID)),
-			sql.Named("parent_id", nullStringArg(p.ParentStepAttemptID)),
-			sql.Named("available_at", timeArg(availableAt)),
-			sql.Named("deadline_at", nullTimeArg(p.DeadlineAt)),
-			sql.Named("now", timeArg(now)))
-		created, err := scanRun(row)
-		if err != nil {
-			if isConstraint(err) {
-				return fmt.Errorf("%w: parent step attempt does not exist: %v", backend.ErrInvalidArgument, err)
-			}
-			return err
-		}
-		run = created
-		if !availableAt.After(now) {
-			ev.workAvailable(b.ns)
-		}
-		return nil
+		var err error
+		run, err = b.createRun(ctx, tx, now, ev, &p, &args)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create workflow run %q: %w", p.WorkflowName, err)
 	}
 	return run, nil
+}
+
+// createArgs are the validated JSON columns of a create.
+type createArgs struct {
+	config, context, input any
+}
+
+// newCreateArgs validates p: a workflow name and valid JSON are required.
+func newCreateArgs(p *backend.CreateWorkflowRunParams) (createArgs, error) {
+	var a createArgs
+	if p.WorkflowName == "" {
+		return a, fmt.Errorf("%w: empty workflow name", backend.ErrInvalidArgument)
+	}
+	var err error
+	if a.config, err = jsonArgOr("config", p.Config, "{}"); err != nil {
+		return a, err
+	}
+	if a.context, err = jsonArg("context", p.Context); err != nil {
+		return a, err
+	}
+	if a.input, err = jsonArg("input", p.Input); err != nil {
+		return a, err
+	}
+	return a, nil
+}
+
+// createRun is the transaction body of a create: with an idempotency key
+// it returns the oldest run with that key created within the window (one
+// created earlier in the same transaction included), else it inserts a
+// pending run, recording EventWorkAvailable when it is claimable now.
+func (b *Backend) createRun(ctx context.Context, tx *txn, now time.Time, ev *events, p *backend.CreateWorkflowRunParams, a *createArgs) (*backend.WorkflowRun, error) {
+	if p.IdempotencyKey != nil {
+		row := tx.QueryRowContext(ctx, qFindRunByIdempotencyKey,
+			sql.Named("ns", b.ns),
+			sql.Named("workflow_name", p.WorkflowName),
+			sql.Named("idempotency_key", *p.IdempotencyKey),
+			sql.Named("since", timeArg(now.Add(-backend.IdempotencyPeriod))))
+		existing, err := scanRun(row)
+		if err == nil {
+			return existing, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return nil, err
+		}
+	}
+	availableAt := now
+	if p.AvailableAt != nil {
+		availableAt = *p.AvailableAt
+	}
+	row := tx.QueryRowContext(ctx, qInsertRun,
+		sql.Named("ns", b.ns),
+		sql.Named("id", id.New(id.PrefixRun)),
+		sql.Named("workflow_name", p.WorkflowName),
+		sql.Named("version", nullStringArg(p.Version)),
+		sql.Named("idempotency_key", nullStringArg(p.IdempotencyKey)),
+		sql.Named("config", a.config),
+		sql.Named("context", a.context),
+		sql.Named("input", a.input),
+		sql.Named("parent_ns", nullStringArg(p.ParentStepAttemptNamespaceID)),
+		sql.Named("parent_id", nullStringArg(p.ParentStepAttemptID)),
+		sql.Named("available_at", timeArg(availableAt)),
+		sql.Named("deadline_at", nullTimeArg(p.DeadlineAt)),
+		sql.Named("now", timeArg(now)))
+	created, err := scanRun(row)
+	if err != nil {
+		if isConstraint(err) {
+			return nil, fmt.Errorf("%w: parent step attempt does not exist: %v", backend.ErrInvalidArgument, err)
+		}
+		return nil, err
+	}
+	if !availableAt.After(now) {
+		ev.workAvailable(b.ns)
+	}
+	return created, nil
 }
 
 // GetWorkflowRun returns the run, or an error wrapping
@@ -318,23 +337,7 @@ func (b *Backend) ExtendWorkflowRunLease(ctx context.Context, p backend.ExtendWo
 // [backend.ErrRunNotFound] like the other fenced writes.
 func (b *Backend) SleepWorkflowRun(ctx context.Context, p backend.SleepWorkflowRunParams) error {
 	err := b.write(ctx, func(tx *txn, now time.Time, ev *events) error {
-		var availableAt string
-		err := tx.QueryRowContext(ctx, qSleepRun,
-			sql.Named("ns", b.ns),
-			sql.Named("run_id", p.WorkflowRunID),
-			sql.Named("worker_id", p.WorkerID),
-			sql.Named("available_at", timeArg(p.AvailableAt)),
-			sql.Named("now", timeArg(now))).Scan(&availableAt)
-		if errors.Is(err, sql.ErrNoRows) {
-			return b.fenceError(ctx, tx, p.WorkflowRunID)
-		}
-		if err != nil {
-			return err
-		}
-		if availableAt <= timeArg(now) {
-			ev.workAvailable(b.ns)
-		}
-		return nil
+		return b.sleepRun(ctx, tx, now, ev, p.WorkflowRunID, p.WorkerID, p.AvailableAt)
 	})
 	if err != nil {
 		return fmt.Errorf("sleep workflow run %s: %w", p.WorkflowRunID, err)
@@ -354,17 +357,8 @@ func (b *Backend) CompleteWorkflowRun(ctx context.Context, p backend.CompleteWor
 	var run *backend.WorkflowRun
 	err = b.write(ctx, func(tx *txn, now time.Time, ev *events) error {
 		var err error
-		run, err = b.ownedRunUpdate(ctx, tx, p.WorkflowRunID, qCompleteRun,
-			sql.Named("ns", b.ns),
-			sql.Named("run_id", p.WorkflowRunID),
-			sql.Named("worker_id", p.WorkerID),
-			sql.Named("output", output),
-			sql.Named("now", timeArg(now)))
-		if err != nil {
-			return err
-		}
-		ev.runFinished(b.ns, run.ID)
-		return wakeParent(ctx, tx, run, now, ev)
+		run, err = b.completeRun(ctx, tx, now, ev, p.WorkflowRunID, p.WorkerID, output)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("complete workflow run %s: %w", p.WorkflowRunID, err)
@@ -380,13 +374,12 @@ func (b *Backend) CompleteWorkflowRun(ctx context.Context, p backend.CompleteWor
 // parked parent woken and EventRunFinished published. It fails with
 // [backend.ErrNotOwner] or [backend.ErrRunNotFound].
 func (b *Backend) FailWorkflowRun(ctx context.Context, p backend.FailWorkflowRunParams) (*backend.WorkflowRun, error) {
-	errJSON, err := jsonArg("error", p.Error)
-	if err != nil {
+	if _, err := jsonArg("error", p.Error); err != nil {
 		return nil, fmt.Errorf("fail workflow run %s: %w", p.WorkflowRunID, err)
 	}
 	policy := p.RetryPolicy.WithDefaults(backend.DefaultWorkflowRetryPolicy)
 	var run *backend.WorkflowRun
-	err = b.write(ctx, func(tx *txn, now time.Time, ev *events) error {
+	err := b.write(ctx, func(tx *txn, now time.Time, ev *events) error {
 		attempts, deadline := 0, p.DeadlineAt
 		if p.Attempts != nil {
 			attempts = *p.Attempts
@@ -403,35 +396,9 @@ func (b *Backend) FailWorkflowRun(ctx context.Context, p backend.FailWorkflowRun
 			deadline = cur.DeadlineAt
 		}
 		upd := backend.ComputeFailedRunUpdate(policy, attempts, deadline, p.Error, now)
-		status, availableAt, finishedAt := backend.RunPending, any(timeArg(upd.RetryAt)), any(nil)
-		storedErr := errJSON
-		if upd.Terminal {
-			status, availableAt, finishedAt = backend.RunFailed, nil, timeArg(now)
-		}
-		if len(upd.Error) > 0 {
-			storedErr = string(upd.Error)
-		}
 		var err error
-		run, err = b.ownedRunUpdate(ctx, tx, p.WorkflowRunID, qFailRun,
-			sql.Named("ns", b.ns),
-			sql.Named("run_id", p.WorkflowRunID),
-			sql.Named("worker_id", p.WorkerID),
-			sql.Named("status", string(status)),
-			sql.Named("available_at", availableAt),
-			sql.Named("finished_at", finishedAt),
-			sql.Named("error", storedErr),
-			sql.Named("now", timeArg(now)))
-		if err != nil {
-			return err
-		}
-		if !upd.Terminal {
-			if !upd.RetryAt.After(now) {
-				ev.workAvailable(b.ns)
-			}
-			return nil
-		}
-		ev.runFinished(b.ns, run.ID)
-		return wakeParent(ctx, tx, run, now, ev)
+		run, err = b.failRun(ctx, tx, now, ev, p.WorkflowRunID, p.WorkerID, upd)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fail workflow run %s: %w", p.WorkflowRunID, err)
@@ -451,20 +418,8 @@ func (b *Backend) RescheduleWorkflowRunAfterFailedStepAttempt(ctx context.Contex
 	var run *backend.WorkflowRun
 	err = b.write(ctx, func(tx *txn, now time.Time, ev *events) error {
 		var err error
-		run, err = b.ownedRunUpdate(ctx, tx, p.WorkflowRunID, qRescheduleRun,
-			sql.Named("ns", b.ns),
-			sql.Named("run_id", p.WorkflowRunID),
-			sql.Named("worker_id", p.WorkerID),
-			sql.Named("available_at", timeArg(p.AvailableAt)),
-			sql.Named("error", errJSON),
-			sql.Named("now", timeArg(now)))
-		if err != nil {
-			return err
-		}
-		if !p.AvailableAt.After(now) {
-			ev.workAvailable(b.ns)
-		}
-		return nil
+		run, err = b.rescheduleRun(ctx, tx, now, ev, p.WorkflowRunID, p.WorkerID, errJSON, p.AvailableAt)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reschedule workflow run %s: %w", p.WorkflowRunID, err)
@@ -502,6 +457,99 @@ func (b *Backend) CancelWorkflowRun(ctx context.Context, workflowRunID string) (
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cancel workflow run %s: %w", workflowRunID, err)
+	}
+	return run, nil
+}
+
+// The transaction bodies of the fenced run transitions, shared by the
+// single-write methods and ApplyWrites. JSON arguments are validated text
+// (or nil for SQL NULL); a write the fence refuses returns the fence error.
+
+// sleepRun parks the run (see qSleepRun), recording EventWorkAvailable
+// when it is claimable at once.
+func (b *Backend) sleepRun(ctx context.Context, tx *txn, now time.Time, ev *events, runID, workerID string, at time.Time) error {
+	var availableAt string
+	err := tx.QueryRowContext(ctx, qSleepRun,
+		sql.Named("ns", b.ns),
+		sql.Named("run_id", runID),
+		sql.Named("worker_id", workerID),
+		sql.Named("available_at", timeArg(at)),
+		sql.Named("now", timeArg(now))).Scan(&availableAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return b.fenceError(ctx, tx, runID)
+	}
+	if err != nil {
+		return err
+	}
+	if availableAt <= timeArg(now) {
+		ev.workAvailable(b.ns)
+	}
+	return nil
+}
+
+// completeRun completes the run with output and wakes its parked parent.
+func (b *Backend) completeRun(ctx context.Context, tx *txn, now time.Time, ev *events, runID, workerID string, output any) (*backend.WorkflowRun, error) {
+	run, err := b.ownedRunUpdate(ctx, tx, runID, qCompleteRun,
+		sql.Named("ns", b.ns),
+		sql.Named("run_id", runID),
+		sql.Named("worker_id", workerID),
+		sql.Named("output", output),
+		sql.Named("now", timeArg(now)))
+	if err != nil {
+		return nil, err
+	}
+	ev.runFinished(b.ns, run.ID)
+	return run, wakeParent(ctx, tx, run, now, ev)
+}
+
+// failRun stores the failure upd (upd.Error is valid JSON or empty): the
+// run is pending again at upd.RetryAt, or failed for good and its parked
+// parent woken.
+func (b *Backend) failRun(ctx context.Context, tx *txn, now time.Time, ev *events, runID, workerID string, upd backend.FailedRunUpdate) (*backend.WorkflowRun, error) {
+	status, availableAt, finishedAt := backend.RunPending, any(timeArg(upd.RetryAt)), any(nil)
+	if upd.Terminal {
+		status, availableAt, finishedAt = backend.RunFailed, nil, timeArg(now)
+	}
+	var storedErr any
+	if len(upd.Error) > 0 {
+		storedErr = string(upd.Error)
+	}
+	run, err := b.ownedRunUpdate(ctx, tx, runID, qFailRun,
+		sql.Named("ns", b.ns),
+		sql.Named("run_id", runID),
+		sql.Named("worker_id", workerID),
+		sql.Named("status", string(status)),
+		sql.Named("available_at", availableAt),
+		sql.Named("finished_at", finishedAt),
+		sql.Named("error", storedErr),
+		sql.Named("now", timeArg(now)))
+	if err != nil {
+		return nil, err
+	}
+	if !upd.Terminal {
+		if !upd.RetryAt.After(now) {
+			ev.workAvailable(b.ns)
+		}
+		return run, nil
+	}
+	ev.runFinished(b.ns, run.ID)
+	return run, wakeParent(ctx, tx, run, now, ev)
+}
+
+// rescheduleRun sets the run pending at `at` with the step's error.
+func (b *Backend) rescheduleRun(ctx context.Context, tx *txn, now time.Time, ev *events, runID, workerID string, errJSON any, at time.Time) (*backend.WorkflowRun, error) {
+	run, err := b.ownedRunUpdate(ctx, tx, runID, qRescheduleRun,
+		sql.Named("ns", b.ns),
+		sql.Named("run_id", runID),
+		sql.Named("worker_id", workerID),
+		sql.Named("available_at", timeArg(at)),
+		sql.Named("error", errJSON),
+		sql.Named("now", timeArg(now)))
+	if err != nil {
+		return nil, err
+	}
+	if !at.After(now) {
+		ev.workAvailable(b.ns)
 	}
 	return run, nil
 }

@@ -29,28 +29,66 @@ func (b *Backend) CreateStepAttempt(ctx context.Context, p backend.CreateStepAtt
 	if err != nil {
 		return nil, fmt.Errorf("create step attempt %q for workflow run %s: %w", p.StepName, p.WorkflowRunID, err)
 	}
+	ins := insertStepArgs{
+		step: &backend.StepAttempt{
+			ID: id.New(id.PrefixStep), StepName: p.StepName, Kind: p.Kind, Status: backend.StepRunning,
+		},
+		config: config, context: stepContext,
+	}
 	var step *backend.StepAttempt
 	err = b.write(ctx, func(tx *txn, now time.Time, _ *events) error {
 		var err error
-		step, err = scanStep(tx.QueryRowContext(ctx, qInsertStep,
-			sql.Named("ns", b.ns),
-			sql.Named("step_id", id.New(id.PrefixStep)),
-			sql.Named("run_id", p.WorkflowRunID),
-			sql.Named("worker_id", p.WorkerID),
-			sql.Named("step_name", p.StepName),
-			sql.Named("kind", string(p.Kind)),
-			sql.Named("config", config),
-			sql.Named("context", stepContext),
-			sql.Named("now", timeArg(now))))
-		if errors.Is(err, sql.ErrNoRows) {
-			return b.fenceError(ctx, tx, p.WorkflowRunID)
-		}
+		step, err = b.insertStep(ctx, tx, now, p.WorkflowRunID, p.WorkerID, &ins)
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create step attempt %q for workflow run %s: %w", p.StepName, p.WorkflowRunID, err)
 	}
 	return step, nil
+}
+
+// insertStepArgs is an attempt to insert and its validated JSON columns
+// (text, or nil for SQL NULL).
+type insertStepArgs struct {
+	step                           *backend.StepAttempt
+	config, context, output, errJS any
+}
+
+// insertStep inserts the attempt a.step into run runID while workerID
+// owns it: started_at is a.step.StartedAt or now, finished_at
+// a.step.FinishedAt, or now for a completed or failed attempt.
+func (b *Backend) insertStep(ctx context.Context, tx *txn, now time.Time, runID, workerID string, a *insertStepArgs) (*backend.StepAttempt, error) {
+	s := a.step
+	startedAt, finishedAt := timeArg(now), any(nil)
+	if s.StartedAt != nil {
+		startedAt = timeArg(*s.StartedAt)
+	}
+	if s.FinishedAt != nil {
+		finishedAt = timeArg(*s.FinishedAt)
+	} else if s.Status != backend.StepRunning {
+		finishedAt = timeArg(now)
+	}
+	step, err := scanStep(tx.QueryRowContext(ctx, qInsertStep,
+		sql.Named("ns", b.ns),
+		sql.Named("step_id", s.ID),
+		sql.Named("run_id", runID),
+		sql.Named("worker_id", workerID),
+		sql.Named("step_name", s.StepName),
+		sql.Named("kind", string(s.Kind)),
+		sql.Named("status", string(s.Status)),
+		sql.Named("config", a.config),
+		sql.Named("context", a.context),
+		sql.Named("output", a.output),
+		sql.Named("error", a.errJS),
+		sql.Named("child_ns", nullStringArg(s.ChildWorkflowRunNamespaceID)),
+		sql.Named("child_id", nullStringArg(s.ChildWorkflowRunID)),
+		sql.Named("started_at", startedAt),
+		sql.Named("finished_at", finishedAt),
+		sql.Named("now", timeArg(now))))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, b.fenceError(ctx, tx, runID)
+	}
+	return step, err
 }
 
 // GetStepAttempt returns the attempt, or an error wrapping
@@ -129,26 +167,32 @@ func (b *Backend) SetStepAttemptChildWorkflowRun(ctx context.Context, p backend.
 	return step, nil
 }
 
-// ownedStepUpdate runs a step UPDATE fenced with stepOwned (the named
-// arguments ns, run_id, step_id, worker_id and now are added to args) and
-// explains a miss.
+// ownedStepUpdate runs updateStep in its own write transaction.
 func (b *Backend) ownedStepUpdate(ctx context.Context, runID, stepID, workerID, query string, args ...any) (*backend.StepAttempt, error) {
 	var step *backend.StepAttempt
 	err := b.write(ctx, func(tx *txn, now time.Time, _ *events) error {
-		all := append([]any{
-			sql.Named("ns", b.ns),
-			sql.Named("run_id", runID),
-			sql.Named("step_id", stepID),
-			sql.Named("worker_id", workerID),
-			sql.Named("now", timeArg(now)),
-		}, args...)
 		var err error
-		step, err = scanStep(tx.QueryRowContext(ctx, query, all...))
-		if errors.Is(err, sql.ErrNoRows) {
-			return b.stepFenceError(ctx, tx, runID, stepID, workerID)
-		}
+		step, err = b.updateStep(ctx, tx, now, runID, stepID, workerID, query, args...)
 		return err
 	})
+	return step, err
+}
+
+// updateStep runs a step UPDATE fenced with stepOwned (the named
+// arguments ns, run_id, step_id, worker_id and now are added to args) and
+// explains a miss.
+func (b *Backend) updateStep(ctx context.Context, tx *txn, now time.Time, runID, stepID, workerID, query string, args ...any) (*backend.StepAttempt, error) {
+	all := append([]any{
+		sql.Named("ns", b.ns),
+		sql.Named("run_id", runID),
+		sql.Named("step_id", stepID),
+		sql.Named("worker_id", workerID),
+		sql.Named("now", timeArg(now)),
+	}, args...)
+	step, err := scanStep(tx.QueryRowContext(ctx, query, all...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, b.stepFenceError(ctx, tx, runID, stepID, workerID)
+	}
 	return step, err
 }
 
