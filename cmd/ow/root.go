@@ -71,7 +71,7 @@ Start with:  ow demo`,
 	f.StringVar(&a.schema, "schema", "", "PostgreSQL schema (default \"openworkflow\") [$"+config.EnvSchema+"]")
 	f.BoolVar(&a.jsonOut, "json", false, "print one JSON document on stdout instead of text")
 
-	root.AddCommand(a.migrateCommand(), a.runsCommand(), a.signalCommand(), a.doctorCommand(), a.demoCommand())
+	root.AddCommand(a.migrateCommand(), a.runsCommand(), a.signalCommand(), a.doctorCommand(), a.demoCommand(), a.benchCommand())
 	return root
 }
 

@@ -1,0 +1,382 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	ow "github.com/openworkflow-go/openworkflow"
+	"github.com/openworkflow-go/openworkflow/backend"
+)
+
+// startBatch is the number of runs one StartMany call starts (W0b, and the
+// untimed enqueue of W1, W3, W5).
+const startBatch = 1000
+
+// stopTimeout bounds stopping a worker after a measurement.
+const stopTimeout = 30 * time.Second
+
+// resultTimeout bounds waiting for one W2 run.
+const resultTimeout = 30 * time.Second
+
+// measurement is one workload measured once on one fresh target.
+type measurement struct {
+	o       Options
+	t       target
+	id      string // workload id
+	workers int    // W5's worker processes
+	label   string // "W1 postgres" for messages
+}
+
+func (m *measurement) progress() *progress {
+	return &progress{w: m.o.Progress, label: m.label, last: time.Now()}
+}
+
+// result starts the measurement's Result.
+func (m *measurement) result(runs, steps int) Result {
+	return Result{Engine: EngineGo, Workload: m.id, Backend: m.t.kind(), Workers: m.workers,
+		Concurrency: m.o.Concurrency, Runs: runs, Steps: steps, Repeat: 1, Metrics: map[string]float64{}}
+}
+
+// run measures the workload.
+func (m *measurement) run(ctx context.Context) (Result, error) {
+	switch m.id {
+	case W0:
+		return m.enqueue(ctx, false)
+	case W0b:
+		return m.enqueue(ctx, true)
+	case W1:
+		return m.throughput(ctx, seq3, 3)
+	case W2:
+		return m.latency(ctx)
+	case W3:
+		return m.throughput(ctx, fanOut, fanOutWidth+1)
+	case W4:
+		return m.sleep(ctx)
+	case W5:
+		return m.throughput(ctx, seq3, 3)
+	}
+	return Result{}, fmt.Errorf("workload %s cannot run here", m.id)
+}
+
+// commitMeter brackets a measured phase with the target's commit count.
+type commitMeter struct {
+	before int64
+	ok     bool
+}
+
+// startCommits reads the commit count; every connection to the target
+// must be closed.
+func (m *measurement) startCommits(ctx context.Context) (commitMeter, error) {
+	n, ok, err := m.t.commits(ctx)
+	return commitMeter{before: n, ok: ok}, err
+}
+
+// stopCommits sets the commit metrics of res from the count now, less the
+// bench's own transactions (own); every connection must be closed.
+func (m *measurement) stopCommits(ctx context.Context, cm commitMeter, own int64, res *Result) error {
+	if !cm.ok {
+		return nil
+	}
+	after, _, err := m.t.commits(ctx)
+	if err != nil {
+		return err
+	}
+	commits := float64(after - cm.before - own)
+	res.Metrics[MetricCommitsPerRun] = commits / float64(res.Runs)
+	if res.Steps > 0 {
+		res.Metrics[MetricCommitsPerStep] = commits / float64(res.Steps)
+	}
+	return nil
+}
+
+// enqueue is W0 (one Start at a time from one client) or W0b (StartMany
+// in batches of startBatch). No worker runs while starts are timed; then
+// a worker runs every run and each output is verified.
+func (m *measurement) enqueue(ctx context.Context, batch bool) (Result, error) {
+	n := m.o.runsFor(m.id)
+	res := m.result(n, 0)
+	cm, err := m.startCommits(ctx)
+	if err != nil {
+		return res, err
+	}
+	b, err := m.t.open(ctx)
+	if err != nil {
+		return res, err
+	}
+	p := m.progress()
+	begin := time.Now()
+	if batch {
+		err = startMany(ctx, b, oneStep, n, p)
+	} else {
+		c := ow.NewClient(b)
+		for i := 0; i < n && err == nil; i++ {
+			_, err = oneStep.Start(ctx, c, Input{I: i})
+			p.update(i+1, n, "runs started")
+		}
+	}
+	elapsed := time.Since(begin)
+	if err = errors.Join(err, b.Close()); err != nil {
+		return res, err
+	}
+	res.Metrics[MetricStartsPerS] = float64(n) / elapsed.Seconds()
+	res.Metrics[MetricSeconds] = elapsed.Seconds()
+	if err := m.stopCommits(ctx, cm, 0, &res); err != nil {
+		return res, err
+	}
+	// Not timed: every started run must run to the right output.
+	if _, _, _, err := m.execute(ctx, n); err != nil {
+		return res, err
+	}
+	return res, m.verify(ctx, nameOne, n, 1, nil)
+}
+
+// throughput is W1, W3 and W5: n runs of wf enqueued before any worker
+// starts, then timed from the worker's start to the last completion. W5
+// runs m.workers worker processes; the others one worker in this
+// process.
+func (m *measurement) throughput(ctx context.Context, wf *ow.Workflow[Input, Output], steps int) (Result, error) {
+	n := m.o.runsFor(m.id)
+	res := m.result(n, n*steps)
+	b, err := m.t.open(ctx)
+	if err != nil {
+		return res, err
+	}
+	err = startMany(ctx, b, wf, n, nil)
+	if err = errors.Join(err, b.Close()); err != nil {
+		return res, fmt.Errorf("enqueue %d runs: %w", n, err)
+	}
+	cm, err := m.startCommits(ctx)
+	if err != nil {
+		return res, err
+	}
+	begin, seen, polls, err := m.execute(ctx, n)
+	if err != nil {
+		return res, err
+	}
+	if err := m.stopCommits(ctx, cm, polls, &res); err != nil {
+		return res, err
+	}
+	var end time.Time
+	if err := m.verify(ctx, wf.Spec().Name, n, steps, func(runs []backend.WorkflowRun) {
+		end = endOf(runs, begin, seen)
+	}); err != nil {
+		return res, err
+	}
+	secs := end.Sub(begin).Seconds()
+	res.Metrics[MetricSeconds] = secs
+	res.Metrics[MetricRunsPerS] = float64(n) / secs
+	res.Metrics[MetricStepsPerS] = float64(n*steps) / secs
+	return res, nil
+}
+
+// latency is W2: n one-step runs, each started and awaited (Result) before
+// the next, with an idle worker; latency is from the Start call to
+// Result's return.
+func (m *measurement) latency(ctx context.Context) (Result, error) {
+	n := m.o.runsFor(W2)
+	res := m.result(n, n)
+	cm, err := m.startCommits(ctx)
+	if err != nil {
+		return res, err
+	}
+	b, err := m.t.open(ctx)
+	if err != nil {
+		return res, err
+	}
+	stop, err := m.startWorkers(ctx)
+	if err != nil {
+		return res, errors.Join(err, b.Close())
+	}
+	c := ow.NewClient(b)
+	p := m.progress()
+	lat := make([]float64, 0, n)
+	begin := time.Now()
+	for i := 0; i < n && err == nil; i++ {
+		t0 := time.Now()
+		var h *ow.Handle[Output]
+		if h, err = oneStep.Start(ctx, c, Input{I: i}); err != nil {
+			break
+		}
+		rctx, cancel := context.WithTimeout(ctx, resultTimeout)
+		var out Output
+		out, err = h.Result(rctx)
+		cancel()
+		lat = append(lat, ms(time.Since(t0)))
+		if err == nil && out != expectedOutput(i, 1) {
+			err = fmt.Errorf("run %s (input %d): Result returned %+v, want %+v", h.ID, i, out, expectedOutput(i, 1))
+		}
+		p.update(i+1, n, "runs")
+	}
+	elapsed := time.Since(begin)
+	if err = errors.Join(err, stop(), b.Close()); err != nil {
+		return res, err
+	}
+	if err := m.stopCommits(ctx, cm, 0, &res); err != nil {
+		return res, err
+	}
+	res.Metrics[MetricSeconds] = elapsed.Seconds()
+	res.Metrics[MetricRunsPerS] = float64(n) / elapsed.Seconds()
+	res.Metrics[MetricP50] = percentile(lat, 50)
+	res.Metrics[MetricP95] = percentile(lat, 95)
+	res.Metrics[MetricP99] = percentile(lat, 99)
+	return res, m.verify(ctx, nameOne, n, 1, nil)
+}
+
+// sleep is W4: with the worker running, n runs that sleep sleepFor and
+// then run one step are started (StartMany); lateness is each run's
+// finished_at − started_at − sleepFor.
+func (m *measurement) sleep(ctx context.Context) (Result, error) {
+	n := m.o.runsFor(W4)
+	res := m.result(n, 2*n) // the sleep and the step are both step attempts
+	cm, err := m.startCommits(ctx)
+	if err != nil {
+		return res, err
+	}
+	counter, err := m.t.counter(ctx)
+	if err != nil {
+		return res, err
+	}
+	b, err := m.t.open(ctx)
+	if err != nil {
+		return res, errors.Join(err, counter.close())
+	}
+	stop, err := m.startWorkers(ctx)
+	if err != nil {
+		return res, errors.Join(err, b.Close(), counter.close())
+	}
+	begin := time.Now()
+	err = startMany(ctx, b, sleepThenStep, n, nil)
+	var seen time.Time
+	if err == nil {
+		seen, err = waitAll(ctx, counter, n, m.progress())
+	}
+	if err = errors.Join(err, stop(), b.Close(), counter.close()); err != nil {
+		return res, err
+	}
+	if err := m.stopCommits(ctx, cm, counter.calls(), &res); err != nil {
+		return res, err
+	}
+	var late []float64
+	var end time.Time
+	err = m.verify(ctx, nameSleep, n, 1, func(runs []backend.WorkflowRun) {
+		end = endOf(runs, begin, seen)
+		for _, r := range runs {
+			if r.StartedAt != nil && r.FinishedAt != nil {
+				late = append(late, ms(r.FinishedAt.Sub(*r.StartedAt)-sleepFor))
+			}
+		}
+	})
+	if err != nil {
+		return res, err
+	}
+	secs := end.Sub(begin).Seconds()
+	res.Metrics[MetricSeconds] = secs
+	res.Metrics[MetricRunsPerS] = float64(n) / secs
+	res.Metrics[MetricStepsPerS] = float64(2*n) / secs
+	res.Metrics[MetricLatenessP50] = percentile(late, 50)
+	res.Metrics[MetricLatenessP99] = percentile(late, 99)
+	return res, nil
+}
+
+// execute starts the workers, waits until n runs completed, and stops
+// them. It returns when the workers started, when the bench saw the last
+// completion, and the transactions its polling committed. Every
+// connection it opened is closed when it returns.
+func (m *measurement) execute(ctx context.Context, n int) (begin, seen time.Time, polls int64, err error) {
+	counter, err := m.t.counter(ctx)
+	if err != nil {
+		return begin, seen, 0, err
+	}
+	begin = time.Now()
+	stop, err := m.startWorkers(ctx)
+	if err == nil {
+		if m.workers > 0 {
+			begin = time.Now() // processes are timed from their release
+		}
+		seen, err = waitAll(ctx, counter, n, m.progress())
+		err = errors.Join(err, stop())
+	}
+	return begin, seen, counter.calls(), errors.Join(err, counter.close())
+}
+
+// startWorkers starts m.workers worker processes, released together, or
+// (m.workers == 0) one worker in this process, and returns the function
+// that stops them gracefully and closes their connections.
+func (m *measurement) startWorkers(ctx context.Context) (stop func() error, err error) {
+	if m.workers > 0 {
+		g, err := startProcs(ctx, m.o, m.t, m.workers)
+		if err != nil {
+			return nil, err
+		}
+		g.release()
+		return g.stop, nil
+	}
+	b, err := m.t.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	w, err := newWorker(b, m.o.Concurrency, m.o.Progress)
+	if err == nil {
+		err = w.Start(ctx)
+	}
+	if err != nil {
+		return nil, errors.Join(err, b.Close())
+	}
+	return func() error {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
+		defer cancel()
+		return errors.Join(w.Stop(sctx), b.Close())
+	}, nil
+}
+
+// newWorker is a bench worker: every bench workflow registered, warnings
+// logged to logTo.
+func newWorker(b backend.Backend, concurrency int, logTo interface{ Write([]byte) (int, error) }) (*ow.Worker, error) {
+	w := ow.NewWorker(b, ow.WorkerOptions{
+		Concurrency: concurrency,
+		Logger:      slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	return w, w.Register(definitions()...)
+}
+
+// startMany starts runs 0…n−1 of wf in batches of startBatch.
+func startMany(ctx context.Context, b backend.Backend, wf *ow.Workflow[Input, Output], n int, p *progress) error {
+	c := ow.NewClient(b)
+	for lo := 0; lo < n; lo += startBatch {
+		hi := min(lo+startBatch, n)
+		in := make([]Input, 0, hi-lo)
+		for i := lo; i < hi; i++ {
+			in = append(in, Input{I: i})
+		}
+		if _, err := wf.StartMany(ctx, c, in); err != nil {
+			return err
+		}
+		p.update(hi, n, "runs started")
+	}
+	return nil
+}
+
+// verify lists every run of the target and checks that they are the n
+// runs of name with the right outputs (see [verify]); inspect, if not
+// nil, then reads the runs.
+func (m *measurement) verify(ctx context.Context, name string, n, steps int, inspect func([]backend.WorkflowRun)) error {
+	b, err := m.t.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	runs, err := listRuns(ctx, b)
+	if err != nil {
+		return err
+	}
+	if err := verify(runs, name, n, steps); err != nil {
+		return err
+	}
+	if inspect != nil {
+		inspect(runs)
+	}
+	return nil
+}
