@@ -1,0 +1,139 @@
+package interop
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	ow "github.com/openworkflow-go/openworkflow"
+	"github.com/openworkflow-go/openworkflow/backend/postgres"
+)
+
+// newSchema returns a fresh schema name, dropped when the test ends.
+func newSchema(t *testing.T) string {
+	t.Helper()
+	s := randomName("interop_")
+	t.Cleanup(func() {
+		_, _ = pool.Exec(context.Background(), `DROP SCHEMA IF EXISTS "`+s+`" CASCADE`)
+	})
+	return s
+}
+
+func migrationVersions(t *testing.T, schema string) []int64 {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT "version" FROM "`+schema+`"."openworkflow_migrations" ORDER BY 1`)
+	must(t, err)
+	defer rows.Close()
+	var vs []int64
+	for rows.Next() {
+		var v int64
+		must(t, rows.Scan(&v))
+		vs = append(vs, v)
+	}
+	must(t, rows.Err())
+	return vs
+}
+
+func migrateTS(t *testing.T, schema string) {
+	t.Helper()
+	p := startTS(t, randomName("mig-"), tsOptions{Schema: schema, Migrate: true})
+	p.call("ping", nil, nil)
+}
+
+func migrateGo(t *testing.T, schema string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := postgres.Open(ctx, pgURL, postgres.Options{Schema: schema, NamespaceID: "mig"})
+	must(t, err)
+	must(t, b.Close())
+}
+
+// Migrating with one SDK and then opening with the other applies nothing
+// again (migration 2's ADD CONSTRAINT would fail if it did), leaves
+// openworkflow_migrations at versions 0-5, and both SDKs work on the
+// schema afterwards.
+func TestMigrationsInEitherOrder(t *testing.T) {
+	setup(t)
+	for _, order := range []string{"TS then Go", "Go then TS"} {
+		t.Run(order, func(t *testing.T) {
+			schema := newSchema(t)
+			if order == "TS then Go" {
+				migrateTS(t, schema)
+				migrateGo(t, schema)
+			} else {
+				migrateGo(t, schema)
+				migrateTS(t, schema)
+			}
+			if got, want := migrationVersions(t, schema), []int64{0, 1, 2, 3, 4, 5}; !reflect.DeepEqual(got, want) {
+				t.Errorf("openworkflow_migrations versions %v, want %v", got, want)
+			}
+			// Both open again (nothing to apply) and work together.
+			migrateGo(t, schema)
+			migrateTS(t, schema)
+			e := newEnvIn(t, schema, randomName("mig-"))
+			ts := startTS(t, e.ns, tsOptions{Schema: schema})
+			e.goWorker(goEcho(ow.Spec{Name: "mig-echo"}))
+			var run tsRun
+			ts.call("start", map[string]any{"name": "mig-echo", "input": map[string]any{"msg": "m"}}, &run)
+			var out echoOut
+			must(t, json.Unmarshal(ts.resultOf(run.ID, 20*time.Second), &out))
+			if out.By != "go" || out.Echo.Msg != "m" {
+				t.Errorf("echo in schema %s: %+v", schema, out)
+			}
+		})
+	}
+}
+
+// The schema each SDK creates is the same: columns, indexes, constraints.
+func TestBothSDKsCreateTheSameSchema(t *testing.T) {
+	setup(t)
+	tsSchema, goSchema := newSchema(t), newSchema(t)
+	migrateTS(t, tsSchema)
+	migrateGo(t, goSchema)
+	a, b := describeSchema(t, tsSchema), describeSchema(t, goSchema)
+	for i := 0; i < max(len(a), len(b)); i++ {
+		var x, y string
+		if i < len(a) {
+			x = a[i]
+		}
+		if i < len(b) {
+			y = b[i]
+		}
+		if x != y {
+			t.Errorf("schema differs:\n  TS: %s\n  Go: %s", x, y)
+		}
+	}
+}
+
+// describeSchema lists a schema's columns, indexes and constraints as
+// sorted lines, with the schema name replaced by "S".
+func describeSchema(t *testing.T, schema string) []string {
+	t.Helper()
+	q := `
+SELECT 'column ' || table_name || '.' || column_name || ' ' || data_type || ' null=' || is_nullable || ' default=' || coalesce(column_default, '')
+FROM information_schema.columns WHERE table_schema = $1
+UNION ALL
+SELECT 'index ' || indexname || ' ' || indexdef FROM pg_indexes WHERE schemaname = $1
+UNION ALL
+SELECT 'constraint ' || c.conname || ' ' || pg_get_constraintdef(c.oid) || ' validated=' || c.convalidated
+FROM pg_constraint c JOIN pg_namespace n ON n.oid = c.connamespace WHERE n.nspname = $1
+ORDER BY 1`
+	rows, err := pool.Query(context.Background(), q, schema)
+	must(t, err)
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		must(t, rows.Scan(&s))
+		out = append(out, strings.ReplaceAll(s, schema, "S"))
+	}
+	must(t, rows.Err())
+	if len(out) == 0 {
+		t.Fatalf("schema %s is empty", schema)
+	}
+	return out
+}
