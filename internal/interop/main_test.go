@@ -185,4 +185,3 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() (b
 		time.Sleep(50 * time.Millisecond)
 	}
 }
-

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-
 	ow "github.com/openworkflow-go/openworkflow"
 	"github.com/openworkflow-go/openworkflow/backend"
 )

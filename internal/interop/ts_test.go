@@ -335,4 +335,3 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
-
