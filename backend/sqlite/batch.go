@@ -112,7 +112,7 @@ func (b *Backend) applyWrite(ctx context.Context, tx *txn, now time.Time, ev *ev
 	var err error
 	switch w.Kind {
 	case backend.WriteInsertStep:
-		_, err = b.insertStep(ctx, tx, now, w.WorkflowRunID, w.WorkerID, &a.insert)
+		_, err = b.insertStep(ctx, tx, now, w.WorkflowRunID, w.WorkerID, &a.insert, false)
 	case backend.WriteFinishStep:
 		_, err = b.updateStep(ctx, tx, now, w.WorkflowRunID, w.Step.ID, w.WorkerID, a.finishQuery, a.finishArg)
 	case backend.WriteCompleteRun:

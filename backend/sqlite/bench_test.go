@@ -142,3 +142,46 @@ func BenchmarkCreateWorkflowRunLoop1000(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkApplyWrites100 applies a batch of 100 fast steps (one inserted
+// completed attempt per owned run) in one ApplyWrites: the group-commit
+// twin of BenchmarkSingleWriteSteps100.
+func BenchmarkApplyWrites100(b *testing.B) {
+	be := openBench(b)
+	runs := claimOwned(b, be, 100)
+	ws := make([]backend.Write, len(runs))
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		for j, r := range runs {
+			ws[j] = backend.Write{
+				Kind: backend.WriteInsertStep, WorkflowRunID: r.ID, WorkerID: *r.WorkerID,
+				Step: &backend.StepAttempt{
+					ID: fmt.Sprintf("step_bench_%d_%d", i, j), StepName: fmt.Sprintf("step-%d", i),
+					Kind: backend.StepFunction, Status: backend.StepCompleted, Output: benchOutput,
+				},
+			}
+		}
+		for j, err := range be.ApplyWrites(b.Context(), ws) {
+			if err != nil {
+				b.Fatalf("write %d: %v", j, err)
+			}
+		}
+		i++
+	}
+}
+
+// BenchmarkCreateWorkflowRuns1000 starts 1,000 runs in one call.
+func BenchmarkCreateWorkflowRuns1000(b *testing.B) {
+	be := openBench(b)
+	ps := make([]backend.CreateWorkflowRunParams, 1000)
+	for i := range ps {
+		ps[i] = backend.CreateWorkflowRunParams{WorkflowName: "wf", Input: benchOutput}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := be.CreateWorkflowRuns(b.Context(), ps); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

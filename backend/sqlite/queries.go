@@ -259,10 +259,11 @@ WHERE "namespace_id" = :ns
   AND "worker_id" IS NULL
 RETURNING "id"`
 
-// qInsertStep inserts an attempt only while the run is owned; no row
-// comes back otherwise. CreateStepAttempt inserts it running; a batch
-// (ApplyWrites) may insert it already completed or failed.
-const qInsertStep = `
+// insertStepSQL inserts an attempt only while the run is owned; no row
+// comes back otherwise. CreateStepAttempt inserts it running (qInsertStep
+// returns the row); a batch (ApplyWrites) may insert it already completed
+// or failed, and needs only to know that it applied (qInsertStepID).
+const insertStepSQL = `
 INSERT INTO "step_attempts" (
   "namespace_id", "id", "workflow_run_id", "step_name", "kind", "status",
   "config", "context", "output", "error",
@@ -274,8 +275,12 @@ SELECT :ns, :step_id, :run_id, :step_name, :kind, :status,
   :child_ns, :child_id,
   :started_at, :finished_at, :now, :now
 FROM "workflow_runs"
-WHERE ` + runOwned + `
-RETURNING ` + stepColumns
+WHERE ` + runOwned
+
+const (
+	qInsertStep   = insertStepSQL + "\nRETURNING " + stepColumns
+	qInsertStepID = insertStepSQL + "\nRETURNING \"id\""
+)
 
 const qGetStep = `
 SELECT ` + stepColumns + `

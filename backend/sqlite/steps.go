@@ -38,7 +38,7 @@ func (b *Backend) CreateStepAttempt(ctx context.Context, p backend.CreateStepAtt
 	var step *backend.StepAttempt
 	err = b.write(ctx, func(tx *txn, now time.Time, _ *events) error {
 		var err error
-		step, err = b.insertStep(ctx, tx, now, p.WorkflowRunID, p.WorkerID, &ins)
+		step, err = b.insertStep(ctx, tx, now, p.WorkflowRunID, p.WorkerID, &ins, true)
 		return err
 	})
 	if err != nil {
@@ -57,7 +57,10 @@ type insertStepArgs struct {
 // insertStep inserts the attempt a.step into run runID while workerID
 // owns it: started_at is a.step.StartedAt or now, finished_at
 // a.step.FinishedAt, or now for a completed or failed attempt.
-func (b *Backend) insertStep(ctx context.Context, tx *txn, now time.Time, runID, workerID string, a *insertStepArgs) (*backend.StepAttempt, error) {
+//
+// It returns the inserted row when full is set, else nil (the batch does
+// not need it, and skips reading and parsing it back).
+func (b *Backend) insertStep(ctx context.Context, tx *txn, now time.Time, runID, workerID string, a *insertStepArgs, full bool) (*backend.StepAttempt, error) {
 	s := a.step
 	startedAt, finishedAt := timeArg(now), any(nil)
 	if s.StartedAt != nil {
@@ -68,7 +71,11 @@ func (b *Backend) insertStep(ctx context.Context, tx *txn, now time.Time, runID,
 	} else if s.Status != backend.StepRunning {
 		finishedAt = timeArg(now)
 	}
-	step, err := scanStep(tx.QueryRowContext(ctx, qInsertStep,
+	query := qInsertStepID
+	if full {
+		query = qInsertStep
+	}
+	row := tx.QueryRowContext(ctx, query,
 		sql.Named("ns", b.ns),
 		sql.Named("step_id", s.ID),
 		sql.Named("run_id", runID),
@@ -84,7 +91,15 @@ func (b *Backend) insertStep(ctx context.Context, tx *txn, now time.Time, runID,
 		sql.Named("child_id", nullStringArg(s.ChildWorkflowRunID)),
 		sql.Named("started_at", startedAt),
 		sql.Named("finished_at", finishedAt),
-		sql.Named("now", timeArg(now))))
+		sql.Named("now", timeArg(now)))
+	var step *backend.StepAttempt
+	var err error
+	if full {
+		step, err = scanStep(row)
+	} else {
+		var stepID string
+		err = row.Scan(&stepID)
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, b.fenceError(ctx, tx, runID)
 	}

@@ -16,7 +16,7 @@ var hotQueries = []string{
 	qFailExpiredRuns, qClaimCandidates, qClaimRun, qExtendLease,
 	qSleepRun, qCompleteRun, qFailRun, qRescheduleRun, qCancelRun,
 	qWakeParent, qWakeRun,
-	qInsertStep, qGetStep, qCompleteStep, qFailStep, qSetStepChild,
+	qInsertStep, qInsertStepID, qGetStep, qCompleteStep, qFailStep, qSetStepChild,
 	qGetSignalDelivery,
 	qSavepoint, qReleaseSavepoint, qRollbackToSavepoint,
 }
