@@ -230,8 +230,7 @@ func (h *Handle[O]) Result(ctx context.Context) (O, error) {
 }
 
 // StartMany starts one run of wf per input in a single batch (one
-// statement on backends implementing backend.Batcher, else one create per
-// run) and returns their handles in input order. opts apply to every run;
+// statement on PostgreSQL) and returns their handles in input order. opts apply to every run;
 // an idempotency key given here is suffixed with the input's index.
 func (wf *Workflow[I, O]) StartMany(ctx context.Context, c *Client, inputs []I, opts ...StartOption) ([]*Handle[O], error) {
 	anyInputs := make([]any, len(inputs))
@@ -270,20 +269,9 @@ func (c *Client) StartManyByName(ctx context.Context, name, version string, inpu
 		}
 		ps[i] = p
 	}
-	var runs []*backend.WorkflowRun
-	if bb, ok := c.b.(backend.Batcher); ok {
-		var err error
-		if runs, err = bb.CreateWorkflowRuns(ctx, ps); err != nil {
-			return nil, fmt.Errorf("start %d runs of workflow %q: %w", len(ps), name, err)
-		}
-	} else {
-		for i, p := range ps {
-			r, err := c.b.CreateWorkflowRun(ctx, p)
-			if err != nil {
-				return nil, fmt.Errorf("start workflow %q (input %d; %d started before it): %w", name, i, i, err)
-			}
-			runs = append(runs, r)
-		}
+	runs, err := c.b.CreateWorkflowRuns(ctx, ps)
+	if err != nil {
+		return nil, fmt.Errorf("start %d runs of workflow %q: %w", len(ps), name, err)
 	}
 	hs := make([]*RunHandle, len(runs))
 	for i, r := range runs {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/openworkflow-go/openworkflow/backend"
+	"github.com/openworkflow-go/openworkflow/internal/id"
 	"github.com/openworkflow-go/openworkflow/internal/replay"
 )
 
@@ -46,6 +47,11 @@ type execution struct {
 	lost      bool
 	closed    bool
 	branches  sync.WaitGroup
+	buffer    []backend.Write // deferred writes, committed with the next write
+	pending   []*writeGroup   // submitted without waiting; the next write waits
+	commit    *committer
+
+	runningStepAfter time.Duration
 
 	releaseOnce sync.Once
 }
@@ -121,46 +127,155 @@ func (x *execution) admit() error {
 	return nil
 }
 
-// createAttempt records a new running attempt of the given kind; admitted
-// is true for a branch admitted when it was started.
-func (x *execution) createAttempt(key string, kind backend.StepKind, stepCtx any, admitted bool) (*backend.StepAttempt, error) {
-	if err := x.gate(admitted); err != nil {
-		return nil, err
-	}
+// newAttempt makes the in-memory record of a new attempt (id chosen here,
+// so writes can be batched without reading anything back) and counts it.
+func (x *execution) newAttempt(key string, kind backend.StepKind, stepCtx any, status backend.StepStatus) *backend.StepAttempt {
 	var raw json.RawMessage
 	if stepCtx != nil {
 		raw, _ = json.Marshal(stepCtx)
 	}
-	a, err := x.b.CreateStepAttempt(x.ctx, backend.CreateStepAttemptParams{
-		WorkflowRunID: x.run.ID, WorkerID: x.workerID, StepName: key, Kind: kind, Context: raw,
-	})
-	if err != nil {
-		return nil, x.writeErr(fmt.Sprintf("create step %q", key), err)
+	now := x.now().UTC()
+	a := &backend.StepAttempt{
+		NamespaceID: x.run.NamespaceID, ID: id.New(id.PrefixStep), WorkflowRunID: x.run.ID,
+		StepName: key, Kind: kind, Status: status, Config: json.RawMessage("{}"), Context: raw,
+		StartedAt: &now, CreatedAt: now, UpdatedAt: now,
 	}
 	x.hist.Record(a)
+	return a
+}
+
+// createAttempt records a new running attempt of the given kind and waits
+// for its commit (children, signals and sleeps need the row to exist);
+// admitted is true for a branch admitted when it was started.
+func (x *execution) createAttempt(key string, kind backend.StepKind, stepCtx any, admitted bool) (*backend.StepAttempt, error) {
+	if err := x.gate(admitted); err != nil {
+		return nil, err
+	}
+	a := x.newAttempt(key, kind, stepCtx, backend.StepRunning)
+	if err := x.write(x.insertWrite(a)); err != nil {
+		return nil, fmt.Errorf("create step %q: %w", key, err)
+	}
 	return a, nil
 }
 
-func (x *execution) completeAttempt(a *backend.StepAttempt, output json.RawMessage) error {
-	done, err := x.b.CompleteStepAttempt(x.ctx, backend.CompleteStepAttemptParams{
-		WorkflowRunID: x.run.ID, StepAttemptID: a.ID, WorkerID: x.workerID, Output: output,
-	})
-	if err != nil {
-		return x.writeErr(fmt.Sprintf("complete step %q", a.StepName), err)
+func (x *execution) insertWrite(a *backend.StepAttempt) backend.Write {
+	return backend.Write{Kind: backend.WriteInsertStep, WorkflowRunID: x.run.ID, WorkerID: x.workerID, Step: a}
+}
+
+// finished returns a copy of a in a terminal status.
+func (x *execution) finished(a *backend.StepAttempt, status backend.StepStatus, output, errJSON json.RawMessage) *backend.StepAttempt {
+	now := x.now().UTC()
+	f := *a
+	f.Status, f.Output, f.Error, f.FinishedAt, f.UpdatedAt = status, output, errJSON, &now, now
+	if status == backend.StepCompleted && len(f.Output) == 0 {
+		f.Output = json.RawMessage("null")
 	}
+	return &f
+}
+
+// completeAttempt records a running attempt's completion. The write is
+// deferred: it is committed with the pass's next write (the next step, the
+// run's transition), before any further user step code runs.
+func (x *execution) completeAttempt(a *backend.StepAttempt, output json.RawMessage) error {
+	done := x.finished(a, backend.StepCompleted, output, nil)
+	x.deferWrite(backend.Write{Kind: backend.WriteFinishStep, WorkflowRunID: x.run.ID, WorkerID: x.workerID, Step: done}, false)
 	x.hist.Record(done)
 	return nil
 }
 
+// failAttempt records a running attempt's failure, deferred like
+// completeAttempt.
 func (x *execution) failAttempt(a *backend.StepAttempt, cause error) error {
-	failed, err := x.b.FailStepAttempt(x.ctx, backend.FailStepAttemptParams{
-		WorkflowRunID: x.run.ID, StepAttemptID: a.ID, WorkerID: x.workerID, Error: encodeError(cause),
-	})
-	if err != nil {
-		return x.writeErr(fmt.Sprintf("fail step %q", a.StepName), err)
-	}
+	failed := x.finished(a, backend.StepFailed, nil, encodeError(cause))
+	x.deferWrite(backend.Write{Kind: backend.WriteFinishStep, WorkflowRunID: x.run.ID, WorkerID: x.workerID, Step: failed}, false)
 	x.hist.Record(failed)
 	return nil
+}
+
+// deferWrite buffers a write to be committed with the pass's next one.
+// On the workflow's own goroutine that next write comes soon (the next
+// step, a wait, or the run's transition, which then share a commit); a
+// parallel branch, whose siblings may run for long, submits it at once
+// without waiting (see flushAsync).
+func (x *execution) deferWrite(w backend.Write, branch bool) {
+	x.mu.Lock()
+	x.buffer = append(x.buffer, w)
+	x.mu.Unlock()
+	if branch {
+		x.flushAsync()
+	}
+}
+
+// flushAsync submits the buffered writes for the next group commit without
+// waiting; the next write (or flush) waits for them.
+func (x *execution) flushAsync() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if len(x.buffer) > 0 {
+		x.pending = append(x.pending, x.commit.submit(x.buffer))
+		x.buffer = nil
+	}
+}
+
+// write commits the buffered writes and ws as one group and waits for the
+// commit (and for writes submitted earlier without waiting). A refused
+// fence (or any failure to commit) means the pass no longer owns the run:
+// nothing more is committed and ErrLeaseLost is returned.
+func (x *execution) write(ws ...backend.Write) error {
+	x.mu.Lock()
+	group := append(x.buffer, ws...)
+	x.buffer = nil
+	wait := x.pending
+	x.pending = nil
+	if len(group) > 0 {
+		wait = append(wait, x.commit.submit(group))
+	}
+	x.mu.Unlock()
+	var errs []error
+	for _, g := range wait {
+		if err := g.wait(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	err := errors.Join(errs...)
+	x.mu.Lock()
+	x.lost = true
+	x.mu.Unlock()
+	if errors.Is(err, backend.ErrNotOwner) || x.ctx.Err() != nil {
+		return fmt.Errorf("%w (%v)", ErrLeaseLost, err)
+	}
+	x.log.Error("openworkflow: write failed; abandoning the pass (the run is retried when its lease expires)", "run", x.run.ID, "error", err)
+	return fmt.Errorf("%w: write failed: %v", ErrLeaseLost, err)
+}
+
+// flush commits the buffered and pending writes, if any.
+func (x *execution) flush() error { return x.write() }
+
+// announceIfSlow inserts a's running row if its step is still executing
+// after runningStepAfter, so long steps show as running; fast steps never
+// write it. The returned function stops the timer and reports whether the
+// row was inserted (waiting for that insert's commit).
+func (x *execution) announceIfSlow(a *backend.StepAttempt) func() (inserted bool, err error) {
+	submitted := make(chan *writeGroup, 1)
+	row := *a
+	t := time.AfterFunc(x.runningStepAfter, func() {
+		submitted <- x.commit.submit([]backend.Write{x.insertWrite(&row)})
+	})
+	return func() (bool, error) {
+		if t.Stop() {
+			return false, nil
+		}
+		if err := (<-submitted).wait(); err != nil {
+			x.mu.Lock()
+			x.lost = true
+			x.mu.Unlock()
+			return true, fmt.Errorf("%w (%v)", ErrLeaseLost, err)
+		}
+		return true, nil
+	}
 }
 
 // callProtected runs f, turning a panic into a *PanicError with the stack.

@@ -25,6 +25,7 @@ func (w *Worker) execute(run *backend.WorkflowRun) {
 	x := &execution{
 		b: w.b, now: w.opts.Now, log: w.log, run: run, workerID: workerID,
 		ctx: ctx, cancel: cancel, info: runInfo(run),
+		commit: w.commit, runningStepAfter: w.opts.RunningStepAfter,
 	}
 	w.mu.Lock()
 	w.executing[run.ID] = x
@@ -133,7 +134,9 @@ func (w *Worker) heartbeat(x *execution) (stop func()) {
 	return func() { close(done); <-finished }
 }
 
-// finish makes the run's transition after a pass.
+// finish makes the run's transition after a pass. The transition is
+// committed together with the pass's deferred writes (e.g. the last step's
+// result), in the same group commit.
 func (w *Worker) finish(x *execution, out json.RawMessage, err error) {
 	run := x.run
 	if errors.Is(context.Cause(x.ctx), errCauseShutdown) {
@@ -146,7 +149,6 @@ func (w *Worker) finish(x *execution, out json.RawMessage, err error) {
 		}
 		return
 	}
-	ctx := context.WithoutCancel(x.ctx)
 	x.mu.Lock()
 	suspended, wakeAt := x.suspended, x.wakeAt
 	x.mu.Unlock()
@@ -155,76 +157,64 @@ func (w *Worker) finish(x *execution, out json.RawMessage, err error) {
 		se *StepError
 		nr *NonRetryableError
 	)
+	tw := backend.Write{WorkflowRunID: run.ID, WorkerID: x.workerID}
 	switch {
 	case suspended && (err == nil || errors.Is(err, ErrSuspended)):
-		w.transition(x, "park", func() error {
-			return w.b.SleepWorkflowRun(ctx, backend.SleepWorkflowRunParams{WorkflowRunID: run.ID, WorkerID: x.workerID, AvailableAt: wakeAt})
-		})
-		w.noteWake(wakeAt)
+		tw.Kind, tw.AvailableAt = backend.WriteParkRun, wakeAt
 	case err == nil:
-		w.transition(x, "complete", func() error {
-			_, err := w.b.CompleteWorkflowRun(ctx, backend.CompleteWorkflowRunParams{WorkflowRunID: run.ID, WorkerID: x.workerID, Output: out})
-			return err
-		})
+		tw.Kind, tw.Output = backend.WriteCompleteRun, out
 	case errors.As(err, &le), errors.As(err, &nr):
-		w.failRun(ctx, x, err, backend.NoRetryPolicy)
+		w.failWrite(x, &tw, err, backend.NoRetryPolicy, run.Attempts)
 	case errors.As(err, &se):
 		if se.policy == nil {
-			w.failRun(ctx, x, err, backend.NoRetryPolicy)
-			return
+			w.failWrite(x, &tw, err, backend.NoRetryPolicy, run.Attempts)
+		} else {
+			w.failWrite(x, &tw, err, *se.policy, x.hist.FailedCount(se.StepName))
 		}
-		errJSON := encodeError(err)
-		d := backend.ComputeFailedRunUpdate(*se.policy, x.hist.FailedCount(se.StepName), run.DeadlineAt, errJSON, x.now())
-		if d.Terminal {
-			w.failRun(ctx, x, err, backend.NoRetryPolicy)
-			return
-		}
-		w.transition(x, "reschedule", func() error {
-			_, err := w.b.RescheduleWorkflowRunAfterFailedStepAttempt(ctx, backend.RescheduleWorkflowRunParams{
-				WorkflowRunID: run.ID, WorkerID: x.workerID, Error: errJSON, AvailableAt: d.RetryAt,
-			})
-			return err
-		})
-		w.noteWake(d.RetryAt)
 	default:
 		policy := DefaultWorkflowRetryPolicy
 		if def, ok := w.reg.lookup(run.WorkflowName, run.Version); ok && def.Spec().RetryPolicy != nil {
 			policy = def.Spec().RetryPolicy.WithDefaults(DefaultWorkflowRetryPolicy)
 		}
-		w.failRun(ctx, x, err, policy)
+		w.failWrite(x, &tw, err, policy, run.Attempts)
 	}
+	w.transition(x, tw)
 }
 
-func (w *Worker) failRun(ctx context.Context, x *execution, err error, policy backend.RetryPolicy) {
-	attempts := x.run.Attempts
-	w.transition(x, "fail", func() error {
-		r, ferr := w.b.FailWorkflowRun(ctx, backend.FailWorkflowRunParams{
-			WorkflowRunID: x.run.ID, WorkerID: x.workerID, Error: encodeError(err),
-			RetryPolicy: policy, Attempts: &attempts, DeadlineAt: x.run.DeadlineAt,
-		})
-		if ferr == nil && r.Status == backend.RunPending && r.AvailableAt != nil {
-			w.noteWake(*r.AvailableAt)
-		}
-		return ferr
-	})
+// failWrite makes tw the failure transition for err under policy, with
+// attempts made so far: a retry (pending at the backoff) or a terminal
+// failure, as OpenWorkflow's computeFailedWorkflowRunUpdate decides.
+func (w *Worker) failWrite(x *execution, tw *backend.Write, err error, policy backend.RetryPolicy, attempts int) {
+	d := backend.ComputeFailedRunUpdate(policy, attempts, x.run.DeadlineAt, encodeError(err), x.now())
+	tw.Error = d.Error
+	if d.Terminal {
+		tw.Kind = backend.WriteFailRun
+		return
+	}
+	tw.Kind, tw.AvailableAt = backend.WriteRescheduleRun, d.RetryAt
 }
 
-// transition runs a run transition; when it fails because the run is no
-// longer ours (canceled, lease moved), that is expected and only logged at
-// debug level, as in OpenWorkflow's transition wrapper.
-func (w *Worker) transition(x *execution, what string, f func() error) {
-	err := f()
+// transition commits the run's transition with the pass's deferred writes.
+// When it is refused because the run is no longer ours (canceled, lease
+// moved), that is expected and only logged at debug level, as in
+// OpenWorkflow's transition wrapper.
+func (w *Worker) transition(x *execution, tw backend.Write) {
+	err := x.write(tw)
 	if err == nil {
+		switch tw.Kind {
+		case backend.WriteParkRun, backend.WriteRescheduleRun:
+			w.noteWake(tw.AvailableAt)
+		}
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	cur, gerr := w.b.GetWorkflowRun(ctx, x.run.ID)
 	if gerr == nil && (cur.Status.Normalize() != backend.RunRunning || cur.WorkerID == nil || *cur.WorkerID != x.workerID) {
-		w.log.Debug("openworkflow: transition skipped, run no longer ours", "run", x.run.ID, "transition", what, "status", cur.Status)
+		w.log.Debug("openworkflow: transition skipped, run no longer ours", "run", x.run.ID, "transition", tw.Kind, "status", cur.Status)
 		return
 	}
-	w.log.Error("openworkflow: critical error during workflow execution", "run", x.run.ID, "transition", what, "error", err)
+	w.log.Error("openworkflow: critical error during workflow execution", "run", x.run.ID, "transition", tw.Kind, "error", err)
 }
 
 // rescheduleUnregistered hands a run whose workflow (name and version) is

@@ -82,28 +82,46 @@ func runFunction[T any](x *execution, key string, fn func(context.Context) (T, e
 	if a, ok := x.hist.Completed(key); ok {
 		return decodeOutput[T](key, a.Output)
 	}
-	a, err := x.createAttempt(key, backend.StepFunction, nil, admitted)
-	if err != nil {
+	if err := x.gate(admitted); err != nil {
 		return zero, err
 	}
+	// Barrier: what earlier steps recorded is durable before user code runs.
+	if err := x.flush(); err != nil {
+		return zero, err
+	}
+	a := x.newAttempt(key, backend.StepFunction, nil, backend.StepRunning)
+	slow := x.announceIfSlow(a)
 	out, ferr := callProtected(func() (T, error) { return fn(x.ctx) })
 	var raw json.RawMessage
 	if ferr == nil {
+		var err error
 		if raw, err = json.Marshal(out); err != nil {
 			ferr = NonRetryable(fmt.Errorf("encode result of step %q: %w", key, err))
 		}
 	}
-	if ferr == nil {
-		if err := x.completeAttempt(a, raw); err != nil {
-			return zero, err
-		}
-		return decodeOutput[T](key, raw)
+	inserted, err := slow()
+	if err != nil {
+		return zero, fmt.Errorf("step %q: %w", key, err)
 	}
-	if x.isLost() {
+	if ferr != nil && x.isLost() {
 		return zero, fmt.Errorf("step %q: %w (step error: %v)", key, ErrLeaseLost, ferr)
 	}
-	if err := x.failAttempt(a, ferr); err != nil {
-		return zero, err
+	// One write per fast step: the attempt is inserted already finished,
+	// with the pass's next write. A slow step's running row is finished.
+	var f *backend.StepAttempt
+	if ferr == nil {
+		f = x.finished(a, backend.StepCompleted, raw, nil)
+	} else {
+		f = x.finished(a, backend.StepFailed, nil, encodeError(ferr))
+	}
+	w := x.insertWrite(f)
+	if inserted {
+		w.Kind = backend.WriteFinishStep
+	}
+	x.deferWrite(w, admitted)
+	x.hist.Record(f)
+	if ferr == nil {
+		return decodeOutput[T](key, raw)
 	}
 	var nr *NonRetryableError
 	if errors.As(ferr, &nr) {
@@ -126,14 +144,23 @@ func decodeOutput[T any](key string, raw json.RawMessage) (T, error) {
 // Future is the pending result of a step started with [Go] or
 // [GoWorkflow].
 type Future[T any] struct {
+	x    *execution
 	done chan struct{}
 	val  T
 	err  error
 }
 
 // Get waits for the step and returns its result, as the blocking form of
-// the step would.
+// the step would. Before it blocks, what the workflow recorded so far is
+// submitted for commit, so a long wait holds back nobody's durability.
 func (f *Future[T]) Get() (T, error) {
+	if f.x != nil {
+		select {
+		case <-f.done:
+		default:
+			f.x.flushAsync()
+		}
+	}
 	<-f.done
 	return f.val, f.err
 }
@@ -166,6 +193,7 @@ func goBranch[T any](x *execution, fut *Future[T], f func(admitted bool) (T, err
 		close(fut.done)
 		return
 	}
+	fut.x = x
 	x.branches.Add(1)
 	go func() {
 		defer x.branches.Done()
@@ -196,9 +224,11 @@ func Sleep(ctx Context, name string, d time.Duration) error {
 		return x.completeAttempt(a, nil)
 	}
 	at := now.Add(d)
-	_, err = x.createAttempt(key, backend.StepSleep, waitContext{Kind: "sleep", ResumeAt: backend.FormatTime(at)}, false)
-	if err != nil {
+	if err := x.gate(false); err != nil {
 		return err
 	}
+	// The sleep's row is committed with the park, in one write.
+	a := x.newAttempt(key, backend.StepSleep, waitContext{Kind: "sleep", ResumeAt: backend.FormatTime(at)}, backend.StepRunning)
+	x.deferWrite(x.insertWrite(a), false)
 	return x.suspend(at)
 }

@@ -40,6 +40,10 @@ type WorkerOptions struct {
 	// backoff). Default time.Now. Tests inject a fake clock here and in the
 	// backend.
 	Now func() time.Time
+	// RunningStepAfter is how long a step may execute before its attempt
+	// is recorded as running (so dashboards show long steps); a step that
+	// returns sooner costs one write, its finished attempt. Default 50 ms.
+	RunningStepAfter time.Duration
 	// ID prefixes the worker ids written to runs ("<ID>/<slot>"). Default
 	// "<hostname>-<pid>-<random>".
 	ID string
@@ -61,6 +65,9 @@ func (o WorkerOptions) withDefaults() WorkerOptions {
 	if o.ShutdownGracePeriod <= 0 {
 		o.ShutdownGracePeriod = 30 * time.Second
 	}
+	if o.RunningStepAfter <= 0 {
+		o.RunningStepAfter = 50 * time.Millisecond
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -79,10 +86,11 @@ func (o WorkerOptions) withDefaults() WorkerOptions {
 // completes, fails or reschedules the run. Workers are stateless; run as
 // many as you like against one backend.
 type Worker struct {
-	b    backend.Backend
-	opts WorkerOptions
-	reg  registry
-	log  *slog.Logger
+	b      backend.Backend
+	opts   WorkerOptions
+	commit *committer
+	reg    registry
+	log    *slog.Logger
 
 	mu        sync.Mutex
 	free      []string              // worker ids of free slots
@@ -102,7 +110,7 @@ type Worker struct {
 // call Run).
 func NewWorker(b backend.Backend, opts WorkerOptions) *Worker {
 	opts = opts.withDefaults()
-	w := &Worker{b: b, opts: opts, log: opts.Logger, executing: make(map[string]*execution), wake: make(chan struct{}, 1)}
+	w := &Worker{b: b, opts: opts, log: opts.Logger, commit: newCommitter(b), executing: make(map[string]*execution), wake: make(chan struct{}, 1)}
 	for i := opts.Concurrency - 1; i >= 0; i-- {
 		w.free = append(w.free, fmt.Sprintf("%s/%d", opts.ID, i))
 	}
@@ -169,6 +177,7 @@ func (w *Worker) Stop(ctx context.Context) error {
 	defer grace.Stop()
 	select {
 	case <-done:
+		w.commit.wg.Wait()
 		return nil
 	case <-grace.C:
 	case <-ctx.Done():
@@ -176,6 +185,7 @@ func (w *Worker) Stop(ctx context.Context) error {
 	w.release()
 	select {
 	case <-done:
+		w.commit.wg.Wait()
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("openworkflow: worker stopped with passes still returning: %w", ctx.Err())

@@ -96,6 +96,9 @@ type Backend interface {
 	// to its child run, fenced on ownership.
 	SetStepAttemptChildWorkflowRun(ctx context.Context, p SetStepAttemptChildWorkflowRunParams) (*StepAttempt, error)
 
+	// Batcher is the group-commit writer and batch start API.
+	Batcher
+
 	// SendSignal delivers a signal to every running signal-wait attempt
 	// waiting on p.Signal (at most one delivery per wait; signals are not
 	// buffered) and wakes those runs if parked. With an idempotency key,

@@ -77,9 +77,9 @@ type Write struct {
 	AvailableAt time.Time
 }
 
-// Batcher is the group-commit extension of [Backend]: both built-in
-// backends implement it, and the worker and client use it when a backend
-// does (falling back to the single-write methods otherwise).
+// Batcher is the group-commit part of [Backend]: the worker sends its step
+// writes and run transitions through ApplyWrites, and clients start many
+// runs with CreateWorkflowRuns.
 type Batcher interface {
 	// ApplyWrites applies fenced worker writes in order, normally in one
 	// transaction (group commit: the writes of many runs share one commit),

@@ -1,0 +1,113 @@
+package openworkflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/openworkflow-go/openworkflow/backend"
+)
+
+// maxBatchWrites caps the writes one group commit applies; more waiting
+// writes go in the next commit.
+const maxBatchWrites = 512
+
+// commitTimeout bounds one group commit. A batch serves many passes, so it
+// is not canceled with any one of them.
+const commitTimeout = 30 * time.Second
+
+// committer is the worker's group-commit writer: writes submitted by many
+// concurrent passes while a commit is in flight are applied together in
+// the next one, so the writes of many runs share a transaction. A caller
+// waits for its writes' commit before it goes on, so nothing is
+// acknowledged that is not durable. A driver goroutine exists only while
+// there are writes to apply; wg tracks it.
+type committer struct {
+	b backend.Backend
+
+	mu      sync.Mutex
+	queue   []*writeGroup
+	running bool
+	wg      sync.WaitGroup
+}
+
+func newCommitter(b backend.Backend) *committer {
+	return &committer{b: b}
+}
+
+// writeGroup is writes that must be applied in one transaction, in order,
+// and the outcome of each.
+type writeGroup struct {
+	writes []backend.Write
+	errs   []error
+	done   chan struct{}
+}
+
+// submit queues ws as one group and returns it; wait on it for the
+// outcome.
+func (c *committer) submit(ws []backend.Write) *writeGroup {
+	g := &writeGroup{writes: ws, done: make(chan struct{})}
+	c.mu.Lock()
+	c.queue = append(c.queue, g)
+	if !c.running {
+		c.running = true
+		c.wg.Add(1)
+		go c.drive()
+	}
+	c.mu.Unlock()
+	return g
+}
+
+// wait returns the group's first error, or nil when every write applied.
+func (g *writeGroup) wait() error {
+	<-g.done
+	return errors.Join(g.errs...)
+}
+
+// drive applies queued groups, as many as fit in a batch at a time, until
+// the queue is empty.
+func (c *committer) drive() {
+	defer c.wg.Done()
+	for {
+		c.mu.Lock()
+		n, size := 0, 0
+		for n < len(c.queue) && (n == 0 || size+len(c.queue[n].writes) <= maxBatchWrites) {
+			size += len(c.queue[n].writes)
+			n++
+		}
+		if n == 0 {
+			c.running = false
+			c.mu.Unlock()
+			return
+		}
+		groups := append([]*writeGroup(nil), c.queue[:n]...)
+		c.queue = c.queue[n:]
+		c.mu.Unlock()
+		c.apply(groups)
+	}
+}
+
+func (c *committer) apply(groups []*writeGroup) {
+	var writes []backend.Write
+	for _, g := range groups {
+		writes = append(writes, g.writes...)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+	defer cancel()
+	errs := c.b.ApplyWrites(ctx, writes)
+	if len(errs) != len(writes) {
+		err := fmt.Errorf("backend applied %d writes but reported %d outcomes", len(writes), len(errs))
+		errs = make([]error, len(writes))
+		for i := range errs {
+			errs[i] = err
+		}
+	}
+	i := 0
+	for _, g := range groups {
+		g.errs = errs[i : i+len(g.writes)]
+		i += len(g.writes)
+		close(g.done)
+	}
+}
