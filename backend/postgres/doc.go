@@ -19,9 +19,13 @@
 //
 // The numbered scripts in migrations/ (versions 0–5) are OpenWorkflow's:
 // each records its own version in openworkflow_migrations and the current
-// version is MAX(version). [Migrate] applies them under a session advisory
-// lock keyed by the schema name, so processes starting together against a
-// fresh database migrate it once, in turn.
+// version is MAX(version). What only this SDK needs (indexes for the claim
+// and the run lists at millions of runs) is a second line, migrations_go/,
+// recorded the same way in openworkflow_go_migrations, so the TypeScript
+// SDK sharing the database never sees a version it does not know. [Migrate]
+// applies OpenWorkflow's line, then ours, under one session advisory lock
+// keyed by the schema name, so processes starting together against a fresh
+// database migrate it once, in turn.
 //
 // # Concurrency
 //
@@ -35,12 +39,21 @@
 //     OpenWorkflow; there is no unique index.
 //   - Timestamps are written with millisecond precision.
 //
+// # Group commit
+//
+// [Backend.ApplyWrites] sends a batch of fenced worker writes as one
+// pgx.Batch, which PostgreSQL runs as one implicit transaction: one round
+// trip and one commit for the step writes and run transitions of many
+// runs, announced by one notification per kind. [Backend.CreateWorkflowRuns]
+// inserts many runs with one INSERT … SELECT FROM unnest.
+//
 // # Wake-ups
 //
 // Writes that make a run claimable now, or terminal, call pg_notify on the
 // channel "openworkflow" in the same statement, with a JSON payload
 // {"schema","ns","kind","id"} (kind "work" or "finished"), delivered at
-// commit. [Backend.Subscribe] listens on a dedicated connection and
+// commit; a batch sends "ids", a list, instead of "id", and "work" without
+// an id. [Backend.Subscribe] listens on a dedicated connection and
 // publishes the events of its schema and namespace.
 //
 // # Errors

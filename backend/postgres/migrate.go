@@ -39,20 +39,35 @@ func ValidateSchema(schema string) error {
 	return nil
 }
 
-//go:embed migrations/*.sql
+//go:embed migrations/*.sql migrations_go/*.sql
 var migrationFiles embed.FS
 
-// migration is one numbered script of migrations/; its index is its version.
+// migrationLine is a numbered sequence of scripts recording their versions
+// in their own table: OpenWorkflow's (versions 0–5 in
+// openworkflow_migrations, exactly as the TypeScript SDK writes them) and
+// ours (openworkflow_go_migrations), applied after theirs so that neither
+// SDK ever sees a version it does not know in its own table.
+type migrationLine struct {
+	dir   string // embedded directory of the scripts
+	table string // the version table, created by the line's script 0
+}
+
+var (
+	openworkflowLine = migrationLine{dir: "migrations", table: "openworkflow_migrations"}
+	goLine           = migrationLine{dir: "migrations_go", table: "openworkflow_go_migrations"}
+)
+
+// migration is one numbered script of a line; its index is its version.
 type migration struct {
 	version int64
 	name    string
 	sql     string // with {{schema}} placeholders
 }
 
-// migrations returns the embedded scripts ordered by version. The file name
-// starts with the version ("0004_indexes.sql").
-func migrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFiles, "migrations")
+// migrations returns the line's embedded scripts ordered by version. The
+// file name starts with the version ("0004_indexes.sql").
+func (l migrationLine) migrations() ([]migration, error) {
+	entries, err := fs.ReadDir(migrationFiles, l.dir)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +81,7 @@ func migrations() ([]migration, error) {
 		if err != nil {
 			return nil, fmt.Errorf("migration %s: %w", e.Name(), err)
 		}
-		b, err := migrationFiles.ReadFile("migrations/" + e.Name())
+		b, err := migrationFiles.ReadFile(l.dir + "/" + e.Name())
 		if err != nil {
 			return nil, err
 		}
@@ -75,36 +90,46 @@ func migrations() ([]migration, error) {
 	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
 	for i, m := range ms {
 		if m.version != int64(i) {
-			return nil, fmt.Errorf("migration %s: expected version %d", m.name, i)
+			return nil, fmt.Errorf("migration %s/%s: expected version %d", l.dir, m.name, i)
 		}
 	}
 	return ms, nil
 }
 
-// LatestMigrationVersion is the version of the newest embedded migration,
-// the value MAX(version) of openworkflow_migrations has after [Migrate].
+// LatestMigrationVersion is the version of the newest embedded migration
+// of OpenWorkflow's line, the value MAX(version) of openworkflow_migrations
+// has after [Migrate].
 const LatestMigrationVersion = 5
 
+// LatestGoMigrationVersion is the version of the newest migration of this
+// SDK's own line, the value MAX(version) of openworkflow_go_migrations has
+// after [Migrate].
+const LatestGoMigrationVersion = 1
+
 // Migrate creates or upgrades the OpenWorkflow tables in schema (empty means
-// [DefaultSchema]), applying every embedded migration whose version is
-// above the current one (MAX(version) of openworkflow_migrations, or -1
-// when that table does not exist). Each migration runs in its own
-// transaction and records its version, as OpenWorkflow's do, so a database
-// migrated by either SDK is recognised by the other.
+// [DefaultSchema]): first OpenWorkflow's line, applying every embedded
+// migration whose version is above the current one (MAX(version) of
+// openworkflow_migrations, or -1 when that table does not exist), then this
+// SDK's own line (indexes and tables OpenWorkflow does not have), recorded
+// the same way in openworkflow_go_migrations. Each migration runs in its
+// own transaction and records its version, as OpenWorkflow's do, so a
+// database migrated by either SDK is recognised by the other, and the
+// TypeScript SDK never sees a version of ours.
 //
 // All of it happens on one connection holding a session-level
 // pg_advisory_lock whose key is derived from the schema name, so processes
 // migrating the same database at once wait for each other instead of
 // colliding. Migrate is idempotent.
 func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+	return migrate(ctx, pool, schema, openworkflowLine, goLine)
+}
+
+// migrate applies the lines in order under the schema's advisory lock.
+func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, lines ...migrationLine) error {
 	if schema == "" {
 		schema = DefaultSchema
 	}
 	if err := ValidateSchema(schema); err != nil {
-		return err
-	}
-	ms, err := migrations()
-	if err != nil {
 		return err
 	}
 	conn, err := pool.Acquire(ctx)
@@ -126,10 +151,24 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 			_ = conn.Hijack().Close(uctx)
 		}
 	}()
+	for _, l := range lines {
+		if err := l.apply(ctx, conn.Conn(), schema); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
-	current, err := currentMigrationVersion(ctx, conn.Conn(), schema)
+// apply runs the line's migrations above its current version, each in its
+// own transaction.
+func (l migrationLine) apply(ctx context.Context, conn *pgx.Conn, schema string) error {
+	ms, err := l.migrations()
 	if err != nil {
-		return fmt.Errorf("migrate schema %s: read current version: %w", schema, err)
+		return err
+	}
+	current, err := currentMigrationVersion(ctx, conn, schema, l.table)
+	if err != nil {
+		return fmt.Errorf("migrate schema %s: read current version of %s: %w", schema, l.table, err)
 	}
 	for _, m := range ms {
 		if m.version <= current {
@@ -140,17 +179,17 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 			_, err := tx.Exec(ctx, script) // no arguments: simple protocol, several statements
 			return err
 		}); err != nil {
-			return fmt.Errorf("migrate schema %s: migration %s: %w", schema, m.name, err)
+			return fmt.Errorf("migrate schema %s: migration %s/%s: %w", schema, l.dir, m.name, err)
 		}
 	}
 	return nil
 }
 
-// currentMigrationVersion is MAX(version) of openworkflow_migrations, or -1
-// when the table does not exist yet.
-func currentMigrationVersion(ctx context.Context, conn *pgx.Conn, schema string) (int64, error) {
+// currentMigrationVersion is MAX(version) of the version table, or -1
+// when that table does not exist yet.
+func currentMigrationVersion(ctx context.Context, conn *pgx.Conn, schema, table string) (int64, error) {
 	var exists bool
-	if err := conn.QueryRow(ctx, sqlMigrationsTableExists, schema).Scan(&exists); err != nil {
+	if err := conn.QueryRow(ctx, sqlMigrationsTableExists, schema, table).Scan(&exists); err != nil {
 		return 0, err
 	}
 	if !exists {
@@ -158,6 +197,7 @@ func currentMigrationVersion(ctx context.Context, conn *pgx.Conn, schema string)
 	}
 	var v *int64
 	q := strings.ReplaceAll(sqlCurrentMigrationVersion, "{{schema}}", quoteIdent(schema))
+	q = strings.ReplaceAll(q, "{{table}}", quoteIdent(table))
 	if err := conn.QueryRow(ctx, q).Scan(&v); err != nil {
 		return 0, err
 	}

@@ -15,12 +15,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/openworkflow-go/openworkflow/backend"
 	"github.com/openworkflow-go/openworkflow/backend/postgres"
 	"github.com/openworkflow-go/openworkflow/internal/id"
 )
+
+// must drops the error of a query whose rows are collected next (the
+// collect reports it).
+func must(rows pgx.Rows, err error) pgx.Rows {
+	if err != nil {
+		panic(err)
+	}
+	return rows
+}
 
 func createRun(t testing.TB, b backend.Backend, p backend.CreateWorkflowRunParams) *backend.WorkflowRun {
 	t.Helper()
@@ -456,6 +466,10 @@ func TestMigrate(t *testing.T) {
 		if !slices.Equal(versions, []int64{0, 1, 2, 3, 4, 5}) || postgres.LatestMigrationVersion != 5 {
 			t.Errorf("versions = %v", versions)
 		}
+		goVersions, err := pgx.CollectRows(must(pool.Query(ctx, `SELECT version FROM "`+schema+`".openworkflow_go_migrations ORDER BY 1`)), pgx.RowTo[int64])
+		if err != nil || !slices.Equal(goVersions, []int64{0, 1}) || postgres.LatestGoMigrationVersion != 1 {
+			t.Errorf("versions of our own line = %v, %v; want [0 1]", goVersions, err)
+		}
 		b, err := postgres.FromPool(pool, postgres.Options{Schema: schema, NamespaceID: "n"})
 		if err != nil {
 			t.Fatal(err)
@@ -481,7 +495,8 @@ func TestMigrate(t *testing.T) {
 			t.Errorf("foreign keys = %v, want %v", fks, wantFKs)
 		}
 		var idx []string
-		rows, _ = pool.Query(ctx, `SELECT indexname FROM pg_indexes WHERE schemaname = 'openworkflow' AND indexname NOT LIKE '%pkey' ORDER BY 1`)
+		rows, _ = pool.Query(ctx, `SELECT indexname FROM pg_indexes WHERE schemaname = 'openworkflow' AND indexname NOT LIKE '%pkey'
+			AND indexname NOT LIKE 'workflow\_runs\_go\_%' ORDER BY 1`)
 		for rows.Next() {
 			var s string
 			_ = rows.Scan(&s)
@@ -497,6 +512,13 @@ func TestMigrate(t *testing.T) {
 		}
 		if !slices.Equal(idx, wantIdx) {
 			t.Errorf("indexes = %v\nwant %v", idx, wantIdx)
+		}
+		ours, err := pgx.CollectRows(must(pool.Query(ctx, `SELECT indexname FROM pg_indexes WHERE schemaname = 'openworkflow'
+			AND indexname LIKE 'workflow\_runs\_go\_%' ORDER BY 1`)), pgx.RowTo[string])
+		wantOurs := []string{"workflow_runs_go_claim_idx", "workflow_runs_go_deadline_idx", "workflow_runs_go_name_list_idx",
+			"workflow_runs_go_name_status_list_idx", "workflow_runs_go_status_list_idx"}
+		if err != nil || !slices.Equal(ours, wantOurs) {
+			t.Errorf("indexes of our own migration line = %v, %v\nwant %v", ours, err, wantOurs)
 		}
 	})
 

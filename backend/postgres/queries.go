@@ -62,10 +62,10 @@ const sqlMigrationUnlock = `SELECT pg_advisory_unlock(hashtextextended($1, 0))`
 const sqlMigrationsTableExists = `
 SELECT EXISTS (
   SELECT 1 FROM information_schema.tables
-  WHERE table_schema = $1 AND table_name = 'openworkflow_migrations'
+  WHERE table_schema = $1 AND table_name = $2
 )`
 
-const sqlCurrentMigrationVersion = `SELECT MAX("version") FROM {{schema}}."openworkflow_migrations"`
+const sqlCurrentMigrationVersion = `SELECT MAX("version") FROM {{schema}}.{{table}}`
 
 // --- workflow runs ---
 

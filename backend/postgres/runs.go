@@ -146,12 +146,7 @@ func (b *Backend) ListWorkflowRuns(ctx context.Context, p backend.ListWorkflowRu
 		return nil, fmt.Errorf("list workflow runs: %w", err)
 	}
 	q := newPageQuery(b.q.listRuns, b.namespace)
-	if p.Status != "" {
-		q.where(`wr."status" = ANY(%s)`, statusAliases(p.Status))
-	}
-	if p.WorkflowName != "" {
-		q.where(`wr."workflow_name" = %s`, p.WorkflowName)
-	}
+	b.listFilters(q, p)
 	sql := q.finish("wr", true, after, before, limit)
 	rows, err := b.pool.Query(ctx, sql, q.args...)
 	if err != nil {
@@ -166,15 +161,16 @@ func (b *Backend) ListWorkflowRuns(ctx context.Context, p backend.ListWorkflowRu
 	}), nil
 }
 
-// statusAliases lists the stored statuses read as s.
-func statusAliases(s backend.RunStatus) []string {
-	switch s.Normalize() {
-	case backend.RunRunning:
-		return []string{string(backend.RunRunning), string(backend.RunSleeping)}
-	case backend.RunCompleted:
-		return []string{string(backend.RunCompleted), string(backend.RunSucceeded)}
+// listFilters adds the status and workflow-name conditions of a list.
+func (b *Backend) listFilters(q *pageQuery, p backend.ListWorkflowRunsParams) {
+	if p.Status != "" {
+		// The status as read, the expression indexed by go migration 1.
+		q.where(`(CASE wr."status" WHEN 'succeeded' THEN 'completed' WHEN 'sleeping' THEN 'running' ELSE wr."status" END) = %s`,
+			string(p.Status.Normalize()))
 	}
-	return []string{string(s)}
+	if p.WorkflowName != "" {
+		q.where(`wr."workflow_name" = %s`, p.WorkflowName)
+	}
 }
 
 // CountWorkflowRuns implements [backend.Backend].

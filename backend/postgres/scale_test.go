@@ -1,0 +1,186 @@
+package postgres
+
+// The scale check behind docs/scale.md: with 1,000,000 finished runs and a
+// few thousand live ones in a namespace, the claim and list queries must
+// stay fast. It loads the data set with generate_series into a scratch
+// schema (dropped at the end), ANALYZEs it and prints EXPLAIN (ANALYZE,
+// BUFFERS) of every query. It runs only with OPENWORKFLOW_SCALE=1:
+//
+//	OPENWORKFLOW_SCALE=1 go test ./backend/postgres -run TestScalePlans -v -timeout 20m
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/openworkflow-go/openworkflow/backend"
+	"github.com/openworkflow-go/openworkflow/internal/id"
+)
+
+// scaleLoad fills namespace 'scale' of the scratch schema: 1M finished
+// runs (every tenth failed, 20 workflow names, one every 100 ms back from
+// now), 3,000 pending runs due now and 2,000 running ones under a lease.
+const scaleLoad = `
+INSERT INTO {{schema}}."workflow_runs" AS wr (
+  "namespace_id", "id", "workflow_name", "status", "config", "input", "output", "error",
+  "attempts", "worker_id", "available_at", "deadline_at", "started_at", "finished_at", "created_at", "updated_at")
+SELECT 'scale', 'wrun_' || lpad(g::text, 10, '0'), 'wf-' || (g % 20),
+  CASE WHEN g % 10 = 0 THEN 'failed' ELSE 'completed' END, '{}', '{"i":1}',
+  CASE WHEN g % 10 = 0 THEN NULL ELSE '{"ok":true}'::jsonb END,
+  CASE WHEN g % 10 = 0 THEN '{"message":"x"}'::jsonb END,
+  1, 'w', NULL, NULL, t, t, t, t
+FROM generate_series(1, 1000000) AS g,
+  LATERAL (SELECT NOW() - (1100000 - g) * INTERVAL '100 milliseconds' AS t) AS ts;
+
+INSERT INTO {{schema}}."workflow_runs" AS wr (
+  "namespace_id", "id", "workflow_name", "status", "config", "input",
+  "attempts", "worker_id", "available_at", "deadline_at", "started_at", "created_at", "updated_at")
+SELECT 'scale', 'wrun_' || lpad(g::text, 10, '0'), 'wf-' || (g % 20),
+  CASE WHEN g <= 1003000 THEN 'pending' ELSE 'running' END, '{}', '{"i":1}',
+  CASE WHEN g <= 1003000 THEN 0 ELSE 1 END,
+  CASE WHEN g <= 1003000 THEN NULL ELSE 'w-' || g END,
+  CASE WHEN g <= 1003000 THEN NOW() - INTERVAL '1 second' ELSE NOW() + INTERVAL '1 hour' END,
+  CASE WHEN g % 2 = 0 THEN NOW() + INTERVAL '1 day' END,
+  CASE WHEN g <= 1003000 THEN NULL ELSE NOW() END,
+  NOW() - (1100000 - g) * INTERVAL '1 millisecond', NOW()
+FROM generate_series(1000001, 1005000) AS g;
+
+`
+
+func TestScalePlans(t *testing.T) {
+	if os.Getenv("OPENWORKFLOW_SCALE") != "1" {
+		t.Skip("set OPENWORKFLOW_SCALE=1 to load 1M runs and print the query plans")
+	}
+	url := os.Getenv("OPENWORKFLOW_TEST_POSTGRES_URL")
+	if url == "" {
+		url = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	}
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close) // after the schema is dropped: cleanups run last-in first-out
+	schema := "ow_scale_" + strings.ToLower(id.New("")[1:9])
+	t.Cleanup(func() {
+		if _, err := pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+quoteIdent(schema)+" CASCADE"); err != nil {
+			t.Errorf("drop scratch schema %s: %v", schema, err)
+		}
+	})
+	if os.Getenv("OPENWORKFLOW_SCALE_BEFORE") == "1" {
+		// Only OpenWorkflow's migrations: the plans before ours.
+		if err := migrate(ctx, pool, schema, openworkflowLine); err != nil {
+			t.Fatal(err)
+		}
+	} else if err := Migrate(ctx, pool, schema); err != nil {
+		t.Fatal(err)
+	}
+	// Load without the secondary indexes, then rebuild them exactly as
+	// the migrations made them: a sorted build is far faster than 1M
+	// inserts into each index.
+	start := time.Now()
+	defs, err := collectStrings(pool.Query(ctx, `SELECT indexdef FROM pg_indexes
+		WHERE schemaname = $1 AND tablename = 'workflow_runs' AND indexname <> 'workflow_runs_pkey'`, schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `DO $$ DECLARE i text; BEGIN
+		FOR i IN SELECT indexname FROM pg_indexes WHERE schemaname = '`+schema+`' AND tablename = 'workflow_runs' AND indexname <> 'workflow_runs_pkey'
+		LOOP EXECUTE format('DROP INDEX %I.%I', '`+schema+`', i); END LOOP; END $$`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, expandQuery(scaleLoad, schema)); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range defs {
+		if _, err := pool.Exec(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := pool.Exec(ctx, `ANALYZE `+quoteIdent(schema)+`."workflow_runs"`); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("loaded 1,005,000 runs in %v", time.Since(start).Round(time.Millisecond))
+
+	b := newBackend(pool, Options{NamespaceID: "scale", Schema: schema})
+	workers := make([]string, 10)
+	for i := range workers {
+		workers[i] = fmt.Sprintf("scale-w%d", i)
+	}
+	mid := backend.Cursor{CreatedAt: time.Now().Add(-50000 * time.Second), ID: "wrun_0000500000"}
+	list := func(p backend.ListWorkflowRunsParams, after *backend.Cursor) (string, []any) {
+		q := newPageQuery(b.q.listRuns, b.namespace)
+		b.listFilters(q, p)
+		return q.finish("wr", true, after, nil, 100), q.args
+	}
+	type plan struct {
+		name string
+		sql  string
+		args []any
+	}
+	var plans []plan
+	add := func(name string, sql string, args []any) { plans = append(plans, plan{name, sql, args}) }
+	add("claim 10 runs", b.q.claimRuns, []any{b.namespace, workers, int64(60000)})
+	for _, c := range []struct {
+		name  string
+		p     backend.ListWorkflowRunsParams
+		after *backend.Cursor
+	}{
+		{"list newest first", backend.ListWorkflowRunsParams{}, nil},
+		{"list newest first after a cursor", backend.ListWorkflowRunsParams{}, &mid},
+		{"list status completed", backend.ListWorkflowRunsParams{Status: backend.RunCompleted}, nil},
+		{"list status completed after a cursor", backend.ListWorkflowRunsParams{Status: backend.RunCompleted}, &mid},
+		{"list status failed", backend.ListWorkflowRunsParams{Status: backend.RunFailed}, nil},
+		{"list status running", backend.ListWorkflowRunsParams{Status: backend.RunRunning}, nil},
+		{"list status pending", backend.ListWorkflowRunsParams{Status: backend.RunPending}, nil},
+		{"list workflow name", backend.ListWorkflowRunsParams{WorkflowName: "wf-7"}, nil},
+		{"list workflow name after a cursor", backend.ListWorkflowRunsParams{WorkflowName: "wf-7"}, &mid},
+		{"list workflow name and status completed", backend.ListWorkflowRunsParams{WorkflowName: "wf-7", Status: backend.RunCompleted}, nil},
+		{"list workflow name and status failed", backend.ListWorkflowRunsParams{WorkflowName: "wf-7", Status: backend.RunFailed}, nil},
+		{"list status canceled (no such run)", backend.ListWorkflowRunsParams{Status: backend.RunCanceled}, nil},
+		{"list workflow name with no run", backend.ListWorkflowRunsParams{WorkflowName: "wf-none"}, nil},
+	} {
+		sql, args := list(c.p, c.after)
+		add(c.name, sql, args)
+	}
+	add("count runs per status", b.q.countRuns, []any{b.namespace})
+
+	var out strings.Builder
+	for _, p := range plans {
+		// Run each twice and keep the second (warm cache) plan; the claim
+		// is rolled back so every run of it sees the same data.
+		var lines []string
+		for range 2 {
+			lines = nil
+			err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+				rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+p.sql, p.args...)
+				if err != nil {
+					return err
+				}
+				lines, err = pgx.CollectRows(rows, pgx.RowTo[string])
+				if err != nil {
+					return err
+				}
+				return errRollback
+			})
+			if err != errRollback {
+				t.Fatalf("%s: %v", p.name, err)
+			}
+		}
+		fmt.Fprintf(&out, "### %s\n\n```\n%s\n```\n\n", p.name, strings.Join(lines, "\n"))
+	}
+	t.Log("\n" + out.String())
+	if path := os.Getenv("OPENWORKFLOW_SCALE_OUT"); path != "" {
+		if err := os.WriteFile(path, []byte(out.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+var errRollback = fmt.Errorf("rollback")
