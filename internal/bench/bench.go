@@ -29,6 +29,11 @@ type Report struct {
 	Ratios    []Ratio
 }
 
+// Commit is the revision reported when the binary's build information has
+// none (GOFLAGS=-buildvcs=false, or a build outside a git checkout): set
+// it with -ldflags "-X github.com/openworkflow-go/openworkflow/internal/bench.Commit=<rev>".
+var Commit string
+
 // Environment says where and what was measured.
 type Environment struct {
 	Date time.Time
@@ -196,6 +201,9 @@ func environment() Environment {
 		if rev != "" {
 			e.Commit = rev + dirty
 		}
+	}
+	if e.Commit == "" {
+		e.Commit = Commit
 	}
 	return e
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"strings"
 	"sync"
 	"time"
 
@@ -255,6 +254,3 @@ func randomHex(n int) string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
-
-// trimPassword is the URL without its password, for messages.
-func trimPassword(raw string) string { return strings.TrimSpace(config.RedactURL(raw)) }

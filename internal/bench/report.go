@@ -61,7 +61,11 @@ func WriteText(w io.Writer, rep *Report) error {
 	if e.PostgresVersion != "" {
 		fmt.Fprintf(w, ", PostgreSQL %s", e.PostgresVersion)
 	}
-	fmt.Fprintf(w, "\nworker concurrency %d, medians of %d repetitions, each on a fresh database; every run's output verified\n\n", rep.Options.Concurrency, rep.Options.Repeat)
+	reps := "one measurement"
+	if n := rep.Options.Repeat; n > 1 {
+		reps = fmt.Sprintf("medians of %d measurements", n)
+	}
+	fmt.Fprintf(w, "\nworker concurrency %d; %s per workload, each on a fresh database; every run's output verified\n\n", rep.Options.Concurrency, reps)
 	if err := writeTable(w, rep.Results); err != nil {
 		return err
 	}
@@ -102,15 +106,34 @@ func usedColumns(rs []Result) []column {
 }
 
 func writeTable(w io.Writer, rs []Result) error {
-	cs := usedColumns(rs)
+	var measured []Result
+	var failed []string
+	skipped := map[string][]string{} // reason → "W0b postgres", …
+	var reasons []string
+	for _, r := range rs {
+		switch {
+		case r.Error != "" && r.Repeat == 0:
+			failed = append(failed, fmt.Sprintf("%s %s FAILED: %s", r.Label(), r.Backend, r.Error))
+		case r.Skipped != "":
+			if _, ok := skipped[r.Skipped]; !ok {
+				reasons = append(reasons, r.Skipped)
+			}
+			skipped[r.Skipped] = append(skipped[r.Skipped], r.Label()+" "+r.Backend)
+		default:
+			if r.Error != "" {
+				failed = append(failed, fmt.Sprintf("%s %s FAILED in some repetitions (figures from the others): %s", r.Label(), r.Backend, r.Error))
+			}
+			measured = append(measured, r)
+		}
+	}
+	cs := usedColumns(measured)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := []string{"workload", "backend", "runs"}
 	for _, c := range cs {
 		head = append(head, c.header)
 	}
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
-	var notes []string
-	for _, r := range rs {
+	for _, r := range measured {
 		row := []string{r.Label(), r.Backend, thousands(r.Runs)}
 		if r.Workload == L0 {
 			row[0], row[2] = fmt.Sprintf("L0 (%d clients)", r.Concurrency), "-"
@@ -118,21 +141,16 @@ func writeTable(w io.Writer, rs []Result) error {
 		for _, c := range cs {
 			row = append(row, cell(r, c))
 		}
-		switch {
-		case r.Error != "":
-			notes = append(notes, fmt.Sprintf("%s %s FAILED: %s", r.Label(), r.Backend, r.Error))
-			row = append(row[:3], "FAILED (see below)")
-		case r.Skipped != "":
-			notes = append(notes, fmt.Sprintf("%s %s not measured: %s", r.Label(), r.Backend, r.Skipped))
-			row = append(row[:3], "not measured (see below)")
-		}
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	for _, n := range notes {
-		fmt.Fprintln(w, "  "+n)
+	for _, reason := range reasons {
+		fmt.Fprintf(w, "  not measured: %s: %s\n", strings.Join(skipped[reason], ", "), reason)
+	}
+	for _, f := range failed {
+		fmt.Fprintln(w, "  "+f)
 	}
 	return nil
 }
