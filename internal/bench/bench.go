@@ -44,6 +44,10 @@ type Environment struct {
 	CPU             string
 	CPUs            int
 	PostgresVersion string // "" when PostgreSQL was not measured
+	// LoadStart and LoadEnd are /proc/loadavg's 1, 5 and 15 minute load
+	// averages before and after the measurements ("" where unknown): other
+	// work on the machine skews every figure.
+	LoadStart, LoadEnd string
 }
 
 // Run measures the selected workloads on the selected backends, each
@@ -93,6 +97,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 	}
 	rep.Results = aggregate(raw)
+	defer func() { rep.Env.LoadEnd = loadAverage() }()
 	if o.CompareTS {
 		ts, version, err := runTS(ctx, o, admin)
 		if ctx.Err() != nil {
@@ -182,7 +187,7 @@ func summary(r Result) string {
 
 // environment describes this machine and build.
 func environment() Environment {
-	e := Environment{Date: time.Now().UTC(), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(), CPU: cpuModel()}
+	e := Environment{Date: time.Now().UTC(), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(), CPU: cpuModel(), LoadStart: loadAverage()}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		var rev, dirty string
 		for _, s := range bi.Settings {
@@ -222,4 +227,18 @@ func cpuModel() string {
 		}
 	}
 	return runtime.GOARCH
+}
+
+// loadAverage is the 1, 5 and 15 minute load averages, e.g. "0.52 0.31
+// 0.20", or "" where /proc/loadavg is missing.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
 }

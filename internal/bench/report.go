@@ -61,6 +61,9 @@ func WriteText(w io.Writer, rep *Report) error {
 	if e.PostgresVersion != "" {
 		fmt.Fprintf(w, ", PostgreSQL %s", e.PostgresVersion)
 	}
+	if e.LoadStart != "" {
+		fmt.Fprintf(w, "\nload average (1, 5, 15 min) %s before, %s after", e.LoadStart, orUnknown(e.LoadEnd))
+	}
 	reps := "one measurement"
 	if n := rep.Options.Repeat; n > 1 {
 		reps = fmt.Sprintf("medians of %d measurements", n)
