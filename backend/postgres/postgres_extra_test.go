@@ -515,7 +515,7 @@ func TestMigrate(t *testing.T) {
 		}
 		ours, err := pgx.CollectRows(must(pool.Query(ctx, `SELECT indexname FROM pg_indexes WHERE schemaname = 'openworkflow'
 			AND indexname LIKE 'workflow\_runs\_go\_%' ORDER BY 1`)), pgx.RowTo[string])
-		wantOurs := []string{"workflow_runs_go_claim_idx", "workflow_runs_go_deadline_idx", "workflow_runs_go_name_list_idx",
+		wantOurs := []string{"workflow_runs_go_deadline_idx", "workflow_runs_go_name_list_idx",
 			"workflow_runs_go_name_status_list_idx", "workflow_runs_go_status_list_idx"}
 		if err != nil || !slices.Equal(ours, wantOurs) {
 			t.Errorf("indexes of our own migration line = %v, %v\nwant %v", ours, err, wantOurs)

@@ -1,12 +1,8 @@
--- go 1 · indexes that keep the claim and the run lists fast when a namespace
+-- go 1 · indexes that keep the claim's deadline sweep and the run lists fast when a namespace
 -- holds millions of finished runs (docs/scale.md has the plans, before and
 -- after, at 1,000,000 finished runs). OpenWorkflow's indexes of migration 4
 -- stay as they are; these serve the queries of this SDK.
 --
---   - go_claim (partial: only live runs, a few thousand at most however large
---     the history): the claim's exact order — pending first, then due time,
---     age, id — so a claim reads its LIMIT rows in order and stops, instead
---     of sorting every due run.
 --   - go_deadline (partial: only live runs that have a deadline): the
 --     deadline sweep every claim starts with, which otherwise visits every
 --     live run.
@@ -20,12 +16,6 @@
 --     (workflow_name, status, created_at) index cannot give a name's runs in
 --     time order across statuses, and a rare (name, status) pair otherwise
 --     scans the whole newest-first index.
-CREATE INDEX IF NOT EXISTS "workflow_runs_go_claim_idx"
-ON {{schema}}."workflow_runs" (
-  "namespace_id", (CASE WHEN "status" = 'pending' THEN 0 ELSE 1 END), "available_at", "created_at", "id"
-)
-WHERE "status" IN ('pending', 'running', 'sleeping');
-
 CREATE INDEX IF NOT EXISTS "workflow_runs_go_deadline_idx"
 ON {{schema}}."workflow_runs" ("namespace_id", "deadline_at")
 WHERE "deadline_at" IS NOT NULL AND "status" IN ('pending', 'running', 'sleeping');
