@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/openworkflow-go/openworkflow/backend"
 )
 
@@ -110,10 +112,17 @@ func runChild[O any](x *execution, key string, spec Spec, input any, timeout tim
 		}
 		ns := x.b.NamespaceID()
 		idem := fmt.Sprintf("__workflow:%s:%s", ns, a.ID)
-		child, err := x.b.CreateWorkflowRun(x.ctx, backend.CreateWorkflowRunParams{
-			WorkflowName: spec.Name, Version: versionPtr(spec.Version), IdempotencyKey: &idem,
+		cctx, span := x.tr.start(x.ctx, SpanWorkflowRunCreate, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(
+			AttrWorkflowName.String(spec.Name), AttrParentRunID.String(x.run.ID), AttrStepName.String(a.StepName)))
+		child, err := x.b.CreateWorkflowRun(cctx, backend.CreateWorkflowRunParams{
+			WorkflowName: spec.Name, Version: versionPtr(spec.Version), IdempotencyKey: &idem, Context: x.tr.inject(cctx),
 			Input: in, ParentStepAttemptNamespaceID: &ns, ParentStepAttemptID: &a.ID,
 		})
+		if err == nil {
+			span.SetAttributes(AttrChildRunID.String(child.ID), AttrRunID.String(child.ID))
+		}
+		recordError(span, err)
+		span.End()
 		if err != nil {
 			return zero, x.writeErr(fmt.Sprintf("start child workflow %s", spec), err)
 		}

@@ -6,17 +6,35 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/openworkflow-go/openworkflow/backend"
 )
 
 // Client starts, inspects, cancels and signals runs. It holds no state but
 // its backend; it is safe for concurrent use.
 type Client struct {
-	b backend.Backend
+	b  backend.Backend
+	tr tracing
 }
 
-// NewClient returns a client on b.
-func NewClient(b backend.Backend) *Client { return &Client{b: b} }
+// ClientOptions configure a [Client]; the zero value is usable.
+type ClientOptions struct {
+	// TracerProvider receives OpenTelemetry spans (workflow_run.create,
+	// workflow_run.cancel, signal.send, named as in OpenWorkflow 0.10), and
+	// the creating span's context is stored with each run so its executions
+	// link to it. Nil: no tracing.
+	TracerProvider trace.TracerProvider
+}
+
+// NewClient returns a client on b, configured by the first opts if given.
+func NewClient(b backend.Backend, opts ...ClientOptions) *Client {
+	var o ClientOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	return &Client{b: b, tr: newTracing(o.TracerProvider)}
+}
 
 // Backend returns the client's backend.
 func (c *Client) Backend() backend.Backend { return c.b }
@@ -64,14 +82,19 @@ func (c *Client) StartByName(ctx context.Context, name, version string, input an
 	if err != nil {
 		return nil, fmt.Errorf("start workflow %q: encode input: %w", name, err)
 	}
-	p := backend.CreateWorkflowRunParams{WorkflowName: name, Version: versionPtr(version), Input: in}
+	ctx, span := c.tr.start(ctx, SpanWorkflowRunCreate, trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(AttrWorkflowName.String(name)))
+	defer span.End()
+	p := backend.CreateWorkflowRunParams{WorkflowName: name, Version: versionPtr(version), Input: in, Context: c.tr.inject(ctx)}
 	for _, o := range opts {
 		o(&p)
 	}
 	run, err := c.b.CreateWorkflowRun(ctx, p)
 	if err != nil {
+		recordError(span, err)
 		return nil, fmt.Errorf("start workflow %q: %w", name, err)
 	}
+	span.SetAttributes(runAttributes(run)...)
 	return &RunHandle{ID: run.ID, WorkflowName: name, c: c}, nil
 }
 
@@ -105,7 +128,18 @@ func (c *Client) CountRuns(ctx context.Context) (backend.RunCounts, error) {
 // wrapping backend.ErrRunTerminal, a missing one backend.ErrRunNotFound.
 // Children of the run keep running.
 func (c *Client) CancelRun(ctx context.Context, runID string) (*backend.WorkflowRun, error) {
-	return c.b.CancelWorkflowRun(ctx, runID)
+	ctx, span := c.tr.start(ctx, SpanWorkflowRunCancel, trace.WithAttributes(AttrRunID.String(runID)))
+	defer span.End()
+	run, err := c.b.CancelWorkflowRun(ctx, runID)
+	if err != nil {
+		recordError(span, err)
+		return nil, err
+	}
+	span.SetAttributes(runAttributes(run)...)
+	if origin := c.tr.origin(run.Context); origin.IsValid() {
+		span.AddLink(trace.Link{SpanContext: origin})
+	}
+	return run, nil
 }
 
 // SendSignal delivers signal with data (JSON-encoded) to every run waiting
@@ -124,7 +158,16 @@ func (c *Client) SendSignal(ctx context.Context, signal string, data any, idempo
 	if idempotencyKey != "" {
 		p.IdempotencyKey = &idempotencyKey
 	}
-	return c.b.SendSignal(ctx, p)
+	ctx, span := c.tr.start(ctx, SpanSignalSend, trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(AttrSignalName.String(signal)))
+	defer span.End()
+	ids, err := c.b.SendSignal(ctx, p)
+	if err != nil {
+		recordError(span, err)
+		return nil, err
+	}
+	span.SetAttributes(AttrSignalRecipientCount.Int(len(ids)))
+	return ids, nil
 }
 
 // RunHandle refers to one run.
@@ -253,13 +296,17 @@ func (c *Client) StartManyByName(ctx context.Context, name, version string, inpu
 	if name == "" {
 		return nil, fmt.Errorf("start workflows: %w: empty workflow name", backend.ErrInvalidArgument)
 	}
+	ctx, span := c.tr.start(ctx, SpanWorkflowRunCreate, trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(AttrWorkflowName.String(name)))
+	defer span.End()
+	runContext := c.tr.inject(ctx)
 	ps := make([]backend.CreateWorkflowRunParams, len(inputs))
 	for i, input := range inputs {
 		in, err := json.Marshal(input)
 		if err != nil {
 			return nil, fmt.Errorf("start workflow %q: encode input %d: %w", name, i, err)
 		}
-		p := backend.CreateWorkflowRunParams{WorkflowName: name, Version: versionPtr(version), Input: in}
+		p := backend.CreateWorkflowRunParams{WorkflowName: name, Version: versionPtr(version), Input: in, Context: runContext}
 		for _, o := range opts {
 			o(&p)
 		}
@@ -271,6 +318,7 @@ func (c *Client) StartManyByName(ctx context.Context, name, version string, inpu
 	}
 	runs, err := c.b.CreateWorkflowRuns(ctx, ps)
 	if err != nil {
+		recordError(span, err)
 		return nil, fmt.Errorf("start %d runs of workflow %q: %w", len(ps), name, err)
 	}
 	hs := make([]*RunHandle, len(runs))

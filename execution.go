@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/openworkflow-go/openworkflow/backend"
 	"github.com/openworkflow-go/openworkflow/internal/id"
 	"github.com/openworkflow-go/openworkflow/internal/replay"
@@ -52,6 +54,8 @@ type execution struct {
 	commit    *committer
 
 	runningStepAfter time.Duration
+	tr               tracing
+	span             trace.Span // the pass's workflow_run.execute span
 
 	releaseOnce sync.Once
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/openworkflow-go/openworkflow/backend"
 	"github.com/openworkflow-go/openworkflow/internal/replay"
 )
@@ -22,10 +24,19 @@ func (w *Worker) execute(run *backend.WorkflowRun) {
 	}
 	ctx, cancel := context.WithCancelCause(w.hardCtx)
 	defer cancel(nil)
+	// Each pass starts its own trace, linked to the span that created the
+	// run, as in OpenWorkflow.
+	spanOpts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithAttributes(append(runAttributes(run), AttrExecutionAttempt.Int(run.Attempts))...)}
+	if origin := w.tr.origin(run.Context); origin.IsValid() {
+		spanOpts = append(spanOpts, trace.WithLinks(trace.Link{SpanContext: origin}))
+	}
+	ctx, span := w.tr.start(ctx, SpanWorkflowRunExecute, spanOpts...)
+	defer span.End()
 	x := &execution{
 		b: w.b, now: w.opts.Now, log: w.log, run: run, workerID: workerID,
 		ctx: ctx, cancel: cancel, info: runInfo(run),
-		commit: w.commit, runningStepAfter: w.opts.RunningStepAfter,
+		commit: w.commit, runningStepAfter: w.opts.RunningStepAfter, tr: w.tr, span: span,
 	}
 	w.mu.Lock()
 	w.executing[run.ID] = x
@@ -144,6 +155,7 @@ func (w *Worker) finish(x *execution, out json.RawMessage, err error) {
 		return
 	}
 	if x.isLost() {
+		x.span.SetAttributes(AttrExecutionOutcome.String(OutcomeStale))
 		if cause := context.Cause(x.ctx); cause != nil {
 			w.log.Debug("openworkflow: pass ended without committing", "run", run.ID, "cause", cause)
 		}
@@ -172,6 +184,7 @@ func (w *Worker) finish(x *execution, out json.RawMessage, err error) {
 			w.failWrite(x, &tw, err, *se.policy, x.hist.FailedCount(se.StepName))
 		}
 	default:
+		recordError(x.span, err)
 		policy := DefaultWorkflowRetryPolicy
 		if def, ok := w.reg.lookup(run.WorkflowName, run.Version); ok && def.Spec().RetryPolicy != nil {
 			policy = def.Spec().RetryPolicy.WithDefaults(DefaultWorkflowRetryPolicy)
@@ -179,6 +192,21 @@ func (w *Worker) finish(x *execution, out json.RawMessage, err error) {
 		w.failWrite(x, &tw, err, policy, run.Attempts)
 	}
 	w.transition(x, tw)
+}
+
+// outcomeOf names a pass's outcome for its span.
+func outcomeOf(k backend.WriteKind, err error) string {
+	switch {
+	case err != nil:
+		return OutcomeStale
+	case k == backend.WriteCompleteRun:
+		return OutcomeCompleted
+	case k == backend.WriteParkRun:
+		return OutcomeSuspended
+	case k == backend.WriteRescheduleRun:
+		return OutcomeRetrying
+	}
+	return OutcomeFailed
 }
 
 // failWrite makes tw the failure transition for err under policy, with
@@ -200,6 +228,7 @@ func (w *Worker) failWrite(x *execution, tw *backend.Write, err error, policy ba
 // OpenWorkflow's transition wrapper.
 func (w *Worker) transition(x *execution, tw backend.Write) {
 	err := x.write(tw)
+	x.span.SetAttributes(AttrExecutionOutcome.String(outcomeOf(tw.Kind, err)))
 	if err == nil {
 		switch tw.Kind {
 		case backend.WriteParkRun, backend.WriteRescheduleRun:

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/openworkflow-go/openworkflow/backend"
 )
 
@@ -43,7 +45,12 @@ func SendSignal(ctx Context, name, signal string, data any) ([]string, error) {
 		}
 	}
 	idem := fmt.Sprintf("__signal:%s:%s", x.run.ID, key)
-	ids, err := x.b.SendSignal(x.ctx, backend.SendSignalParams{Signal: signal, Data: raw, IdempotencyKey: &idem})
+	sctx, span := x.tr.start(x.ctx, SpanSignalSend, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(
+		AttrSignalName.String(signal), AttrRunID.String(x.run.ID), AttrStepName.String(key)))
+	ids, err := x.b.SendSignal(sctx, backend.SendSignalParams{Signal: signal, Data: raw, IdempotencyKey: &idem})
+	span.SetAttributes(AttrSignalRecipientCount.Int(len(ids)))
+	recordError(span, err)
+	span.End()
 	if err != nil {
 		return nil, x.writeErr(fmt.Sprintf("send signal %q", signal), err)
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/openworkflow-go/openworkflow/backend"
 )
 
@@ -91,7 +93,11 @@ func runFunction[T any](x *execution, key string, fn func(context.Context) (T, e
 	}
 	a := x.newAttempt(key, backend.StepFunction, nil, backend.StepRunning)
 	slow := x.announceIfSlow(a)
-	out, ferr := callProtected(func() (T, error) { return fn(x.ctx) })
+	sctx, span := x.tr.start(x.ctx, SpanStepAttemptExecute, trace.WithAttributes(
+		AttrRunID.String(x.run.ID), AttrStepName.String(key), AttrWorkflowName.String(x.run.WorkflowName)))
+	out, ferr := callProtected(func() (T, error) { return fn(sctx) })
+	recordError(span, ferr)
+	span.End()
 	var raw json.RawMessage
 	if ferr == nil {
 		var err error

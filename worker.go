@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/openworkflow-go/openworkflow/backend"
 	"github.com/openworkflow-go/openworkflow/internal/id"
 )
@@ -44,6 +46,12 @@ type WorkerOptions struct {
 	// is recorded as running (so dashboards show long steps); a step that
 	// returns sooner costs one write, its finished attempt. Default 50 ms.
 	RunningStepAfter time.Duration
+	// TracerProvider receives OpenTelemetry spans: one workflow_run.execute
+	// per pass (a new trace linked to the span that created the run, with
+	// the pass's outcome), step_attempt.execute per executed step,
+	// workflow_run.create per child and signal.send per signal step, named
+	// and attributed as in OpenWorkflow 0.10. Nil: no tracing.
+	TracerProvider trace.TracerProvider
 	// ID prefixes the worker ids written to runs ("<ID>/<slot>"). Default
 	// "<hostname>-<pid>-<random>".
 	ID string
@@ -89,6 +97,7 @@ type Worker struct {
 	b      backend.Backend
 	opts   WorkerOptions
 	commit *committer
+	tr     tracing
 	reg    registry
 	log    *slog.Logger
 
@@ -110,7 +119,7 @@ type Worker struct {
 // call Run).
 func NewWorker(b backend.Backend, opts WorkerOptions) *Worker {
 	opts = opts.withDefaults()
-	w := &Worker{b: b, opts: opts, log: opts.Logger, commit: newCommitter(b), executing: make(map[string]*execution), wake: make(chan struct{}, 1)}
+	w := &Worker{b: b, opts: opts, log: opts.Logger, commit: newCommitter(b), tr: newTracing(opts.TracerProvider), executing: make(map[string]*execution), wake: make(chan struct{}, 1)}
 	for i := opts.Concurrency - 1; i >= 0; i-- {
 		w.free = append(w.free, fmt.Sprintf("%s/%d", opts.ID, i))
 	}
