@@ -269,3 +269,23 @@ func TestVersionedRunsExecuteOnlyOnTheirVersionAndSeeIt(t *testing.T) {
 	}
 	e.requireStatus(c.ID, backend.RunPending)
 }
+
+func TestAWorkerWithOnlyRegisteredLeavesOtherWorkflowsRunsAlone(t *testing.T) {
+	e := newEnv(t)
+	e.worker = ow.NewWorker(e.b, ow.WorkerOptions{Now: e.clock.Now, OnlyRegistered: true})
+	mine := ow.Define(ow.Spec{Name: "mine"}, func(ctx ow.Context, in int) (int, error) { return in, nil })
+	e.register(mine)
+	theirs, err := e.client.StartByName(e.ctx, "theirs", "", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := start(e, mine, 7)
+	e.drain()
+	if output[int](e, id) != 7 {
+		t.Fatal("own run not executed")
+	}
+	r := e.requireStatus(theirs.ID, backend.RunPending)
+	if r.Attempts != 0 || r.Error != nil {
+		t.Fatalf("run of an unregistered workflow was claimed: attempts %d, error %s", r.Attempts, r.Error)
+	}
+}

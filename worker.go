@@ -46,6 +46,14 @@ type WorkerOptions struct {
 	// is recorded as running (so dashboards show long steps); a step that
 	// returns sooner costs one write, its finished attempt. Default 50 ms.
 	RunningStepAfter time.Duration
+	// OnlyRegistered makes the worker claim only runs of the workflows
+	// (name and version) registered on it, leaving other runs to the
+	// workers that have them: set it when workers of other languages (the
+	// TypeScript SDK) or other deployments share the namespace. Default
+	// false: as in OpenWorkflow, any run is claimed and a run whose
+	// workflow is not registered is rescheduled with backoff (5 s ×2 up to
+	// 5 min) for another worker.
+	OnlyRegistered bool
 	// TracerProvider receives OpenTelemetry spans: one workflow_run.execute
 	// per pass (a new trace linked to the span that created the run, with
 	// the pass's outcome), step_attempt.execute per executed step,
@@ -257,7 +265,11 @@ func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (int, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	runs, err := w.b.ClaimWorkflowRuns(ctx, backend.ClaimWorkflowRunsParams{WorkerIDs: ids, LeaseDuration: w.opts.LeaseDuration})
+	p := backend.ClaimWorkflowRunsParams{WorkerIDs: ids, LeaseDuration: w.opts.LeaseDuration}
+	if w.opts.OnlyRegistered {
+		p.Workflows = w.reg.keys()
+	}
+	runs, err := w.b.ClaimWorkflowRuns(ctx, p)
 	if err != nil {
 		return 0, fmt.Errorf("claim workflow runs: %w", err)
 	}

@@ -152,6 +152,17 @@ func (r *registry) register(defs ...Definition) error {
 	return nil
 }
 
+// keys lists the registered workflows as claim filter keys (never nil).
+func (r *registry) keys() []backend.WorkflowKey {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	keys := make([]backend.WorkflowKey, 0, len(r.defs))
+	for _, d := range r.defs {
+		keys = append(keys, backend.WorkflowKey{Name: d.Spec().Name, Version: versionPtr(d.Spec().Version)})
+	}
+	return keys
+}
+
 func (r *registry) lookup(name string, version *string) (Definition, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()

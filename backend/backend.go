@@ -179,6 +179,20 @@ type ClaimWorkflowRunsParams struct {
 	// LeaseDuration is how long the claim holds before another worker may
 	// take the run, unless extended by a heartbeat.
 	LeaseDuration time.Duration
+	// Workflows, when non-nil, restricts the claim to runs of these
+	// workflows (name and version; a nil version matches only unversioned
+	// runs), so a worker leaves other workflows' runs to the workers that
+	// have them — e.g. TypeScript workers sharing the namespace. Nil means
+	// any run, as in OpenWorkflow.
+	Workflows []WorkflowKey
+}
+
+// WorkflowKey identifies a workflow implementation: name and version (nil
+// for unversioned).
+type WorkflowKey struct {
+	// Name and Version are the workflow's; Version nil is unversioned.
+	Name    string
+	Version *string
 }
 
 // ExtendWorkflowRunLeaseParams are the inputs of [Backend.ExtendWorkflowRunLease].

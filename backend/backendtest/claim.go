@@ -232,6 +232,38 @@ func testClaimWorkflowRuns(t *testing.T, s *suite) {
 		cancelRun(t, b, createRun(t, b, backend.CreateWorkflowRunParams{}).ID)
 		requireNothingClaimable(t, b)
 	})
+
+	t.Run("claims only runs of the workflows named, matching a nil version only to unversioned runs", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		want := map[string]bool{
+			createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: "mine"}).ID:                          true,
+			createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: "versioned", Version: ptr("v2")}).ID: true,
+		}
+		createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: "theirs"})
+		createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: "mine", Version: ptr("v1")})
+		createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: "versioned"})
+		createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: "versioned", Version: ptr("v3")})
+		runs, err := b.ClaimWorkflowRuns(t.Context(), backend.ClaimWorkflowRunsParams{
+			WorkerIDs:     []string{newWorkerID(), newWorkerID(), newWorkerID(), newWorkerID(), newWorkerID(), newWorkerID()},
+			LeaseDuration: longLease,
+			Workflows:     []backend.WorkflowKey{{Name: "mine"}, {Name: "versioned", Version: ptr("v2")}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(runs) != len(want) {
+			t.Fatalf("claimed %d runs, want exactly the %d of the named workflows", len(runs), len(want))
+		}
+		for _, r := range runs {
+			if !want[r.ID] {
+				t.Fatalf("claimed run %s of %s (version %v), which was not named", r.ID, r.WorkflowName, r.Version)
+			}
+		}
+		if got := claim(t, b, longLease, newWorkerID(), newWorkerID(), newWorkerID(), newWorkerID()); len(got) != 4 {
+			t.Fatalf("without a filter the 4 other runs are claimable, got %d", len(got))
+		}
+	})
 }
 
 func testExtendWorkflowRunLease(t *testing.T, s *suite) {

@@ -60,3 +60,26 @@ func containsNUL(v any) bool {
 	}
 	return false
 }
+
+func TestStringsWithoutNULAreStoredAsGivenSoOtherSDKsReadThemUnchanged(t *testing.T) {
+	for _, v := range []string{
+		`"\u0001abc"`,                   // what the TypeScript SDK may write
+		`"\u00010"`,                     // looks escaped but decodes to no NUL
+		`{"\u0001k":["\u0001\u00011"]}`, // escaped form, decoding to "\u0001" only
+	} {
+		if got := encodeJSON([]byte(v)); string(got) != v {
+			t.Errorf("%s stored as %s: a string without U+0000 must be stored as given", v, got)
+		}
+		if got := decodeJSON([]byte(v)); string(got) != v {
+			t.Errorf("%s written by another SDK read back as %s", v, got)
+		}
+	}
+	// A string that reads as escaped is itself escaped, so it round-trips.
+	tricky := `"\u0001\u00010"` // decodes to "\u0000"
+	var want, got any
+	_ = json.Unmarshal([]byte(tricky), &want)
+	_ = json.Unmarshal(decodeJSON(encodeJSON([]byte(tricky))), &got)
+	if !reflect.DeepEqual(want, got) {
+		t.Errorf("%s read back as %v", tricky, got)
+	}
+}

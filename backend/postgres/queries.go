@@ -156,6 +156,9 @@ candidate AS (
     AND c."status" IN ('pending', 'running', 'sleeping')
     AND c."available_at" <= NOW()
     AND (c."deadline_at" IS NULL OR c."deadline_at" > NOW())
+    AND ($4::text[] IS NULL OR EXISTS (
+      SELECT 1 FROM unnest($4::text[], $5::text[]) AS k("name", "version")
+      WHERE k."name" = c."workflow_name" AND k."version" IS NOT DISTINCT FROM c."version"))
   ORDER BY CASE WHEN c."status" = 'pending' THEN 0 ELSE 1 END, c."available_at", c."created_at", c."id"
   LIMIT cardinality($2::text[])
   FOR UPDATE SKIP LOCKED

@@ -201,7 +201,15 @@ func (b *Backend) ClaimWorkflowRuns(ctx context.Context, p backend.ClaimWorkflow
 	if len(p.WorkerIDs) == 0 {
 		return nil, nil
 	}
-	rows, err := b.pool.Query(ctx, b.q.claimRuns, b.namespace, p.WorkerIDs, durationMs(p.LeaseDuration))
+	var names []string
+	var versions []*string
+	if p.Workflows != nil {
+		names, versions = make([]string, len(p.Workflows)), make([]*string, len(p.Workflows))
+		for i, k := range p.Workflows {
+			names[i], versions[i] = k.Name, k.Version
+		}
+	}
+	rows, err := b.pool.Query(ctx, b.q.claimRuns, b.namespace, p.WorkerIDs, durationMs(p.LeaseDuration), names, versions)
 	if err != nil {
 		return nil, fmt.Errorf("claim workflow runs: %w", err)
 	}

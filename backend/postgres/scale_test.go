@@ -126,7 +126,7 @@ func TestScalePlans(t *testing.T) {
 	}
 	var plans []plan
 	add := func(name string, sql string, args []any) { plans = append(plans, plan{name, sql, args}) }
-	add("claim 10 runs", b.q.claimRuns, []any{b.namespace, workers, int64(60000)})
+	add("claim 10 runs", b.q.claimRuns, []any{b.namespace, workers, int64(60000), []string(nil), []*string(nil)})
 	for _, c := range []struct {
 		name  string
 		p     backend.ListWorkflowRunsParams

@@ -103,6 +103,9 @@ WHERE "namespace_id" = :ns
   AND "status" IN ` + nonTerminalStatuses + `
   AND "available_at" <= :now
   AND ("deadline_at" IS NULL OR "deadline_at" > :now)
+  AND (:workflows IS NULL OR EXISTS (
+    SELECT 1 FROM json_each(:workflows) AS k
+    WHERE json_extract(k.value, '$[0]') = "workflow_name" AND json_extract(k.value, '$[1]') IS "version"))
 ORDER BY
   CASE WHEN "status" = 'pending' THEN 0 ELSE 1 END,
   "available_at",

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -184,7 +185,7 @@ func (b *Backend) ClaimWorkflowRuns(ctx context.Context, p backend.ClaimWorkflow
 		if err := b.failExpiredRuns(ctx, tx, now, ev); err != nil {
 			return err
 		}
-		ids, err := b.claimCandidates(ctx, tx, now, len(p.WorkerIDs))
+		ids, err := b.claimCandidates(ctx, tx, now, len(p.WorkerIDs), p.Workflows)
 		if err != nil {
 			return err
 		}
@@ -241,9 +242,18 @@ func (b *Backend) failExpiredRuns(ctx context.Context, tx *txn, now time.Time, e
 
 // claimCandidates returns the ids of up to n claimable runs, in claim
 // order.
-func (b *Backend) claimCandidates(ctx context.Context, tx *txn, now time.Time, n int) ([]string, error) {
+func (b *Backend) claimCandidates(ctx context.Context, tx *txn, now time.Time, n int, workflows []backend.WorkflowKey) ([]string, error) {
+	var filter any // NULL: any workflow; else [[name, version|null], …]
+	if workflows != nil {
+		pairs := make([][2]*string, len(workflows))
+		for i, k := range workflows {
+			pairs[i] = [2]*string{&k.Name, k.Version}
+		}
+		b, _ := json.Marshal(pairs)
+		filter = string(b)
+	}
 	rows, err := tx.QueryContext(ctx, qClaimCandidates,
-		sql.Named("ns", b.ns), sql.Named("now", timeArg(now)), sql.Named("limit", n))
+		sql.Named("ns", b.ns), sql.Named("now", timeArg(now)), sql.Named("limit", n), sql.Named("workflows", filter))
 	if err != nil {
 		return nil, fmt.Errorf("select claim candidates: %w", err)
 	}
