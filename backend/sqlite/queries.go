@@ -95,22 +95,38 @@ WHERE "namespace_id" = :ns
 RETURNING "namespace_id", "id", "parent_step_attempt_namespace_id", "parent_step_attempt_id"`
 
 // qClaimCandidates picks the runs to claim: pending first, then expired
-// leases and due parked runs, each by available_at then created_at.
+// leases and due parked runs, each by available_at then created_at. Each
+// half reads the claim index in order and stops at :limit, so a claim
+// costs the same with 5 or 500,000 runs waiting (one query ordered by a
+// CASE on the status would sort every due run on every claim).
 const qClaimCandidates = `
-SELECT "id"
-FROM "workflow_runs"
-WHERE "namespace_id" = :ns
-  AND "status" IN ` + nonTerminalStatuses + `
-  AND "available_at" <= :now
-  AND ("deadline_at" IS NULL OR "deadline_at" > :now)
-  AND (:workflows IS NULL OR EXISTS (
-    SELECT 1 FROM json_each(:workflows) AS k
-    WHERE json_extract(k.value, '$[0]') = "workflow_name" AND json_extract(k.value, '$[1]') IS "version"))
-ORDER BY
-  CASE WHEN "status" = 'pending' THEN 0 ELSE 1 END,
-  "available_at",
-  "created_at",
-  "id"
+SELECT "id" FROM (
+  SELECT * FROM (
+    SELECT "id", 0 AS "rank", "available_at", "created_at"
+    FROM "workflow_runs"
+    WHERE "namespace_id" = :ns
+      AND "status" = 'pending'
+      AND "available_at" <= :now
+      AND ("deadline_at" IS NULL OR "deadline_at" > :now)
+      AND (:workflows IS NULL OR EXISTS (
+        SELECT 1 FROM json_each(:workflows) AS k
+        WHERE json_extract(k.value, '$[0]') = "workflow_name" AND json_extract(k.value, '$[1]') IS "version"))
+    ORDER BY "available_at", "created_at"
+    LIMIT :limit)
+  UNION ALL
+  SELECT * FROM (
+    SELECT "id", 1 AS "rank", "available_at", "created_at"
+    FROM "workflow_runs"
+    WHERE "namespace_id" = :ns
+      AND "status" IN ('running', 'sleeping')
+      AND "available_at" <= :now
+      AND ("deadline_at" IS NULL OR "deadline_at" > :now)
+      AND (:workflows IS NULL OR EXISTS (
+        SELECT 1 FROM json_each(:workflows) AS k
+        WHERE json_extract(k.value, '$[0]') = "workflow_name" AND json_extract(k.value, '$[1]') IS "version"))
+    ORDER BY "available_at", "created_at"
+    LIMIT :limit))
+ORDER BY "rank", "available_at", "created_at", "id"
 LIMIT :limit`
 
 const qClaimRun = `
