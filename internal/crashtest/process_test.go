@@ -40,6 +40,9 @@ type workerConfig struct {
 	BlockStep string `json:"blockStep,omitempty"`
 	// StepWork is the simulated work of every other step.
 	StepWork time.Duration `json:"stepWork,omitempty"`
+	// HoldCommit, if set, holds back the group commit of one step's result
+	// (see commitHold).
+	HoldCommit *commitHold `json:"holdCommit,omitempty"`
 
 	Concurrency       int           `json:"concurrency"`
 	LeaseDuration     time.Duration `json:"leaseDuration"`
@@ -89,6 +92,9 @@ func runWorkerProcess(cfg workerConfig) error {
 	defer steps.Close()
 
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if cfg.HoldCommit != nil {
+		b = &holdingBackend{Backend: b, hold: *cfg.HoldCommit, log: logger}
+	}
 	w := ow.NewWorker(b, ow.WorkerOptions{
 		Concurrency:         cfg.Concurrency,
 		LeaseDuration:       cfg.LeaseDuration,
