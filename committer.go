@@ -14,13 +14,21 @@ import (
 // writes go in the next commit.
 const maxBatchWrites = 512
 
+// maxCommitsInFlight is how many group commits may be under way at once.
+// More than one lets the database overlap their WAL flushes (its own group
+// commit) instead of paying one flush after another.
+const maxCommitsInFlight = 4
+
 // commitTimeout bounds one group commit. A batch serves many passes, so it
 // is not canceled with any one of them.
 const commitTimeout = 30 * time.Second
 
 // committer is the worker's group-commit writer: writes submitted by many
-// concurrent passes while a commit is in flight are applied together in
-// the next one, so the writes of many runs share a transaction. A caller
+// concurrent passes while commits are in flight are applied together in
+// the next one, so the writes of many runs share a transaction. Up to
+// maxCommitsInFlight commits run at once; groups of one pass never overlap
+// (a pass waits for its earlier groups before submitting the next), so a
+// pass's writes apply in order. A caller
 // waits for its writes' commit before it goes on, so nothing is
 // acknowledged that is not durable. A driver goroutine exists only while
 // there are writes to apply; wg tracks it.
@@ -29,7 +37,7 @@ type committer struct {
 
 	mu      sync.Mutex
 	queue   []*writeGroup
-	running bool
+	drivers int // goroutines applying batches, at most maxCommitsInFlight
 	wg      sync.WaitGroup
 }
 
@@ -51,8 +59,8 @@ func (c *committer) submit(ws []backend.Write) *writeGroup {
 	g := &writeGroup{writes: ws, done: make(chan struct{})}
 	c.mu.Lock()
 	c.queue = append(c.queue, g)
-	if !c.running {
-		c.running = true
+	if c.drivers < maxCommitsInFlight {
+		c.drivers++
 		c.wg.Add(1)
 		go c.drive()
 	}
@@ -78,7 +86,7 @@ func (c *committer) drive() {
 			n++
 		}
 		if n == 0 {
-			c.running = false
+			c.drivers--
 			c.mu.Unlock()
 			return
 		}

@@ -211,7 +211,9 @@ func (x *execution) deferWrite(w backend.Write, branch bool) {
 }
 
 // flushAsync submits the buffered writes for the next group commit without
-// waiting; the next write (or flush) waits for them.
+// waiting; the next write (or flush) waits for them. Groups submitted this
+// way are independent (results of different parallel branches), so they
+// may apply in any order.
 func (x *execution) flushAsync() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -226,18 +228,24 @@ func (x *execution) flushAsync() {
 // fence (or any failure to commit) means the pass no longer owns the run:
 // nothing more is committed and ErrLeaseLost is returned.
 func (x *execution) write(ws ...backend.Write) error {
+	// Earlier groups first: commits run concurrently, so a later group of
+	// this pass may only be submitted once the earlier ones applied.
+	x.mu.Lock()
+	pending := x.pending
+	x.pending = nil
+	x.mu.Unlock()
+	var errs []error
+	for _, g := range pending {
+		if err := g.wait(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	x.mu.Lock()
 	group := append(x.buffer, ws...)
 	x.buffer = nil
-	wait := x.pending
-	x.pending = nil
-	if len(group) > 0 {
-		wait = append(wait, x.commit.submit(group))
-	}
 	x.mu.Unlock()
-	var errs []error
-	for _, g := range wait {
-		if err := g.wait(); err != nil {
+	if len(errs) == 0 && len(group) > 0 {
+		if err := x.commit.submit(group).wait(); err != nil {
 			errs = append(errs, err)
 		}
 	}

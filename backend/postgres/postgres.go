@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,7 +30,16 @@ type Options struct {
 	// SkipMigrations makes [Open] not run [Migrate]; the tables must then
 	// exist already. [FromPool] never migrates.
 	SkipMigrations bool
+	// MaxConns is the size of the pool [Open] creates; 0 means the URL's
+	// pool_max_conns if it sets one, else [DefaultMaxConns]. A worker needs
+	// connections for its concurrent group commits, claims, heartbeats and
+	// reads at once.
+	MaxConns int32
 }
+
+// DefaultMaxConns is the pool size [Open] uses by default (pgxpool's own
+// default, 4 on a 2-core machine, serializes a busy worker's commits).
+const DefaultMaxConns = 16
 
 // withDefaults applies the defaults and validates; it is the one place
 // where defaults are decided.
@@ -79,7 +89,17 @@ func Open(ctx context.Context, url string, opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	pool, err := pgxpool.New(ctx, url)
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres backend: parse URL: %w", err)
+	}
+	switch {
+	case opts.MaxConns > 0:
+		cfg.MaxConns = opts.MaxConns
+	case !strings.Contains(url, "pool_max_conns"):
+		cfg.MaxConns = DefaultMaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres backend: open pool: %w", err)
 	}
