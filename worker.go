@@ -109,11 +109,12 @@ type Worker struct {
 	reg    registry
 	log    *slog.Logger
 
-	mu        sync.Mutex
-	free      []string              // worker ids of free slots
-	executing map[string]*execution // by run id
-	nextWake  time.Time             // earliest wake-up of a run this worker parked
-	started   bool
+	mu           sync.Mutex
+	free         []string              // worker ids of free slots
+	executing    map[string]*execution // by run id
+	nextWake     time.Time             // earliest known wake-up of a run (parked here, or from NextDueAt)
+	dueCheckedAt time.Time             // when NextDueAt was last asked
+	started      bool
 
 	wake       chan struct{}
 	hardCtx    context.Context // canceled when the grace period ends
@@ -339,6 +340,7 @@ func (w *Worker) loop(ctx context.Context, events <-chan backend.Event) {
 		}
 		idle++
 		delay := w.idleDelay(idle)
+		w.refreshNextWake(ctx)
 		w.mu.Lock()
 		if !w.nextWake.IsZero() {
 			until := w.nextWake.Sub(w.opts.Now())
@@ -392,6 +394,38 @@ func (w *Worker) idleDelay(n int) time.Duration {
 	d = min(d, w.opts.MaxPollInterval)
 	jitter := 0.5 + rand.Float64()*0.5
 	return max(time.Duration(float64(d)*jitter), time.Millisecond)
+}
+
+// refreshNextWake asks a backend that can tell (backend.DueTimer) when the
+// namespace's next run comes due — a parked run waking, a delayed start, a
+// lease expiring — so the idle loop claims it on time instead of at its
+// next poll. It asks at most once per MaxPollInterval while no wake-up is
+// known, so an idle worker makes at most two queries per poll interval.
+func (w *Worker) refreshNextWake(ctx context.Context) {
+	dt, ok := w.b.(backend.DueTimer)
+	if !ok {
+		return
+	}
+	w.mu.Lock()
+	now := time.Now()
+	skip := !w.nextWake.IsZero() || now.Sub(w.dueCheckedAt) < w.opts.MaxPollInterval
+	if !skip {
+		w.dueCheckedAt = now
+	}
+	w.mu.Unlock()
+	if skip {
+		return
+	}
+	at, due, err := dt.NextDueAt(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.Debug("openworkflow: next due run unknown", "error", err)
+		}
+		return
+	}
+	if due {
+		w.noteWake(at)
+	}
 }
 
 // noteWake remembers the earliest wake-up of runs this worker parked, so

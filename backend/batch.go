@@ -99,3 +99,13 @@ type Batcher interface {
 	// params are invalid, naming the index of the first bad one.
 	CreateWorkflowRuns(ctx context.Context, ps []CreateWorkflowRunParams) ([]*WorkflowRun, error)
 }
+
+// DueTimer is implemented by backends that can say when the next run of the
+// namespace becomes claimable (a delayed start, a parked run waking, a
+// lease expiring), so an idle worker sleeps until then rather than polling.
+// Both built-in backends implement it.
+type DueTimer interface {
+	// NextDueAt returns the earliest available_at in the future of a
+	// non-terminal run; ok is false when there is none.
+	NextDueAt(ctx context.Context) (at time.Time, ok bool, err error)
+}

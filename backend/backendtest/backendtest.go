@@ -62,6 +62,7 @@ func Run(t *testing.T, h Harness) {
 		{"ListWorkflowRuns", testListWorkflowRuns},
 		{"CountWorkflowRuns", testCountWorkflowRuns},
 		{"ClaimWorkflowRuns", testClaimWorkflowRuns},
+		{"NextDueAt", testNextDueAt},
 		{"ExtendWorkflowRunLease", testExtendWorkflowRunLease},
 		{"Deadlines", testDeadlines},
 		{"SleepWorkflowRun", testSleepWorkflowRun},

@@ -432,3 +432,26 @@ func testDeadlines(t *testing.T, s *suite) {
 		})
 	})
 }
+
+func testNextDueAt(t *testing.T, s *suite) {
+	t.Run("says when the next parked or delayed run comes due, and nothing when none will", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		dt, ok := b.(backend.DueTimer)
+		if !ok {
+			t.Skip("the backend does not implement backend.DueTimer")
+		}
+		if _, due, err := dt.NextDueAt(t.Context()); err != nil || due {
+			t.Fatalf("empty namespace: due=%v err=%v, want nothing due", due, err)
+		}
+		soon := time.Now().Add(time.Hour).UTC().Truncate(time.Millisecond)
+		later := soon.Add(time.Hour)
+		createRun(t, b, backend.CreateWorkflowRunParams{AvailableAt: &later})
+		createRun(t, b, backend.CreateWorkflowRunParams{AvailableAt: &soon})
+		createRun(t, b, backend.CreateWorkflowRunParams{}) // claimable now: not "next due"
+		at, due, err := dt.NextDueAt(t.Context())
+		if err != nil || !due || !at.Equal(soon) {
+			t.Fatalf("NextDueAt = %v, %v, %v; want %v", at, due, err, soon)
+		}
+	})
+}

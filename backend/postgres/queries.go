@@ -207,6 +207,24 @@ claimed AS (
 )
 SELECT {{run_columns}} FROM claimed AS wr ORDER BY wr.claim_order`
 
+// sqlNextDue is when the namespace's next run becomes claimable (a delayed
+// start, a parked run's wake-up, a lease's expiry): one index-ordered
+// LIMIT 1 per status, so it stays cheap however many runs wait.
+const sqlNextDue = `
+SELECT min(t."available_at") FROM (
+  (SELECT "available_at" FROM {{schema}}."workflow_runs"
+   WHERE "namespace_id" = $1 AND "status" = 'pending' AND "available_at" > NOW()
+   ORDER BY "available_at" LIMIT 1)
+  UNION ALL
+  (SELECT "available_at" FROM {{schema}}."workflow_runs"
+   WHERE "namespace_id" = $1 AND "status" = 'running' AND "available_at" > NOW()
+   ORDER BY "available_at" LIMIT 1)
+  UNION ALL
+  (SELECT "available_at" FROM {{schema}}."workflow_runs"
+   WHERE "namespace_id" = $1 AND "status" = 'sleeping' AND "available_at" > NOW()
+   ORDER BY "available_at" LIMIT 1)
+) AS t`
+
 // sqlExtendLease is the heartbeat: a new lease of $4 ms, owner only.
 const sqlExtendLease = `
 UPDATE {{schema}}."workflow_runs" AS wr
@@ -698,6 +716,7 @@ WHERE EXISTS (
 type queries struct {
 	getRunByIdempotencyKey, insertRun, getRun, listRuns, countRuns string
 	claimRuns, extendLease, sleepRun, reconcileParkedRun           string
+	nextDue                                                        string
 	completeRun, failRun, rescheduleRun, cancelRun, wakeParent     string
 	runOwnership                                                   string
 	createStep, getStep, listSteps, completeStep, failStep         string
@@ -719,6 +738,7 @@ func newQueries(schema string) queries {
 		listRuns:               x(sqlListRuns),
 		countRuns:              x(sqlCountRuns),
 		claimRuns:              x(sqlClaimRuns),
+		nextDue:                x(sqlNextDue),
 		extendLease:            x(sqlExtendLease),
 		sleepRun:               x(sqlSleepRun),
 		reconcileParkedRun:     x(sqlReconcileParkedRun),

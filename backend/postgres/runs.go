@@ -370,3 +370,16 @@ func queryRun(ctx context.Context, q querier, sql string, args ...any) (*backend
 	}
 	return pgx.CollectExactlyOneRow(rows, scanRun)
 }
+
+// NextDueAt implements [backend.DueTimer] with one query of three
+// index-ordered probes (see sqlNextDue).
+func (b *Backend) NextDueAt(ctx context.Context) (time.Time, bool, error) {
+	var t *time.Time
+	if err := b.pool.QueryRow(ctx, b.q.nextDue, b.namespace).Scan(&t); err != nil {
+		return time.Time{}, false, fmt.Errorf("next due run: %w", err)
+	}
+	if t == nil {
+		return time.Time{}, false, nil
+	}
+	return t.UTC(), true, nil
+}

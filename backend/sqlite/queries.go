@@ -129,6 +129,20 @@ SELECT "id" FROM (
 ORDER BY "rank", "available_at", "created_at", "id"
 LIMIT :limit`
 
+// qNextDue is when the namespace's next run becomes claimable (a delayed
+// start, a parked run's wake-up, a lease's expiry), one index-ordered probe
+// per status.
+const qNextDue = `
+SELECT min("t") FROM (
+  SELECT * FROM (SELECT "available_at" AS "t" FROM "workflow_runs"
+    WHERE "namespace_id" = :ns AND "status" = 'pending' AND "available_at" > :now ORDER BY "available_at" LIMIT 1)
+  UNION ALL
+  SELECT * FROM (SELECT "available_at" FROM "workflow_runs"
+    WHERE "namespace_id" = :ns AND "status" = 'running' AND "available_at" > :now ORDER BY "available_at" LIMIT 1)
+  UNION ALL
+  SELECT * FROM (SELECT "available_at" FROM "workflow_runs"
+    WHERE "namespace_id" = :ns AND "status" = 'sleeping' AND "available_at" > :now ORDER BY "available_at" LIMIT 1))`
+
 const qClaimRun = `
 UPDATE "workflow_runs"
 SET "status" = 'running',

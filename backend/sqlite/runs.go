@@ -563,3 +563,19 @@ func (b *Backend) rescheduleRun(ctx context.Context, tx *txn, now time.Time, ev 
 	}
 	return run, nil
 }
+
+// NextDueAt implements [backend.DueTimer].
+func (b *Backend) NextDueAt(ctx context.Context) (time.Time, bool, error) {
+	var t sql.NullString
+	if err := b.db.QueryRowContext(ctx, qNextDue, sql.Named("ns", b.ns), sql.Named("now", timeArg(b.now()))).Scan(&t); err != nil {
+		return time.Time{}, false, fmt.Errorf("next due run: %w", err)
+	}
+	if !t.Valid {
+		return time.Time{}, false, nil
+	}
+	at, err := backend.ParseTime(t.String)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("next due run: %w", err)
+	}
+	return at, true, nil
+}
