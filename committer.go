@@ -53,10 +53,30 @@ type writeGroup struct {
 	done   chan struct{}
 }
 
+func newWriteGroup(ws []backend.Write) *writeGroup {
+	return &writeGroup{writes: ws, done: make(chan struct{})}
+}
+
+// fail completes a group that is not applied, every write with err (nil
+// for an empty group).
+func (g *writeGroup) fail(err error) {
+	g.errs = make([]error, len(g.writes))
+	for i := range g.errs {
+		g.errs[i] = err
+	}
+	close(g.done)
+}
+
 // submit queues ws as one group and returns it; wait on it for the
 // outcome.
 func (c *committer) submit(ws []backend.Write) *writeGroup {
-	g := &writeGroup{writes: ws, done: make(chan struct{})}
+	g := newWriteGroup(ws)
+	c.enqueue(g)
+	return g
+}
+
+// enqueue queues g to be applied.
+func (c *committer) enqueue(g *writeGroup) {
 	c.mu.Lock()
 	c.queue = append(c.queue, g)
 	if c.drivers < maxCommitsInFlight {
@@ -65,7 +85,6 @@ func (c *committer) submit(ws []backend.Write) *writeGroup {
 		go c.drive()
 	}
 	c.mu.Unlock()
-	return g
 }
 
 // wait returns the group's first error, or nil when every write applied.

@@ -50,7 +50,7 @@ type execution struct {
 	closed    bool
 	branches  sync.WaitGroup
 	buffer    []backend.Write // deferred writes, committed with the next write
-	pending   []*writeGroup   // submitted without waiting; the next write waits
+	inflight  []*writeGroup   // groups submitted and not known applied; later groups wait for them
 	commit    *committer
 
 	runningStepAfter time.Duration
@@ -210,49 +210,94 @@ func (x *execution) deferWrite(w backend.Write, branch bool) {
 	}
 }
 
-// flushAsync submits the buffered writes for the next group commit without
-// waiting; the next write (or flush) waits for them. Groups submitted this
-// way are independent (results of different parallel branches), so they
-// may apply in any order.
+// flushAsync submits the buffered writes for a group commit without
+// waiting for it; later writes of the pass wait for them.
 func (x *execution) flushAsync() {
 	x.mu.Lock()
-	defer x.mu.Unlock()
-	if len(x.buffer) > 0 {
-		x.pending = append(x.pending, x.commit.submit(x.buffer))
-		x.buffer = nil
+	if len(x.buffer) == 0 {
+		x.mu.Unlock()
+		return
 	}
+	g, prior := x.enter(x.buffer)
+	x.buffer = nil
+	x.mu.Unlock()
+	if len(prior) == 0 {
+		x.commit.enqueue(g)
+		return
+	}
+	// Applied only after every earlier group: the pass awaits this
+	// goroutine like a branch.
+	x.branches.Add(1)
+	go func() {
+		defer x.branches.Done()
+		x.submitAfter(g, prior)
+	}()
+}
+
+// enter registers a new group of ws as the pass's latest and returns it
+// with the groups submitted before it that are not known applied yet.
+// x.mu must be held.
+func (x *execution) enter(ws []backend.Write) (g *writeGroup, prior []*writeGroup) {
+	live := x.inflight[:0]
+	for _, p := range x.inflight {
+		select {
+		case <-p.done:
+		default:
+			live = append(live, p)
+		}
+	}
+	prior = append([]*writeGroup(nil), live...)
+	g = newWriteGroup(ws)
+	x.inflight = append(live, g)
+	return g, prior
+}
+
+// submitAfter waits for the prior groups and then hands g to the
+// committer; if a prior group failed, g fails with that error unapplied.
+func (x *execution) submitAfter(g *writeGroup, prior []*writeGroup) {
+	var errs []error
+	for _, p := range prior {
+		if err := p.wait(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		g.fail(errors.Join(errs...))
+		return
+	}
+	x.commit.enqueue(g)
 }
 
 // write commits the buffered writes and ws as one group and waits for the
-// commit (and for writes submitted earlier without waiting). A refused
-// fence (or any failure to commit) means the pass no longer owns the run:
+// commit, after every group the pass submitted before (by any goroutine of
+// the pass): commits run concurrently, so a group is handed to the
+// committer only once the earlier ones applied, and a step's code never
+// runs before the results it may depend on are durable. A refused fence
+// (or any failure to commit) means the pass no longer owns the run:
 // nothing more is committed and ErrLeaseLost is returned.
 func (x *execution) write(ws ...backend.Write) error {
-	// Earlier groups first: commits run concurrently, so a later group of
-	// this pass may only be submitted once the earlier ones applied.
 	x.mu.Lock()
-	pending := x.pending
-	x.pending = nil
-	x.mu.Unlock()
-	var errs []error
-	for _, g := range pending {
-		if err := g.wait(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	x.mu.Lock()
-	group := append(x.buffer, ws...)
+	g, prior := x.enter(append(x.buffer, ws...))
 	x.buffer = nil
 	x.mu.Unlock()
-	if len(errs) == 0 && len(group) > 0 {
-		if err := x.commit.submit(group).wait(); err != nil {
-			errs = append(errs, err)
+	if len(g.writes) == 0 {
+		g.fail(nil)
+		for _, p := range prior {
+			if err := p.wait(); err != nil {
+				return x.lose(err)
+			}
 		}
-	}
-	if len(errs) == 0 {
 		return nil
 	}
-	err := errors.Join(errs...)
+	x.submitAfter(g, prior)
+	if err := g.wait(); err != nil {
+		return x.lose(err)
+	}
+	return nil
+}
+
+// lose records that a write failed: the pass no longer owns the run.
+func (x *execution) lose(err error) error {
 	x.mu.Lock()
 	x.lost = true
 	x.mu.Unlock()
