@@ -236,21 +236,7 @@ type heldCommitScenario struct {
 	// nothing else (its predecessors were committed by the barrier before
 	// it ran).
 	alone bool
-	// pendingFix, if set, is the diagnosis of a known violation: the
-	// scenario is skipped unless OW_CRASHTEST_PENDING_FIXES=1.
-	pendingFix string
 }
-
-// barrierRace is the diagnosis of the parallel scenarios' failures.
-const barrierRace = "pending fix: the step barrier does not hold for parallel branches. execution.write (execution.go) " +
-	"hands the buffered writes to the first caller and returns at once to a concurrent caller that finds the buffer " +
-	"and x.pending empty, without waiting for the group the first caller submitted. So when two Go branches start " +
-	"after a Run, one branch's flush submits the Run's result and waits for it while the other branch runs its step " +
-	"function before that result is durable; a crash then loses the earlier step's result although a later step ran " +
-	"(observed: the held batch of \"left\" carried \"prepare\" too, and \"prepare\" ran in both processes; with several " +
-	"commits in flight the later branch's result can even be committed while the earlier one is not). " +
-	"Fix: keep every submitted group in the execution until its commit is known, and make every write wait for all " +
-	"groups submitted before it"
 
 var heldCommitScenarios = []heldCommitScenario{
 	{
@@ -262,13 +248,11 @@ var heldCommitScenarios = []heldCommitScenario{
 		name:     "after the step that precedes a parallel pair",
 		workflow: diamondWorkflow, output: diamondOutput, steps: diamondSteps,
 		held: stepPrepare, after: []string{stepLeft, stepRight, stepCombine}, alone: true,
-		pendingFix: barrierRace,
 	},
 	{
 		name:     "after one branch of a parallel pair",
 		workflow: diamondWorkflow, output: diamondOutput, steps: diamondSteps,
 		held: stepLeft, before: []string{stepPrepare}, after: []string{stepCombine},
-		pendingFix: barrierRace,
 	},
 }
 
@@ -283,9 +267,6 @@ func TestWorkerProcessKilledBeforeGroupCommit(t *testing.T) {
 	} {
 		for _, sc := range heldCommitScenarios {
 			t.Run(tc.name+" "+sc.name, func(t *testing.T) {
-				if sc.pendingFix != "" && os.Getenv("OW_CRASHTEST_PENDING_FIXES") != "1" {
-					t.Skip(sc.pendingFix)
-				}
 				t.Parallel()
 				testKilledBeforeGroupCommit(t, tc.target(t), sc)
 			})
