@@ -394,3 +394,11 @@ func fakeRuns(rows []runRow) []backend.WorkflowRun {
 	}
 	return runs
 }
+
+func TestCommitCountsKeepThreeSignificantDigits(t *testing.T) {
+	for v, want := range map[float64]string{11.06: "11.1", 1: "1.00", 0.0503: "0.0503", 0.001: "0.00100", 0: "0"} {
+		if got := significant(v); got != want {
+			t.Errorf("significant(%v) = %q, want %q", v, got, want)
+		}
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 )
@@ -21,6 +23,16 @@ func rate(v float64) string {
 	return fmt.Sprintf("%.1f", v)
 }
 
+// significant formats v with 3 significant digits, never in exponent
+// form: 11.06 → "11.1", 0.0503 → "0.0503", 0.001 → "0.00100".
+func significant(v float64) string {
+	if v == 0 {
+		return "0"
+	}
+	d := max(0, 2-int(math.Floor(math.Log10(math.Abs(v)))))
+	return strconv.FormatFloat(v, 'f', d, 64)
+}
+
 func fixed(decimals int) func(float64) string {
 	return func(v float64) string { return fmt.Sprintf("%.*f", decimals, v) }
 }
@@ -29,8 +41,8 @@ var columns = []column{
 	{MetricRunsPerS, "runs/s", rate},
 	{MetricStepsPerS, "steps/s", rate},
 	{MetricStartsPerS, "starts/s", rate},
-	{MetricCommitsPerStep, "commits/step", fixed(2)},
-	{MetricCommitsPerRun, "commits/run", fixed(2)},
+	{MetricCommitsPerStep, "commits/step", significant},
+	{MetricCommitsPerRun, "commits/run", significant},
 	{MetricP50, "p50 ms", fixed(1)},
 	{MetricP95, "p95 ms", fixed(1)},
 	{MetricP99, "p99 ms", fixed(1)},
