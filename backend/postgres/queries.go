@@ -207,6 +207,11 @@ claimed AS (
 )
 SELECT {{run_columns}} FROM claimed AS wr ORDER BY wr.claim_order`
 
+// sqlAsyncCommit makes the current (implicit) transaction commit without
+// waiting for its WAL flush; queued before writes whose loss in a crash is
+// harmless (a claim, which then simply did not happen).
+const sqlAsyncCommit = `SELECT set_config('synchronous_commit', 'off', true)`
+
 // sqlNextDue is when the namespace's next run becomes claimable (a delayed
 // start, a parked run's wake-up, a lease's expiry): one index-ordered
 // LIMIT 1 per status, so it stays cheap however many runs wait.
