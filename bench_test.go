@@ -29,6 +29,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -315,4 +316,89 @@ func requireParked(b *testing.B, c *ow.Client, runID string) int {
 		b.Fatal(errors.New("more than 1000 step attempts"))
 	}
 	return len(page.Data)
+}
+
+// BenchmarkMemoryPerRun reports the memory (heap and goroutine stacks) a
+// worker holds per executing run
+// (a pass blocked inside a step: its goroutines, execution state, history
+// and heartbeat) and per parked run (none: a parked run is a database row
+// only). Each iteration measures 1,000 runs of each, after a warm-up
+// batch of parked runs has grown the pools and caches.
+func BenchmarkMemoryPerRun(b *testing.B) {
+	const runs = 1000
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc + m.StackInuse // goroutine stacks count too
+	}
+	for range b.N {
+		b.StopTimer()
+		be := openSQLiteBench(b)
+		release := make(chan struct{})
+		var entered sync.WaitGroup
+		entered.Add(runs)
+		blocking := ow.Define(ow.Spec{Name: "mem-block"}, func(ctx ow.Context, _ int) (int, error) {
+			return ow.Run(ctx, "hold", func(context.Context) (int, error) { entered.Done(); <-release; return 1, nil })
+		})
+		parking := ow.Define(ow.Spec{Name: "mem-park"}, func(ctx ow.Context, _ int) (int, error) {
+			return 0, ow.Sleep(ctx, "nap", time.Hour)
+		})
+		c := ow.NewClient(be)
+		w := ow.NewWorker(be, ow.WorkerOptions{Concurrency: runs})
+		if err := w.Register(blocking, parking); err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		if err := w.Start(ctx); err != nil {
+			b.Fatal(err)
+		}
+		parkAll := func(want int) {
+			if _, err := parking.StartMany(ctx, c, make([]int, runs)); err != nil {
+				b.Fatal(err)
+			}
+			deadline := time.Now().Add(60 * time.Second)
+			for parked := 0; parked < want; {
+				if time.Now().After(deadline) {
+					b.Fatalf("%d of %d runs parked", parked, want)
+				}
+				time.Sleep(10 * time.Millisecond)
+				parked = 0
+				for cursor := ""; ; {
+					page, err := c.ListRuns(ctx, backend.ListWorkflowRunsParams{WorkflowName: "mem-park", Limit: 1000, After: cursor})
+					if err != nil {
+						b.Fatal(err)
+					}
+					for _, r := range page.Data {
+						if r.Status == backend.RunRunning && r.WorkerID == nil {
+							parked++
+						}
+					}
+					if page.Next == nil {
+						break
+					}
+					cursor = *page.Next
+				}
+			}
+			time.Sleep(50 * time.Millisecond) // let the last passes return
+		}
+		parkAll(runs) // warm-up
+		before, gBefore := heap(), runtime.NumGoroutine()
+		parkAll(2 * runs)
+		parked, gParked := heap(), runtime.NumGoroutine()
+		if _, err := blocking.StartMany(ctx, c, make([]int, runs)); err != nil {
+			b.Fatal(err)
+		}
+		entered.Wait()
+		executing, gExecuting := heap(), runtime.NumGoroutine()
+		close(release)
+		if err := w.Stop(ctx); err != nil {
+			b.Fatal(err)
+		}
+		be.Close()
+		b.ReportMetric(float64(int64(parked)-int64(before))/runs, "B/parked-run")
+		b.ReportMetric(float64(int64(executing)-int64(parked))/runs, "B/executing-run")
+		b.ReportMetric(float64(gParked-gBefore)/runs, "goroutines/parked-run")
+		b.ReportMetric(float64(gExecuting-gParked)/runs, "goroutines/executing-run")
+	}
 }
