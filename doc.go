@@ -55,6 +55,20 @@
 //	ErrLeaseLost            the run was canceled or moved to another worker
 //	*RunFailedError         Result of a failed run; ErrRunCanceled of a canceled one
 //
+// # Workers
+//
+// A [Worker] claims runs for its free slots in one statement, executes each
+// claimed run's pass, renews the lease with heartbeats, and commits the
+// step results and run transitions of all its passes through a group
+// commit: a step that returns quickly costs one write, shared with other
+// runs' writes, and a pass waits for its commit before its next step runs.
+// Cancellation reaches the step's context at once (PostgreSQL
+// notifications, in-process events on SQLite) or at the next heartbeat.
+// [Worker.Stop] lets passes finish within a grace period and hands the rest
+// back. Set [WorkerOptions].OnlyRegistered when workers of other
+// deployments or languages share the namespace, and TracerProvider (also
+// in [ClientOptions]) for OpenTelemetry spans named as in OpenWorkflow.
+//
 // See the examples directory and the README for the CLI (ow) and the
 // backends.
 package openworkflow
