@@ -2,8 +2,10 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -107,6 +109,7 @@ func (b *Backend) ApplyWrites(ctx context.Context, writes []backend.Write) []err
 		}
 	}
 	b.followUp(wctx, items, results, errs)
+	b.announce(wctx, items, results, errs)
 	return errs
 }
 
@@ -207,21 +210,14 @@ func isRunWrite(k backend.WriteKind) bool {
 	return k != backend.WriteInsertStep && k != backend.WriteFinishStep
 }
 
-// sendWrites sends items as one pipelined implicit transaction, ending with
-// the batch's notifications, and reads what each statement did. Any error
-// means nothing committed (or, for a connection lost at the commit, that
-// the outcome is unknown).
+// sendWrites sends items as one pipelined implicit transaction and reads
+// what each statement did. Any error means nothing committed (or, for a
+// connection lost at the commit, that the outcome is unknown). The batch's
+// notifications are sent after the commit (see announce).
 func (b *Backend) sendWrites(ctx context.Context, items []batchItem) ([]batchResult, error) {
 	batch := &pgx.Batch{}
-	var runIDs []string
 	for _, it := range items {
 		batch.Queue(it.sql, it.args...)
-		if isRunWrite(it.w.Kind) {
-			runIDs = append(runIDs, it.w.WorkflowRunID)
-		}
-	}
-	if len(runIDs) > 0 {
-		batch.Queue(b.q.batchNotify, b.namespace, runIDs)
 	}
 	br := b.pool.SendBatch(ctx, batch)
 	results := make([]batchResult, len(items))
@@ -231,17 +227,57 @@ func (b *Backend) sendWrites(ctx context.Context, items []batchItem) ([]batchRes
 			return nil, err
 		}
 	}
-	if len(runIDs) > 0 {
-		if _, err := br.Exec(); err != nil {
-			_ = br.Close()
-			return nil, err
-		}
-	}
 	if err := br.Close(); err != nil { // the commit
 		return nil, err
 	}
 	return results, nil
 }
+
+// announce sends the batch's notifications — the runs that finished, and
+// whether some run became claimable now — in a transaction of their own,
+// committed asynchronously. A NOTIFY takes a database-wide lock from its
+// commit until the commit's WAL flush; inside the write transaction it
+// made concurrent group commits wait for each other's flushes. The
+// notifications are hints (subscribers also poll), so losing them in a
+// crash is harmless.
+func (b *Backend) announce(ctx context.Context, items []batchItem, results []batchResult, errs []error) {
+	var finished []string
+	work := false
+	now := time.Now()
+	for k, it := range items {
+		if !results[k].applied || results[k].err != nil || errs[it.i] != nil {
+			continue
+		}
+		switch it.w.Kind {
+		case backend.WriteCompleteRun, backend.WriteFailRun:
+			finished = append(finished, it.w.WorkflowRunID)
+		case backend.WriteParkRun, backend.WriteRescheduleRun:
+			if !it.w.AvailableAt.After(now) {
+				work = true
+			}
+		}
+	}
+	if len(finished) == 0 && !work {
+		return
+	}
+	batch := &pgx.Batch{}
+	batch.Queue(sqlAsyncCommit)
+	for len(finished) > 0 {
+		n := min(len(finished), notifyChunk)
+		payload, _ := json.Marshal(notification{Schema: b.schema, Namespace: b.namespace, Kind: string(backend.EventRunFinished), IDs: finished[:n]})
+		batch.Queue(sqlNotify, string(payload))
+		finished = finished[n:]
+	}
+	if work {
+		payload, _ := json.Marshal(notification{Schema: b.schema, Namespace: b.namespace, Kind: string(backend.EventWorkAvailable)})
+		batch.Queue(sqlNotify, string(payload))
+	}
+	_ = b.pool.SendBatch(ctx, batch).Close() // hints: a failure only delays a subscriber to its next poll
+}
+
+// notifyChunk is how many run ids one notification carries, well under
+// PostgreSQL's 8,000-byte payload limit.
+const notifyChunk = 200
 
 // readWrite reads one statement's rows: a row means the write applied.
 func readWrite(br pgx.BatchResults, it batchItem, r *batchResult) error {

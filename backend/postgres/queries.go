@@ -207,6 +207,9 @@ claimed AS (
 )
 SELECT {{run_columns}} FROM claimed AS wr ORDER BY wr.claim_order`
 
+// sqlNotify sends one notification on the backend's channel ($1: payload).
+const sqlNotify = `SELECT pg_notify('` + notifyChannel + `', $1)`
+
 // sqlAsyncCommit makes the current (implicit) transaction commit without
 // waiting for its WAL flush; queued before writes whose loss in a crash is
 // harmless (a claim, which then simply did not happen).
@@ -643,37 +646,6 @@ WHERE wr."namespace_id" = $1 AND wr."id" = $2
   AND wr."status" = 'running' AND wr."worker_id" = $3
 RETURNING wr."id"`
 
-// sqlBatchNotify announces, at the end of a batch's transaction, the runs
-// of $2 that this transaction changed (xmin is its own xid): the terminal
-// ones as "finished" with their ids ("ids", in chunks of 200 to stay under
-// NOTIFY's 8000-byte payload limit), and, if any became claimable now, one
-// "work" without id.
-const sqlBatchNotify = `
-WITH touched AS (
-  SELECT wr."id", wr."status", wr."available_at"
-  FROM {{schema}}."workflow_runs" AS wr
-  WHERE wr."namespace_id" = $1 AND wr."id" = ANY($2::text[])
-    AND wr.xmin = pg_current_xact_id()::xid
-),
-finished AS (
-  SELECT t."id", (row_number() OVER (ORDER BY t."id") - 1) / 200 AS chunk
-  FROM touched AS t
-  WHERE t."status" IN ('completed', 'failed', 'canceled')
-),
-notified AS (
-  SELECT pg_notify('` + notifyChannel + `', json_build_object(
-    'schema', {{schema_literal}}, 'ns', $1::text, 'kind', 'finished', 'ids', json_agg(f."id"))::text) AS n
-  FROM finished AS f
-  GROUP BY f.chunk
-  UNION ALL
-  SELECT pg_notify('` + notifyChannel + `', json_build_object(
-    'schema', {{schema_literal}}, 'ns', $1::text, 'kind', 'work', 'id', '')::text)
-  FROM touched AS t
-  WHERE t."status" IN ('pending', 'running') AND t."available_at" <= NOW()
-  HAVING count(*) > 0
-)
-SELECT count(*) FROM notified`
-
 // sqlBatchReconcileParkedRuns is sqlReconcileParkedRun for every run of
 // $2 at once, after the parks committed.
 var sqlBatchReconcileParkedRuns = strings.Replace(sqlReconcileParkedRun,
@@ -730,7 +702,7 @@ type queries struct {
 	getSignalDelivery                                              string
 
 	batchInsertStep, batchCompleteRun, batchFailRun, batchParkRun string
-	batchRescheduleRun, batchNotify, batchReconcileParkedRuns     string
+	batchRescheduleRun, batchReconcileParkedRuns                  string
 	insertRuns, notifyWorkIfDue                                   string
 }
 
@@ -770,7 +742,6 @@ func newQueries(schema string) queries {
 		batchFailRun:             x(sqlBatchFailRun),
 		batchParkRun:             x(sqlBatchParkRun),
 		batchRescheduleRun:       x(sqlBatchRescheduleRun),
-		batchNotify:              x(sqlBatchNotify),
 		batchReconcileParkedRuns: x(sqlBatchReconcileParkedRuns),
 		insertRuns:               x(sqlInsertRuns),
 		notifyWorkIfDue:          x(sqlNotifyWorkIfDue),
