@@ -399,8 +399,10 @@ func (w *Worker) idleDelay(n int) time.Duration {
 // refreshNextWake asks a backend that can tell (backend.DueTimer) when the
 // namespace's next run comes due — a parked run waking, a delayed start, a
 // lease expiring — so the idle loop claims it on time instead of at its
-// next poll. It asks at most once per MaxPollInterval while no wake-up is
-// known, so an idle worker makes at most two queries per poll interval.
+// next poll. Runs this worker parks are known without asking (noteWake),
+// so it asks at most once per dueCheckEvery MaxPollIntervals while no
+// wake-up is known: an idle worker makes about 1.2 queries per second by
+// default (a claim per poll interval, and this).
 func (w *Worker) refreshNextWake(ctx context.Context) {
 	dt, ok := w.b.(backend.DueTimer)
 	if !ok {
@@ -408,7 +410,7 @@ func (w *Worker) refreshNextWake(ctx context.Context) {
 	}
 	w.mu.Lock()
 	now := time.Now()
-	skip := !w.nextWake.IsZero() || now.Sub(w.dueCheckedAt) < w.opts.MaxPollInterval
+	skip := !w.nextWake.IsZero() || now.Sub(w.dueCheckedAt) < dueCheckEvery*w.opts.MaxPollInterval
 	if !skip {
 		w.dueCheckedAt = now
 	}
@@ -427,6 +429,10 @@ func (w *Worker) refreshNextWake(ctx context.Context) {
 		w.noteWake(at)
 	}
 }
+
+// dueCheckEvery is how many poll intervals pass between two NextDueAt
+// queries of an idle worker.
+const dueCheckEvery = 5
 
 // noteWake remembers the earliest wake-up of runs this worker parked, so
 // the poll loop looks again then instead of at its next idle poll.
