@@ -429,6 +429,30 @@ func testApplyWrites(t *testing.T, s *suite) {
 		requireStepCount(t, b, run.ID, 0)
 	})
 
+	t.Run("refuses inserts after their run's completion while inserts of other runs and earlier ones apply", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		bb := batcher(t, b)
+		w := newWorkerID()
+		x := startRun(t, b, w, backend.CreateWorkflowRunParams{WorkflowName: "x"})
+		y := startRun(t, b, w, backend.CreateWorkflowRunParams{WorkflowName: "y"})
+		errs := applyWrites(t, bb,
+			insertStep(x.ID, w, "x1", backend.StepCompleted, `1`, ""),
+			insertStep(y.ID, w, "y1", backend.StepCompleted, `1`, ""),
+			completeWrite(x.ID, w, `"x done"`),
+			insertStep(x.ID, w, "x2", backend.StepCompleted, `2`, ""),
+			insertStep(y.ID, w, "y2", backend.StepCompleted, `2`, ""),
+		)
+		for i, ok := range []bool{true, true, true, false, true} {
+			if ok && errs[i] != nil {
+				t.Fatalf("write %d: %v, want it applied", i, errs[i])
+			}
+		}
+		requireWriteRefused(t, "insert after its run's completion", errs[3], x.ID)
+		requireStepCount(t, b, x.ID, 1)
+		requireStepCount(t, b, y.ID, 2)
+	})
+
 	t.Run("fails a write with invalid JSON alone, with ErrInvalidArgument, while the others apply", func(t *testing.T) {
 		t.Parallel()
 		b := s.newBackend(t)

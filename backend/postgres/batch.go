@@ -215,14 +215,46 @@ func isRunWrite(k backend.WriteKind) bool {
 // connection lost at the commit, that the outcome is unknown). The batch's
 // notifications are sent after the commit (see announce).
 func (b *Backend) sendWrites(ctx context.Context, items []batchItem) ([]batchResult, error) {
+	// The step inserts of the batch go as one multi-row statement, at the
+	// place of the first. Moving an insert earlier changes nothing unless a
+	// transition of its run comes before it in the batch (then it must be
+	// refused as the run is no longer running): such an insert stays a
+	// statement of its own, in its place.
+	var inserts []int
+	combined := make(map[int]bool)
+	transitioned := make(map[string]bool)
+	for k, it := range items {
+		switch {
+		case isRunWrite(it.w.Kind):
+			transitioned[it.w.WorkflowRunID] = true
+		case it.w.Kind == backend.WriteInsertStep && !transitioned[it.w.WorkflowRunID]:
+			inserts = append(inserts, k)
+			combined[k] = true
+		}
+	}
+	if len(inserts) < 2 {
+		inserts, combined = nil, nil
+	}
 	batch := &pgx.Batch{}
-	for _, it := range items {
-		batch.Queue(it.sql, it.args...)
+	for k, it := range items {
+		switch {
+		case !combined[k]:
+			batch.Queue(it.sql, it.args...)
+		case k == inserts[0]:
+			batch.Queue(b.q.batchInsertSteps, insertStepsArgs(b.namespace, items, inserts)...)
+		}
 	}
 	br := b.pool.SendBatch(ctx, batch)
 	results := make([]batchResult, len(items))
 	for k, it := range items {
-		if err := readWrite(br, it, &results[k]); err != nil {
+		var err error
+		switch {
+		case !combined[k]:
+			err = readWrite(br, it, &results[k])
+		case k == inserts[0]:
+			err = readInserted(br, items, inserts, results)
+		}
+		if err != nil {
 			_ = br.Close()
 			return nil, err
 		}
@@ -231,6 +263,67 @@ func (b *Backend) sendWrites(ctx context.Context, items []batchItem) ([]batchRes
 		return nil, err
 	}
 	return results, nil
+}
+
+// insertStepsArgs lays the single-insert arguments of the items at
+// positions ks out as sqlBatchInsertSteps's column arrays.
+func insertStepsArgs(namespace string, items []batchItem, ks []int) []any {
+	cols := make([][]any, 14)
+	for _, k := range ks {
+		for c := range cols {
+			cols[c] = append(cols[c], items[k].args[c+1]) // args[0] is the namespace
+		}
+	}
+	text := func(c int) []*string {
+		out := make([]*string, len(ks))
+		for i, v := range cols[c] {
+			switch v := v.(type) {
+			case string:
+				out[i] = &v
+			case *string:
+				out[i] = v
+			}
+		}
+		return out
+	}
+	times := func(c int) []*time.Time {
+		out := make([]*time.Time, len(ks))
+		for i, v := range cols[c] {
+			out[i], _ = v.(*time.Time)
+		}
+		return out
+	}
+	args := []any{namespace}
+	for c := 0; c < 12; c++ {
+		args = append(args, text(c))
+	}
+	return append(args, times(12), times(13))
+}
+
+// readInserted reads the ids sqlBatchInsertSteps returned: those inserts
+// applied, the others were refused by their fence.
+func readInserted(br pgx.BatchResults, items []batchItem, ks []int, results []batchResult) error {
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	landed := make(map[string]bool, len(ks))
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return err
+		}
+		landed[id] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, k := range ks {
+		results[k].applied = landed[items[k].w.Step.ID]
+	}
+	return nil
 }
 
 // announce sends the batch's notifications — the runs that finished, and

@@ -592,6 +592,44 @@ SELECT $1, $4, $2, $5, $6, $7::text,
 FROM owned_run
 RETURNING sa."id"`
 
+// sqlBatchInsertSteps is sqlBatchInsertStep for many attempts in one
+// statement ($2…$15: one array per column, one element per attempt), so a
+// group commit of many runs' fast steps costs one statement, not one per
+// step. Each attempt lands only if its run is running and owned by its
+// worker id, whose row is locked FOR NO KEY UPDATE as in the single form;
+// the ids of the attempts that landed are returned.
+const sqlBatchInsertSteps = `
+WITH input AS (
+  SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+                       $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[],
+                       $14::timestamptz[], $15::timestamptz[])
+    AS i("run_id", "worker_id", "id", "step_name", "kind", "status", "config", "context", "output", "error",
+         "child_ns", "child_id", "started_at", "finished_at")
+),
+owned_run AS (
+  SELECT wr."id", wr."worker_id"
+  FROM {{schema}}."workflow_runs" AS wr
+  WHERE wr."namespace_id" = $1 AND wr."status" = 'running'
+    AND wr."id" IN (SELECT i."run_id" FROM input AS i)
+    AND EXISTS (SELECT 1 FROM input AS i WHERE i."run_id" = wr."id" AND i."worker_id" = wr."worker_id")
+  FOR NO KEY UPDATE
+)
+INSERT INTO {{schema}}."step_attempts" AS sa (
+  "namespace_id", "id", "workflow_run_id", "step_name", "kind", "status",
+  "config", "context", "output", "error",
+  "child_workflow_run_namespace_id", "child_workflow_run_id",
+  "started_at", "finished_at", "created_at", "updated_at"
+)
+SELECT $1, i."id", i."run_id", i."step_name", i."kind", i."status",
+  i."config"::jsonb, i."context"::jsonb, i."output"::jsonb, i."error"::jsonb,
+  i."child_ns", i."child_id",
+  COALESCE(i."started_at", {{now}}),
+  CASE WHEN i."status" IN ('completed', 'failed') THEN COALESCE(i."finished_at", {{now}}) ELSE i."finished_at" END,
+  {{now}}, {{now}}
+FROM input AS i
+JOIN owned_run AS o ON o."id" = i."run_id" AND o."worker_id" = i."worker_id"
+RETURNING sa."id"`
+
 // sqlBatchCompleteRun is sqlCompleteRun returning the parent link only.
 const sqlBatchCompleteRun = `
 UPDATE {{schema}}."workflow_runs" AS wr
@@ -702,6 +740,7 @@ type queries struct {
 	getSignalDelivery                                              string
 
 	batchInsertStep, batchCompleteRun, batchFailRun, batchParkRun string
+	batchInsertSteps                                              string
 	batchRescheduleRun, batchReconcileParkedRuns                  string
 	insertRuns, notifyWorkIfDue                                   string
 }
@@ -738,6 +777,7 @@ func newQueries(schema string) queries {
 		getSignalDelivery:      x(sqlGetSignalDelivery),
 
 		batchInsertStep:          x(sqlBatchInsertStep),
+		batchInsertSteps:         x(sqlBatchInsertSteps),
 		batchCompleteRun:         x(sqlBatchCompleteRun),
 		batchFailRun:             x(sqlBatchFailRun),
 		batchParkRun:             x(sqlBatchParkRun),
