@@ -12,6 +12,7 @@ import "strings"
 //	{{now}}             the statement's clock truncated to milliseconds
 //	{{notify_work}}     pg_notify announcing that run "wr" is claimable
 //	{{notify_finished}} pg_notify announcing that run "wr" is terminal
+//	{{owned_run}}       the owned_run CTE, the fence of a step write (ownedRun)
 //
 // Conventions: every timestamp written is {{now}} or a parameter truncated
 // to milliseconds in Go, so cursors and ISO strings round-trip. Writes that
@@ -34,12 +35,25 @@ const stepColumns = `sa."namespace_id", sa."id", sa."workflow_run_id", sa."step_
   sa."child_workflow_run_namespace_id", sa."child_workflow_run_id", sa."started_at",
   sa."finished_at", sa."created_at", sa."updated_at"`
 
+// ownedRun is the fence every step write of one run starts with
+// ({{owned_run}}): a row only while run $2 of namespace $1 is running and
+// owned by worker $3, locked FOR NO KEY UPDATE so that a claim moving the
+// lease serializes with the write.
+const ownedRun = `owned_run AS (
+  SELECT 1
+  FROM {{schema}}."workflow_runs" AS wr
+  WHERE wr."namespace_id" = $1 AND wr."id" = $2
+    AND wr."status" = 'running' AND wr."worker_id" = $3
+  FOR NO KEY UPDATE
+)`
+
 // expandQuery replaces the placeholders of a query for one schema.
 func expandQuery(q, schema string) string {
 	notify := func(kind string) string {
 		return `pg_notify('` + notifyChannel + `', json_build_object(` +
 			`'schema', '` + schema + `', 'ns', wr."namespace_id", 'kind', '` + kind + `', 'id', wr."id")::text)`
 	}
+	q = strings.ReplaceAll(q, "{{owned_run}}", ownedRun) // it holds {{schema}}
 	return strings.NewReplacer(
 		"{{schema}}", quoteIdent(schema),
 		"{{schema_literal}}", "'"+schema+"'",
@@ -402,13 +416,7 @@ WHERE wr."namespace_id" = $1 AND wr."id" = $2`
 
 // sqlCreateStep inserts a running attempt of an owned run.
 const sqlCreateStep = `
-WITH owned_run AS (
-  SELECT 1
-  FROM {{schema}}."workflow_runs" AS wr
-  WHERE wr."namespace_id" = $1 AND wr."id" = $2
-    AND wr."status" = 'running' AND wr."worker_id" = $3
-  FOR NO KEY UPDATE
-)
+WITH {{owned_run}}
 INSERT INTO {{schema}}."step_attempts" AS sa (
   "namespace_id", "id", "workflow_run_id", "step_name", "kind", "status",
   "config", "context", "started_at", "created_at", "updated_at"
@@ -431,13 +439,7 @@ WHERE sa."namespace_id" = $1 AND sa."workflow_run_id" = $2`
 // sqlCompleteStep completes a running attempt of an owned run; completing
 // an already completed attempt keeps its first output and timestamps.
 const sqlCompleteStep = `
-WITH owned_run AS (
-  SELECT 1
-  FROM {{schema}}."workflow_runs" AS wr
-  WHERE wr."namespace_id" = $1 AND wr."id" = $2
-    AND wr."status" = 'running' AND wr."worker_id" = $3
-  FOR NO KEY UPDATE
-)
+WITH {{owned_run}}
 UPDATE {{schema}}."step_attempts" AS sa
 SET "status" = 'completed',
     "output" = CASE WHEN sa."status" = 'running' THEN $5 ELSE sa."output" END,
@@ -452,13 +454,7 @@ RETURNING {{step_columns}}`
 // sqlFailStep fails a running attempt of an owned run; failing an already
 // failed attempt keeps its first error.
 const sqlFailStep = `
-WITH owned_run AS (
-  SELECT 1
-  FROM {{schema}}."workflow_runs" AS wr
-  WHERE wr."namespace_id" = $1 AND wr."id" = $2
-    AND wr."status" = 'running' AND wr."worker_id" = $3
-  FOR NO KEY UPDATE
-)
+WITH {{owned_run}}
 UPDATE {{schema}}."step_attempts" AS sa
 SET "status" = 'failed',
     "output" = NULL,
@@ -472,13 +468,7 @@ RETURNING {{step_columns}}`
 
 // sqlSetStepChild links a running workflow-kind attempt to its child run.
 const sqlSetStepChild = `
-WITH owned_run AS (
-  SELECT 1
-  FROM {{schema}}."workflow_runs" AS wr
-  WHERE wr."namespace_id" = $1 AND wr."id" = $2
-    AND wr."status" = 'running' AND wr."worker_id" = $3
-  FOR NO KEY UPDATE
-)
+WITH {{owned_run}}
 UPDATE {{schema}}."step_attempts" AS sa
 SET "child_workflow_run_namespace_id" = $5,
     "child_workflow_run_id" = $6,
@@ -570,13 +560,7 @@ LIMIT 1`
 // sqlCreateStep. started_at defaults to now; finished_at to now for a
 // terminal status.
 const sqlBatchInsertStep = `
-WITH owned_run AS (
-  SELECT 1
-  FROM {{schema}}."workflow_runs" AS wr
-  WHERE wr."namespace_id" = $1 AND wr."id" = $2
-    AND wr."status" = 'running' AND wr."worker_id" = $3
-  FOR NO KEY UPDATE
-)
+WITH {{owned_run}}
 INSERT INTO {{schema}}."step_attempts" AS sa (
   "namespace_id", "id", "workflow_run_id", "step_name", "kind", "status",
   "config", "context", "output", "error",
