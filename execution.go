@@ -75,10 +75,27 @@ func (x *execution) suspend(at time.Time) error {
 // gate says whether a step may start new work: ErrLeaseLost once the run is
 // no longer ours, ErrSuspended once the pass is parking, an error once the
 // workflow function has returned (a step called from a goroutine the
-// workflow left behind), else nil. A branch admitted by [execution.admit]
-// (Go, GoWorkflow) passes the last two checks: it was started before the
-// pass parked or returned, so it runs to its end, which the pass awaits.
+// workflow left behind), a *StepLimitExceededError at the cap, else nil. A
+// branch admitted by [execution.admit] (Go, GoWorkflow) passes the
+// suspended and returned checks: it was started before the pass parked or
+// returned, so it runs to its end, which the pass awaits.
 func (x *execution) gate(admitted bool) error {
+	if err := x.blocked(admitted); err != nil {
+		return err
+	}
+	if n := x.hist.Count(); n >= StepLimit {
+		return &StepLimitExceededError{Limit: StepLimit, StepCount: n}
+	}
+	return nil
+}
+
+// admit reports whether a parallel branch started now may run: not once
+// the pass is parking or has returned (the branch's Get then returns the
+// reason, and the branch starts on the next pass).
+func (x *execution) admit() error { return x.blocked(false) }
+
+// blocked is the ownership, parking and return checks of gate and admit.
+func (x *execution) blocked(admitted bool) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	switch {
@@ -89,9 +106,6 @@ func (x *execution) gate(admitted bool) error {
 		return ErrSuspended
 	case x.closed:
 		return errors.New("openworkflow: step started after the workflow function returned")
-	}
-	if n := x.hist.Count(); n >= StepLimit {
-		return &StepLimitExceededError{Limit: StepLimit, StepCount: n}
 	}
 	return nil
 }
@@ -112,23 +126,6 @@ func (x *execution) writeErr(op string, err error) error {
 		return fmt.Errorf("%s: %w", op, ErrLeaseLost)
 	}
 	return fmt.Errorf("%s: %w", op, err)
-}
-
-// admit reports whether a parallel branch started now may run: not once
-// the pass is parking or has returned (the branch's Get then returns
-// ErrSuspended, and the branch starts on the next pass).
-func (x *execution) admit() error {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	switch {
-	case x.lost || x.ctx.Err() != nil:
-		return ErrLeaseLost
-	case x.suspended:
-		return ErrSuspended
-	case x.closed:
-		return errors.New("openworkflow: step started after the workflow function returned")
-	}
-	return nil
 }
 
 // newAttempt makes the in-memory record of a new attempt (id chosen here,
