@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -97,27 +98,51 @@ func TestTheThousandAndFirstStepAttemptFailsTheRunWithoutRetry(t *testing.T) {
 	}
 }
 
+// readCounter counts GetWorkflowRun calls.
+type readCounter struct {
+	backend.Backend
+	mu    sync.Mutex
+	reads int
+}
+
+func (r *readCounter) GetWorkflowRun(ctx context.Context, id string) (*backend.WorkflowRun, error) {
+	r.mu.Lock()
+	r.reads++
+	r.mu.Unlock()
+	return r.Backend.GetWorkflowRun(ctx, id)
+}
+
 func TestResultWaitsForTheOutcomeWithoutPolling(t *testing.T) {
 	e := newRealTimeEnv(t)
+	gate := make(chan struct{})
 	wf := ow.Define(ow.Spec{Name: "quick"}, func(ctx ow.Context, in int) (int, error) {
-		return ow.Run(ctx, "inc", func(context.Context) (int, error) { return in + 1, nil })
+		return ow.Run(ctx, "inc", func(context.Context) (int, error) { <-gate; return in + 1, nil })
 	})
 	w := ow.NewWorker(e.b, ow.WorkerOptions{})
 	if err := w.Register(wf); err != nil {
 		t.Fatal(err)
 	}
-	h, err := wf.Start(e.ctx, e.client, 41)
+	reads := &readCounter{Backend: e.b}
+	h, err := wf.Start(e.ctx, ow.NewClient(reads), 41)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(e.ctx, 20*time.Second)
 	defer cancel()
 	if err := w.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	defer w.Stop(ctx)
+	// The step holds the run for a while; a polling Result would read the
+	// run again and again meanwhile.
+	go func() { time.Sleep(time.Second); close(gate) }()
 	got, err := h.Result(ctx)
 	if err != nil || got != 42 {
 		t.Fatalf("Result = %d, %v", got, err)
+	}
+	reads.mu.Lock()
+	defer reads.mu.Unlock()
+	if reads.reads > 2 {
+		t.Fatalf("Result read the run %d times while waiting 1 s: want 2 (before the wait, after the completion event)", reads.reads)
 	}
 }

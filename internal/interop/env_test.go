@@ -141,21 +141,6 @@ func (e *env) steps(id string) []backend.StepAttempt {
 	return p.Data
 }
 
-// waitStatus waits until the run has status s.
-func (e *env) waitStatus(id string, s backend.RunStatus, timeout time.Duration) *backend.WorkflowRun {
-	e.t.Helper()
-	var r *backend.WorkflowRun
-	eventually(e.t, timeout, "run "+id+" to be "+string(s), func() (bool, string) {
-		var err error
-		r, err = e.b.GetWorkflowRun(context.Background(), id)
-		if err != nil {
-			return false, err.Error()
-		}
-		return r.Status == s, "status " + string(r.Status) + ", error " + string(r.Error)
-	})
-	return r
-}
-
 // waitParked waits until the run is parked (running, unowned) on a running
 // attempt of kind k.
 func (e *env) waitParked(id string, k backend.StepKind, timeout time.Duration) {
