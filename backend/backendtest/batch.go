@@ -453,6 +453,57 @@ func testApplyWrites(t *testing.T, s *suite) {
 		requireStepCount(t, b, y.ID, 2)
 	})
 
+	t.Run("fences each of many runs' completions and parks in one batch on its own", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		bb := batcher(t, b)
+		w, thief := newWorkerID(), newWorkerID()
+		var runs []*backend.WorkflowRun
+		for i := range 6 {
+			runs = append(runs, startRun(t, b, w, backend.CreateWorkflowRunParams{WorkflowName: fmt.Sprintf("r%d", i)}))
+		}
+		// Runs 1 (to complete) and 4 (to park) moved to another worker.
+		for _, i := range []int{1, 4} {
+			expireLease(t, b, runs[i].ID, w)
+			claimEventually(t, b, thief, longLease, runs[i].ID)
+		}
+		wake := ms(time.Now().Add(time.Hour))
+		errs := applyWrites(t, bb,
+			insertStep(runs[0].ID, w, "a", backend.StepCompleted, `0`, ""),
+			completeWrite(runs[0].ID, w, `"zero"`),
+			parkWrite(runs[3].ID, w, wake),
+			completeWrite(runs[1].ID, w, `"stale"`),
+			insertStep(runs[2].ID, w, "a", backend.StepCompleted, `2`, ""),
+			parkWrite(runs[4].ID, w, wake),
+			completeWrite(runs[2].ID, w, `"two"`),
+			parkWrite(runs[5].ID, w, wake.Add(time.Minute)),
+		)
+		for i, ok := range []bool{true, true, true, false, true, false, true, true} {
+			if ok && errs[i] != nil {
+				t.Fatalf("write %d: %v, want it applied", i, errs[i])
+			}
+		}
+		requireWriteRefused(t, "completion by the worker that lost the lease", errs[3], runs[1].ID)
+		requireWriteRefused(t, "park by the worker that lost the lease", errs[5], runs[4].ID)
+		for i, out := range map[int]string{0: `"zero"`, 2: `"two"`} {
+			if got := getRun(t, b, runs[i].ID); got.Status != backend.RunCompleted || !jsonEqual(got.Output, json.RawMessage(out)) {
+				t.Fatalf("run %d = {%s, %s}, want completed with %s", i, got.Status, showJSON(got.Output), out)
+			}
+			requireStepCount(t, b, runs[i].ID, 1)
+		}
+		for i, at := range map[int]time.Time{3: wake, 5: wake.Add(time.Minute)} {
+			got := getRun(t, b, runs[i].ID)
+			if got.Status.Normalize() != backend.RunRunning || got.WorkerID != nil || got.AvailableAt == nil || !got.AvailableAt.Equal(at) {
+				t.Fatalf("run %d = {%s, worker %v, available %v}, want parked unowned until %s", i, got.Status, got.WorkerID, got.AvailableAt, at)
+			}
+		}
+		for _, i := range []int{1, 4} {
+			if got := getRun(t, b, runs[i].ID); got.Status != backend.RunRunning || got.WorkerID == nil || *got.WorkerID != thief {
+				t.Fatalf("run %d = {%s, worker %v}, want still running under the worker that took it", i, got.Status, got.WorkerID)
+			}
+		}
+	})
+
 	t.Run("fails a write with invalid JSON alone, with ErrInvalidArgument, while the others apply", func(t *testing.T) {
 		t.Parallel()
 		b := s.newBackend(t)

@@ -215,44 +215,19 @@ func isRunWrite(k backend.WriteKind) bool {
 // connection lost at the commit, that the outcome is unknown). The batch's
 // notifications are sent after the commit (see announce).
 func (b *Backend) sendWrites(ctx context.Context, items []batchItem) ([]batchResult, error) {
-	// The step inserts of the batch go as one multi-row statement, at the
-	// place of the first. Moving an insert earlier changes nothing unless a
-	// transition of its run comes before it in the batch (then it must be
-	// refused as the run is no longer running): such an insert stays a
-	// statement of its own, in its place.
-	var inserts []int
-	combined := make(map[int]bool)
-	transitioned := make(map[string]bool)
-	for k, it := range items {
-		switch {
-		case isRunWrite(it.w.Kind):
-			transitioned[it.w.WorkflowRunID] = true
-		case it.w.Kind == backend.WriteInsertStep && !transitioned[it.w.WorkflowRunID]:
-			inserts = append(inserts, k)
-			combined[k] = true
-		}
-	}
-	if len(inserts) < 2 {
-		inserts, combined = nil, nil
-	}
+	stmts := b.planStatements(items)
 	batch := &pgx.Batch{}
-	for k, it := range items {
-		switch {
-		case !combined[k]:
-			batch.Queue(it.sql, it.args...)
-		case k == inserts[0]:
-			batch.Queue(b.q.batchInsertSteps, insertStepsArgs(b.namespace, items, inserts)...)
-		}
+	for _, st := range stmts {
+		batch.Queue(st.sql, st.args...)
 	}
 	br := b.pool.SendBatch(ctx, batch)
 	results := make([]batchResult, len(items))
-	for k, it := range items {
+	for _, st := range stmts {
 		var err error
-		switch {
-		case !combined[k]:
-			err = readWrite(br, it, &results[k])
-		case k == inserts[0]:
-			err = readInserted(br, items, inserts, results)
+		if st.combined {
+			err = readCombined(br, items, st, results)
+		} else {
+			err = readWrite(br, items[st.ks[0]], &results[st.ks[0]])
 		}
 		if err != nil {
 			_ = br.Close()
@@ -263,6 +238,109 @@ func (b *Backend) sendWrites(ctx context.Context, items []batchItem) ([]batchRes
 		return nil, err
 	}
 	return results, nil
+}
+
+// statement is one statement of a sent batch: the write at items[ks[0]],
+// or (combined) the writes at positions ks as one multi-row statement that
+// returns the id of each row it changed and, for run completions, the
+// run's parent link.
+type statement struct {
+	ks       []int
+	combined bool
+	parent   bool
+	sql      string
+	args     []any
+}
+
+// planStatements orders the batch's statements. Step inserts, run
+// completions and parks of many runs each go as one multi-row statement
+// (a group commit of 100 runs' fast steps costs three statements, not 300
+// executions), where moving them keeps every write's outcome:
+//   - the inserts go at the place of the first insert; an insert that a
+//     transition of its own run precedes in the batch must be refused (the
+//     run no longer runs), so it stays a statement of its own, in place;
+//   - the completions and the parks each go at the place of the last one;
+//     a transition that some later write of its run follows (which it
+//     must refuse) stays a statement of its own, in place.
+//
+// A kind with fewer than two combinable writes keeps its single statements.
+func (b *Backend) planStatements(items []batchItem) []statement {
+	transitioned := make(map[string]bool)
+	lastWrite := make(map[string]int) // run id → position of its last write
+	for k, it := range items {
+		lastWrite[it.w.WorkflowRunID] = k
+	}
+	groups := map[backend.WriteKind][]int{}
+	for k, it := range items {
+		run := it.w.WorkflowRunID
+		switch kind := it.w.Kind; {
+		case kind == backend.WriteInsertStep && !transitioned[run]:
+			groups[kind] = append(groups[kind], k)
+		case (kind == backend.WriteCompleteRun || kind == backend.WriteParkRun) && lastWrite[run] == k:
+			groups[kind] = append(groups[kind], k)
+		}
+		if isRunWrite(it.w.Kind) {
+			transitioned[run] = true
+		}
+	}
+	at := make(map[int]statement) // combined statements by the position they take
+	skip := make(map[int]bool)    // positions sent inside a combined statement
+	for kind, ks := range groups {
+		if len(ks) < 2 {
+			continue
+		}
+		st := statement{ks: ks, combined: true}
+		pos := ks[len(ks)-1]
+		switch kind {
+		case backend.WriteInsertStep:
+			st.sql, st.args, pos = b.q.batchInsertSteps, insertStepsArgs(b.namespace, items, ks), ks[0]
+		case backend.WriteCompleteRun:
+			st.sql, st.args, st.parent = b.q.batchCompleteRuns, transitionArgs(b.namespace, items, ks), true
+		case backend.WriteParkRun:
+			st.sql, st.args = b.q.batchParkRuns, transitionArgs(b.namespace, items, ks)
+		}
+		at[pos] = st
+		for _, k := range ks {
+			skip[k] = true
+		}
+	}
+	stmts := make([]statement, 0, len(items))
+	for k, it := range items {
+		if st, ok := at[k]; ok {
+			stmts = append(stmts, st)
+		} else if !skip[k] {
+			stmts = append(stmts, statement{ks: []int{k}, parent: it.parent, sql: it.sql, args: it.args})
+		}
+	}
+	return stmts
+}
+
+// transitionArgs lays out the run transitions at positions ks (a
+// completion's or a park's single arguments: namespace, run id, worker id,
+// then the output JSON or the wake-up time) as the column arrays of
+// sqlBatchCompleteRuns or sqlBatchParkRuns.
+func transitionArgs(namespace string, items []batchItem, ks []int) []any {
+	ids := make([]string, len(ks))
+	workers := make([]string, len(ks))
+	for i, k := range ks {
+		ids[i], workers[i] = items[k].w.WorkflowRunID, items[k].w.WorkerID
+	}
+	switch items[ks[0]].args[3].(type) {
+	case time.Time:
+		at := make([]time.Time, len(ks))
+		for i, k := range ks {
+			at[i] = items[k].args[3].(time.Time)
+		}
+		return []any{namespace, ids, workers, at}
+	default:
+		out := make([]*string, len(ks))
+		for i, k := range ks {
+			if v, ok := items[k].args[3].(string); ok {
+				out[i] = &v
+			}
+		}
+		return []any{namespace, ids, workers, out}
+	}
 }
 
 // insertStepsArgs lays the single-insert arguments of the items at
@@ -300,28 +378,43 @@ func insertStepsArgs(namespace string, items []batchItem, ks []int) []any {
 	return append(args, times(12), times(13))
 }
 
-// readInserted reads the ids sqlBatchInsertSteps returned: those inserts
-// applied, the others were refused by their fence.
-func readInserted(br pgx.BatchResults, items []batchItem, ks []int, results []batchResult) error {
+// readCombined reads what a combined statement returned: a row per write
+// that applied (its step attempt id for inserts, its run id for
+// transitions, with the parent link for completions); the others were
+// refused by their fence.
+func readCombined(br pgx.BatchResults, items []batchItem, st statement, results []batchResult) error {
 	rows, err := br.Query()
 	if err != nil {
 		return err
 	}
-	landed := make(map[string]bool, len(ks))
+	type landed struct{ parentNS, parentID *string }
+	got := make(map[string]landed, len(st.ks))
 	for rows.Next() {
 		var id string
-		if err := rows.Scan(&id); err != nil {
+		var l landed
+		if st.parent {
+			err = rows.Scan(&id, &l.parentNS, &l.parentID)
+		} else {
+			err = rows.Scan(&id)
+		}
+		if err != nil {
 			rows.Close()
 			return err
 		}
-		landed[id] = true
+		got[id] = l
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	for _, k := range ks {
-		results[k].applied = landed[items[k].w.Step.ID]
+	for _, k := range st.ks {
+		key := items[k].w.WorkflowRunID
+		if items[k].w.Kind == backend.WriteInsertStep {
+			key = items[k].w.Step.ID
+		}
+		if l, ok := got[key]; ok {
+			results[k] = batchResult{applied: true, parentNS: l.parentNS, parentID: l.parentID}
+		}
 	}
 	return nil
 }

@@ -654,6 +654,38 @@ WHERE wr."namespace_id" = $1 AND wr."id" = $2
   AND wr."worker_id" = $3
 RETURNING wr."id"`
 
+// sqlBatchCompleteRuns is sqlBatchCompleteRun for many runs in one
+// statement ($2 run ids, $3 their worker ids, $4 their outputs as JSON
+// text), each with its own fence; it returns the id and parent link of
+// each run it completed.
+const sqlBatchCompleteRuns = `
+UPDATE {{schema}}."workflow_runs" AS wr
+SET "status" = 'completed',
+    "output" = c."output"::jsonb,
+    "error" = NULL,
+    "available_at" = NULL,
+    "finished_at" = {{now}},
+    "updated_at" = {{now}}
+FROM unnest($2::text[], $3::text[], $4::text[]) AS c("id", "worker_id", "output")
+WHERE wr."namespace_id" = $1 AND wr."id" = c."id"
+  AND wr."status" = 'running' AND wr."worker_id" = c."worker_id"
+RETURNING wr."id", wr."parent_step_attempt_namespace_id", wr."parent_step_attempt_id"`
+
+// sqlBatchParkRuns is sqlBatchParkRun for many runs in one statement ($2
+// run ids, $3 their worker ids, $4 their wake-up times); it returns the id
+// of each run it parked.
+const sqlBatchParkRuns = `
+UPDATE {{schema}}."workflow_runs" AS wr
+SET "status" = 'running',
+    "available_at" = p."available_at",
+    "worker_id" = NULL,
+    "updated_at" = {{now}}
+FROM unnest($2::text[], $3::text[], $4::timestamptz[]) AS p("id", "worker_id", "available_at")
+WHERE wr."namespace_id" = $1 AND wr."id" = p."id"
+  AND wr."status" NOT IN ('completed', 'succeeded', 'failed', 'canceled')
+  AND wr."worker_id" = p."worker_id"
+RETURNING wr."id"`
+
 // sqlBatchRescheduleRun is sqlRescheduleRun without its notification.
 const sqlBatchRescheduleRun = `
 UPDATE {{schema}}."workflow_runs" AS wr
@@ -724,7 +756,7 @@ type queries struct {
 	getSignalDelivery                                              string
 
 	batchInsertStep, batchCompleteRun, batchFailRun, batchParkRun string
-	batchInsertSteps                                              string
+	batchInsertSteps, batchCompleteRuns, batchParkRuns            string
 	batchRescheduleRun, batchReconcileParkedRuns                  string
 	insertRuns, notifyWorkIfDue                                   string
 }
@@ -763,6 +795,8 @@ func newQueries(schema string) queries {
 		batchInsertStep:          x(sqlBatchInsertStep),
 		batchInsertSteps:         x(sqlBatchInsertSteps),
 		batchCompleteRun:         x(sqlBatchCompleteRun),
+		batchCompleteRuns:        x(sqlBatchCompleteRuns),
+		batchParkRuns:            x(sqlBatchParkRuns),
 		batchFailRun:             x(sqlBatchFailRun),
 		batchParkRun:             x(sqlBatchParkRun),
 		batchRescheduleRun:       x(sqlBatchRescheduleRun),
