@@ -504,6 +504,52 @@ func testApplyWrites(t *testing.T, s *suite) {
 		}
 	})
 
+	t.Run("fences each of many runs' step completions in one batch on its own", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		bb := batcher(t, b)
+		w, thief := newWorkerID(), newWorkerID()
+		var runs []*backend.WorkflowRun
+		var steps []*backend.StepAttempt
+		for i := range 4 {
+			r := startRun(t, b, w, backend.CreateWorkflowRunParams{WorkflowName: fmt.Sprintf("r%d", i)})
+			runs = append(runs, r)
+			steps = append(steps, createStep(t, b, r.ID, w, "wait", backend.StepSleep, ""))
+		}
+		// Run 1 moved to another worker; run 2's attempt already completed.
+		expireLease(t, b, runs[1].ID, w)
+		claimEventually(t, b, thief, longLease, runs[1].ID)
+		if _, err := b.CompleteStepAttempt(t.Context(), backend.CompleteStepAttemptParams{
+			WorkflowRunID: runs[2].ID, StepAttemptID: steps[2].ID, WorkerID: w, Output: json.RawMessage(`"first"`),
+		}); err != nil {
+			t.Fatalf("complete attempt of run 2: %v", err)
+		}
+		fresh := insertStep(runs[3].ID, w, "fresh", backend.StepRunning, "", "")
+		errs := applyWrites(t, bb,
+			finishStep(runs[0].ID, w, steps[0].ID, backend.StepCompleted, `"zero"`, ""),
+			fresh,
+			finishStep(runs[1].ID, w, steps[1].ID, backend.StepCompleted, `"stale"`, ""),
+			finishStep(runs[2].ID, w, steps[2].ID, backend.StepCompleted, `"second"`, ""),
+			finishStep(runs[3].ID, w, fresh.Step.ID, backend.StepCompleted, `"fresh"`, ""),
+			finishStep(runs[3].ID, w, steps[3].ID, backend.StepCompleted, `"three"`, ""),
+			completeWrite(runs[0].ID, w, `"done"`),
+		)
+		for i, ok := range []bool{true, true, false, true, true, true, true} {
+			if ok && errs[i] != nil {
+				t.Fatalf("write %d: %v, want it applied", i, errs[i])
+			}
+		}
+		requireWriteRefused(t, "step completion by the worker that lost the lease", errs[2], runs[1].ID)
+		for id, out := range map[string]string{steps[0].ID: `"zero"`, steps[2].ID: `"first"`, steps[3].ID: `"three"`, fresh.Step.ID: `"fresh"`} {
+			if got := getStep(t, b, id); got.Status != backend.StepCompleted || !jsonEqual(got.Output, json.RawMessage(out)) {
+				t.Fatalf("attempt %s = {%s, %s}, want completed with %s", id, got.Status, showJSON(got.Output), out)
+			}
+		}
+		if got := getStep(t, b, steps[1].ID); got.Status != backend.StepRunning {
+			t.Fatalf("attempt of the run whose lease moved = %s, want still running", got.Status)
+		}
+	})
+
 	t.Run("fails a write with invalid JSON alone, with ErrInvalidArgument, while the others apply", func(t *testing.T) {
 		t.Parallel()
 		b := s.newBackend(t)

@@ -252,29 +252,39 @@ type statement struct {
 	args     []any
 }
 
-// planStatements orders the batch's statements. Step inserts, run
-// completions and parks of many runs each go as one multi-row statement
-// (a group commit of 100 runs' fast steps costs three statements, not 300
-// executions), where moving them keeps every write's outcome:
+// planStatements orders the batch's statements. Step inserts, step
+// completions, run completions and parks of many runs each go as one
+// multi-row statement (a group commit of 100 runs' fast steps costs a few
+// statements, not 300 executions), where moving them keeps every write's
+// outcome:
 //   - the inserts go at the place of the first insert; an insert that a
 //     transition of its own run precedes in the batch must be refused (the
 //     run no longer runs), so it stays a statement of its own, in place;
-//   - the completions and the parks each go at the place of the last one;
-//     a transition that some later write of its run follows (which it
-//     must refuse) stays a statement of its own, in place.
+//   - the step completions go at the place of the first one; one that a
+//     transition of its run precedes stays in place, as does one of a step
+//     inserted or finished again in the same batch;
+//   - the run completions and the parks each go at the place of the last
+//     one; a transition that some later write of its run follows (which
+//     it must refuse) stays a statement of its own, in place.
 //
 // A kind with fewer than two combinable writes keeps its single statements.
 func (b *Backend) planStatements(items []batchItem) []statement {
 	transitioned := make(map[string]bool)
-	lastWrite := make(map[string]int) // run id → position of its last write
+	lastWrite := make(map[string]int)  // run id → position of its last write
+	stepWrites := make(map[string]int) // step attempt id → writes of it
 	for k, it := range items {
 		lastWrite[it.w.WorkflowRunID] = k
+		if it.w.Step != nil {
+			stepWrites[it.w.Step.ID]++
+		}
 	}
 	groups := map[backend.WriteKind][]int{}
 	for k, it := range items {
 		run := it.w.WorkflowRunID
 		switch kind := it.w.Kind; {
 		case kind == backend.WriteInsertStep && !transitioned[run]:
+			groups[kind] = append(groups[kind], k)
+		case kind == backend.WriteFinishStep && it.sql == b.q.completeStep && !transitioned[run] && stepWrites[it.w.Step.ID] == 1:
 			groups[kind] = append(groups[kind], k)
 		case (kind == backend.WriteCompleteRun || kind == backend.WriteParkRun) && lastWrite[run] == k:
 			groups[kind] = append(groups[kind], k)
@@ -294,6 +304,8 @@ func (b *Backend) planStatements(items []batchItem) []statement {
 		switch kind {
 		case backend.WriteInsertStep:
 			st.sql, st.args, pos = b.q.batchInsertSteps, insertStepsArgs(b.namespace, items, ks), ks[0]
+		case backend.WriteFinishStep:
+			st.sql, st.args, pos = b.q.batchCompleteSteps, completeStepsArgs(b.namespace, items, ks), ks[0]
 		case backend.WriteCompleteRun:
 			st.sql, st.args, st.parent = b.q.batchCompleteRuns, transitionArgs(b.namespace, items, ks), true
 		case backend.WriteParkRun:
@@ -343,6 +355,21 @@ func transitionArgs(namespace string, items []batchItem, ks []int) []any {
 	}
 }
 
+// completeStepsArgs lays out the step completions at positions ks as
+// sqlBatchCompleteSteps's column arrays.
+func completeStepsArgs(namespace string, items []batchItem, ks []int) []any {
+	runs := make([]string, len(ks))
+	workers := make([]string, len(ks))
+	ids := make([]string, len(ks))
+	outputs := make([]string, len(ks))
+	for i, k := range ks {
+		w := items[k].w
+		runs[i], workers[i], ids[i] = w.WorkflowRunID, w.WorkerID, w.Step.ID
+		outputs[i], _ = items[k].args[4].(string) // the single statement's $5
+	}
+	return []any{namespace, runs, workers, ids, outputs}
+}
+
 // insertStepsArgs lays the single-insert arguments of the items at
 // positions ks out as sqlBatchInsertSteps's column arrays.
 func insertStepsArgs(namespace string, items []batchItem, ks []int) []any {
@@ -379,7 +406,7 @@ func insertStepsArgs(namespace string, items []batchItem, ks []int) []any {
 }
 
 // readCombined reads what a combined statement returned: a row per write
-// that applied (its step attempt id for inserts, its run id for
+// that applied (its step attempt id for step writes, its run id for
 // transitions, with the parent link for completions); the others were
 // refused by their fence.
 func readCombined(br pgx.BatchResults, items []batchItem, st statement, results []batchResult) error {
@@ -409,7 +436,7 @@ func readCombined(br pgx.BatchResults, items []batchItem, st statement, results 
 	}
 	for _, k := range st.ks {
 		key := items[k].w.WorkflowRunID
-		if items[k].w.Kind == backend.WriteInsertStep {
+		if items[k].w.Step != nil {
 			key = items[k].w.Step.ID
 		}
 		if l, ok := got[key]; ok {

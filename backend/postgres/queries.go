@@ -436,6 +436,15 @@ SELECT {{step_columns}}
 FROM {{schema}}."step_attempts" AS sa
 WHERE sa."namespace_id" = $1 AND sa."workflow_run_id" = $2`
 
+// sqlListStepHistories reads the attempts of every run of $2, grouped by
+// run and oldest first within one, through the (namespace_id,
+// workflow_run_id, created_at) index.
+const sqlListStepHistories = `
+SELECT {{step_columns}}
+FROM {{schema}}."step_attempts" AS sa
+WHERE sa."namespace_id" = $1 AND sa."workflow_run_id" = ANY($2::text[])
+ORDER BY sa."workflow_run_id", sa."created_at", sa."id"`
+
 // sqlCompleteStep completes a running attempt of an owned run; completing
 // an already completed attempt keeps its first output and timestamps.
 const sqlCompleteStep = `
@@ -614,6 +623,36 @@ FROM input AS i
 JOIN owned_run AS o ON o."id" = i."run_id" AND o."worker_id" = i."worker_id"
 RETURNING sa."id"`
 
+// sqlBatchCompleteSteps is sqlCompleteStep for many attempts in one
+// statement ($2 run ids, $3 worker ids, $4 attempt ids, $5 outputs as JSON
+// text): each attempt completes only if its run is running and owned by
+// its worker id, whose row is locked FOR NO KEY UPDATE as in the single
+// form; the ids of the attempts completed are returned.
+const sqlBatchCompleteSteps = `
+WITH input AS (
+  SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[])
+    AS i("run_id", "worker_id", "id", "output")
+),
+owned_run AS (
+  SELECT wr."id", wr."worker_id"
+  FROM {{schema}}."workflow_runs" AS wr
+  WHERE wr."namespace_id" = $1 AND wr."status" = 'running'
+    AND wr."id" IN (SELECT i."run_id" FROM input AS i)
+    AND EXISTS (SELECT 1 FROM input AS i WHERE i."run_id" = wr."id" AND i."worker_id" = wr."worker_id")
+  FOR NO KEY UPDATE
+)
+UPDATE {{schema}}."step_attempts" AS sa
+SET "status" = 'completed',
+    "output" = CASE WHEN sa."status" = 'running' THEN i."output"::jsonb ELSE sa."output" END,
+    "error" = NULL,
+    "finished_at" = COALESCE(sa."finished_at", {{now}}),
+    "updated_at" = CASE WHEN sa."status" = 'running' THEN {{now}} ELSE sa."updated_at" END
+FROM input AS i
+JOIN owned_run AS o ON o."id" = i."run_id" AND o."worker_id" = i."worker_id"
+WHERE sa."namespace_id" = $1 AND sa."workflow_run_id" = i."run_id" AND sa."id" = i."id"
+  AND sa."status" IN ('running', 'completed', 'succeeded')
+RETURNING sa."id"`
+
 // sqlBatchCompleteRun is sqlCompleteRun returning the parent link only.
 const sqlBatchCompleteRun = `
 UPDATE {{schema}}."workflow_runs" AS wr
@@ -751,12 +790,13 @@ type queries struct {
 	completeRun, failRun, rescheduleRun, cancelRun, wakeParent     string
 	runOwnership                                                   string
 	createStep, getStep, listSteps, completeStep, failStep         string
-	setStepChild, stepStatus                                       string
+	setStepChild, stepStatus, listStepHistories                    string
 	signalDeliveriesByKey, lockSignalWaiters, deliverSignal        string
 	getSignalDelivery                                              string
 
 	batchInsertStep, batchCompleteRun, batchFailRun, batchParkRun string
 	batchInsertSteps, batchCompleteRuns, batchParkRuns            string
+	batchCompleteSteps                                            string
 	batchRescheduleRun, batchReconcileParkedRuns                  string
 	insertRuns, notifyWorkIfDue                                   string
 }
@@ -787,6 +827,7 @@ func newQueries(schema string) queries {
 		failStep:               x(sqlFailStep),
 		setStepChild:           x(sqlSetStepChild),
 		stepStatus:             x(sqlStepStatus),
+		listStepHistories:      x(sqlListStepHistories),
 		signalDeliveriesByKey:  x(sqlSignalDeliveriesByKey),
 		lockSignalWaiters:      x(sqlLockSignalWaiters),
 		deliverSignal:          x(sqlDeliverSignal),
@@ -796,6 +837,7 @@ func newQueries(schema string) queries {
 		batchInsertSteps:         x(sqlBatchInsertSteps),
 		batchCompleteRun:         x(sqlBatchCompleteRun),
 		batchCompleteRuns:        x(sqlBatchCompleteRuns),
+		batchCompleteSteps:       x(sqlBatchCompleteSteps),
 		batchParkRuns:            x(sqlBatchParkRuns),
 		batchFailRun:             x(sqlBatchFailRun),
 		batchParkRun:             x(sqlBatchParkRun),
