@@ -15,7 +15,9 @@ import (
 
 // execute runs one execution pass of a claimed run and makes its
 // transition: complete, park, reschedule after a step failure, or fail.
-func (w *Worker) execute(run *backend.WorkflowRun) {
+// hist is the run's step history when the claim already read it (see
+// Worker.readHistories), else nil.
+func (w *Worker) execute(run *backend.WorkflowRun, hist *[]backend.StepAttempt) {
 	workerID := *run.WorkerID
 	def, ok := w.reg.lookup(run.WorkflowName, run.Version)
 	if !ok {
@@ -49,7 +51,7 @@ func (w *Worker) execute(run *backend.WorkflowRun) {
 	stopHeartbeat := w.heartbeat(x)
 	defer stopHeartbeat()
 
-	if err := w.loadHistory(x); err != nil {
+	if err := w.loadHistory(x, hist); err != nil {
 		w.finish(x, nil, err)
 		return
 	}
@@ -84,11 +86,18 @@ func runInfo(run *backend.WorkflowRun) RunInfo {
 	return info
 }
 
-// loadHistory reads the run's step attempts. A run on its first claim has
-// none, so it is not read.
-func (w *Worker) loadHistory(x *execution) error {
+// loadHistory reads the run's step attempts, unless the claim read them
+// (pre). A run on its first claim has none, so it is not read.
+func (w *Worker) loadHistory(x *execution, pre *[]backend.StepAttempt) error {
 	var attempts []backend.StepAttempt
-	if x.run.Attempts > 1 {
+	switch {
+	case pre != nil:
+		attempts = *pre
+		if len(attempts) > StepLimit {
+			x.hist = replay.New(nil)
+			return &StepLimitExceededError{Limit: StepLimit, StepCount: len(attempts)}
+		}
+	case x.run.Attempts > 1:
 		var after string
 		for {
 			page, err := w.b.ListStepAttempts(x.ctx, backend.ListStepAttemptsParams{WorkflowRunID: x.run.ID, Limit: 1000, After: after})

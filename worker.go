@@ -114,6 +114,7 @@ type Worker struct {
 	executing    map[string]*execution // by run id
 	nextWake     time.Time             // earliest known wake-up of a run (parked here, or from NextDueAt)
 	dueCheckedAt time.Time             // when NextDueAt was last asked
+	dueStale     bool                  // nextWake passed: the wake-up after it is unknown
 	started      bool
 
 	wake       chan struct{}
@@ -274,6 +275,7 @@ func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("claim workflow runs: %w", err)
 	}
+	histories := w.readHistories(ctx, runs)
 	for _, run := range runs {
 		w.mu.Lock()
 		for i, s := range w.free {
@@ -287,12 +289,16 @@ func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (int, error) {
 			wg.Add(1)
 		}
 		w.passes.Add(1)
+		var hist *[]backend.StepAttempt
+		if h, ok := histories[run.ID]; ok {
+			hist = &h
+		}
 		go func(run *backend.WorkflowRun) {
 			defer w.passes.Done()
 			if wg != nil {
 				defer wg.Done()
 			}
-			w.execute(run)
+			w.execute(run, hist)
 			w.mu.Lock()
 			w.free = append(w.free, *run.WorkerID)
 			w.mu.Unlock()
@@ -300,6 +306,36 @@ func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (int, error) {
 		}(run)
 	}
 	return len(runs), nil
+}
+
+// readHistories reads, in one query when the backend can
+// (backend.HistoryReader), the step histories of the claimed runs that
+// executed before: a run claimed for the first time has none. The map has
+// an entry, possibly empty, for each run read; a run without one reads its
+// own history (also when the query failed, which is only logged).
+func (w *Worker) readHistories(ctx context.Context, runs []*backend.WorkflowRun) map[string][]backend.StepAttempt {
+	hr, ok := w.b.(backend.HistoryReader)
+	if !ok {
+		return nil
+	}
+	var ids []string
+	for _, run := range runs {
+		if run.Attempts > 1 {
+			ids = append(ids, run.ID)
+		}
+	}
+	if len(ids) < 2 {
+		return nil // one run reads its own: the same one query
+	}
+	got, err := hr.ListStepHistories(ctx, ids)
+	if err != nil {
+		w.log.Debug("openworkflow: step histories of claimed runs not read together; each run reads its own", "error", err)
+		return nil
+	}
+	for _, id := range ids {
+		got[id] = got[id] // runs without attempts: read, and empty
+	}
+	return got
 }
 
 func (w *Worker) poke() {
@@ -345,7 +381,7 @@ func (w *Worker) loop(ctx context.Context, events <-chan backend.Event) {
 		if !w.nextWake.IsZero() {
 			until := w.nextWake.Sub(w.opts.Now())
 			if until <= 0 {
-				w.nextWake = time.Time{}
+				w.nextWake, w.dueStale = time.Time{}, true
 				delay = 0
 			} else if until < delay {
 				delay = until
@@ -399,10 +435,13 @@ func (w *Worker) idleDelay(n int) time.Duration {
 // refreshNextWake asks a backend that can tell (backend.DueTimer) when the
 // namespace's next run comes due — a parked run waking, a delayed start, a
 // lease expiring — so the idle loop claims it on time instead of at its
-// next poll. Runs this worker parks are known without asking (noteWake),
-// so it asks at most once per dueCheckEvery MaxPollIntervals while no
-// wake-up is known: an idle worker makes about 1.2 queries per second by
-// default (a claim per poll interval, and this).
+// next poll. Runs this worker parks are known without asking (noteWake,
+// which keeps the earliest), so while no wake-up is known it asks at most
+// once per dueCheckEvery MaxPollIntervals (an idle worker makes about 1.2
+// queries per second by default: a claim per poll interval, and this),
+// and once after each known wake-up passed, to learn the one after it:
+// runs parked in a stream (1,000 sleeps started over half a second) then
+// wake one after another on time rather than at the next poll.
 func (w *Worker) refreshNextWake(ctx context.Context) {
 	dt, ok := w.b.(backend.DueTimer)
 	if !ok {
@@ -410,9 +449,9 @@ func (w *Worker) refreshNextWake(ctx context.Context) {
 	}
 	w.mu.Lock()
 	now := time.Now()
-	skip := !w.nextWake.IsZero() || now.Sub(w.dueCheckedAt) < dueCheckEvery*w.opts.MaxPollInterval
+	skip := !w.nextWake.IsZero() || (!w.dueStale && now.Sub(w.dueCheckedAt) < dueCheckEvery*w.opts.MaxPollInterval)
 	if !skip {
-		w.dueCheckedAt = now
+		w.dueCheckedAt, w.dueStale = now, false
 	}
 	w.mu.Unlock()
 	if skip {

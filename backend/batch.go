@@ -109,3 +109,18 @@ type DueTimer interface {
 	// non-terminal run; ok is false when there is none.
 	NextDueAt(ctx context.Context) (at time.Time, ok bool, err error)
 }
+
+// HistoryReader is implemented by backends that read the step histories of
+// many runs in one query. A worker that claims several runs that executed
+// before (parked, retried, or taken over after a crash) reads their
+// histories this way, one round trip per claim instead of one per run;
+// without it, each run's history is read with ListStepAttempts. The
+// PostgreSQL backend implements it.
+type HistoryReader interface {
+	// ListStepHistories returns every step attempt of each run of
+	// workflowRunIDs (of the backend's namespace), keyed by run id, each
+	// run's attempts oldest first as ListStepAttempts orders them
+	// (created_at, then id). A run without attempts, or an unknown id, has
+	// no entry.
+	ListStepHistories(ctx context.Context, workflowRunIDs []string) (map[string][]StepAttempt, error)
+}

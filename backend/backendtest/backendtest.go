@@ -73,6 +73,7 @@ func Run(t *testing.T, h Harness) {
 		{"CancelWorkflowRun", testCancelWorkflowRun},
 		{"Step attempts", testStepAttempts},
 		{"ListStepAttempts", testListStepAttempts},
+		{"ListStepHistories", testListStepHistories},
 		{"SetStepAttemptChildWorkflowRun", testSetStepAttemptChildWorkflowRun},
 		{"Ownership fencing", testOwnershipFencing},
 		{"SendSignal", testSendSignal},

@@ -2,6 +2,7 @@ package backendtest
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -326,5 +327,45 @@ func testSetStepAttemptChildWorkflowRun(t *testing.T, s *suite) {
 			WorkflowRunID: run.ID, StepAttemptID: step.ID, WorkerID: w, ChildWorkflowRunNamespaceID: b.NamespaceID(), ChildWorkflowRunID: child.ID})
 		requireErrorIs(t, "link of a completed attempt", err, backend.ErrStepNotRunning)
 		requireStep(t, "attempt after the refused link", getStep(t, b, step.ID), done)
+	})
+}
+
+func testListStepHistories(t *testing.T, s *suite) {
+	t.Run("returns each run's attempts as ListStepAttempts does, and nothing for runs without any or of another namespace", func(t *testing.T) {
+		t.Parallel()
+		b, other := s.newBackend(t), s.newBackend(t)
+		hr, ok := b.(backend.HistoryReader)
+		if !ok {
+			t.Skip("the backend does not implement backend.HistoryReader")
+		}
+		w := newWorkerID()
+		x := startRun(t, b, w, backend.CreateWorkflowRunParams{WorkflowName: "x"})
+		y := startRun(t, b, w, backend.CreateWorkflowRunParams{WorkflowName: "y"})
+		empty := startRun(t, b, w, backend.CreateWorkflowRunParams{WorkflowName: "empty"})
+		foreign := startRun(t, other, w, backend.CreateWorkflowRunParams{WorkflowName: "foreign"})
+		createSteps(t, b, x.ID, w, 3)
+		createSteps(t, b, y.ID, w, 2)
+		createSteps(t, other, foreign.ID, w, 1)
+
+		got, err := hr.ListStepHistories(t.Context(), []string{x.ID, y.ID, empty.ID, foreign.ID, "wr_missing"})
+		if err != nil {
+			t.Fatalf("ListStepHistories: %v", err)
+		}
+		if len(got) != 2 {
+			t.Fatalf("ListStepHistories returned histories of %d runs, want 2 (x and y)", len(got))
+		}
+		for _, r := range []*backend.WorkflowRun{x, y} {
+			want := stepsOf(t, b, r.ID)
+			if len(got[r.ID]) != len(want) {
+				t.Fatalf("history of run %s: %d attempts, want %d", r.WorkflowName, len(got[r.ID]), len(want))
+			}
+			for i := range want {
+				requireStep(t, fmt.Sprintf("history of run %s, attempt %d", r.WorkflowName, i), &got[r.ID][i], &want[i])
+			}
+		}
+		none, err := hr.ListStepHistories(t.Context(), nil)
+		if err != nil || len(none) != 0 {
+			t.Fatalf("ListStepHistories(nil) = %v, %v; want no histories", none, err)
+		}
 	})
 }

@@ -68,6 +68,28 @@ func (b *Backend) ListStepAttempts(ctx context.Context, p backend.ListStepAttemp
 	}), nil
 }
 
+var _ backend.HistoryReader = (*Backend)(nil)
+
+// ListStepHistories implements [backend.HistoryReader] with one query.
+func (b *Backend) ListStepHistories(ctx context.Context, workflowRunIDs []string) (map[string][]backend.StepAttempt, error) {
+	out := make(map[string][]backend.StepAttempt, len(workflowRunIDs))
+	if len(workflowRunIDs) == 0 {
+		return out, nil
+	}
+	rows, err := b.pool.Query(ctx, b.q.listStepHistories, b.namespace, workflowRunIDs)
+	if err != nil {
+		return nil, fmt.Errorf("list step histories of %d workflow runs: %w", len(workflowRunIDs), err)
+	}
+	steps, err := pgx.CollectRows(rows, scanStep)
+	if err != nil {
+		return nil, fmt.Errorf("list step histories of %d workflow runs: %w", len(workflowRunIDs), err)
+	}
+	for _, s := range steps {
+		out[s.WorkflowRunID] = append(out[s.WorkflowRunID], *s)
+	}
+	return out, nil
+}
+
 // CompleteStepAttempt implements [backend.Backend]; nil output is stored as
 // JSON null.
 func (b *Backend) CompleteStepAttempt(ctx context.Context, p backend.CompleteStepAttemptParams) (*backend.StepAttempt, error) {

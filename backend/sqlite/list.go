@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -174,4 +175,42 @@ func listPage[T any](ctx context.Context, b *Backend, q listQuery, scan func(sca
 		}
 	}
 	return page, nil
+}
+
+var _ backend.HistoryReader = (*Backend)(nil)
+
+// ListStepHistories implements [backend.HistoryReader] with one query
+// (the run ids passed as a JSON array).
+func (b *Backend) ListStepHistories(ctx context.Context, workflowRunIDs []string) (map[string][]backend.StepAttempt, error) {
+	out := make(map[string][]backend.StepAttempt, len(workflowRunIDs))
+	if len(workflowRunIDs) == 0 {
+		return out, nil
+	}
+	ids, err := json.Marshal(workflowRunIDs)
+	if err != nil {
+		return nil, err
+	}
+	query := `SELECT ` + stepColumns + ` FROM "step_attempts"
+WHERE "namespace_id" = :ns AND "workflow_run_id" IN (SELECT "value" FROM json_each(:ids))
+ORDER BY "workflow_run_id", "created_at", "id"`
+	err = b.read(ctx, func() error {
+		clear(out)
+		rows, err := b.db.QueryContext(ctx, query, sql.Named("ns", b.ns), sql.Named("ids", string(ids)))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			s, err := scanStep(rows)
+			if err != nil {
+				return err
+			}
+			out[s.WorkflowRunID] = append(out[s.WorkflowRunID], *s)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list step histories of %d workflow runs: %w", len(workflowRunIDs), err)
+	}
+	return out, nil
 }
