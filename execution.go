@@ -50,6 +50,7 @@ type execution struct {
 	closed    bool
 	branches  sync.WaitGroup
 	buffer    []backend.Write // deferred writes, committed with the next write
+	eager     int             // buffered writes the next step must see durable (not completeElapsedSleep's)
 	inflight  []*writeGroup   // groups submitted and not known applied; later groups wait for them
 	commit    *committer
 
@@ -184,6 +185,22 @@ func (x *execution) completeAttempt(a *backend.StepAttempt, output json.RawMessa
 	return nil
 }
 
+// completeElapsedSleep records the completion of a durable sleep whose
+// time has passed. Unlike completeAttempt's, the write does not hold up
+// the next step: it is committed with the pass's next write that is
+// committed anyway (the next step's record, the run's transition). Nothing
+// depends on it being durable sooner: if it is lost in a crash, the next
+// pass finds the sleep running with its wake-up time in the past and
+// completes it again, with the same (empty) result. A woken run's pass
+// thus costs one commit, not two.
+func (x *execution) completeElapsedSleep(a *backend.StepAttempt) {
+	done := x.finished(a, backend.StepCompleted, nil, nil)
+	x.mu.Lock()
+	x.buffer = append(x.buffer, backend.Write{Kind: backend.WriteFinishStep, WorkflowRunID: x.run.ID, WorkerID: x.workerID, Step: done})
+	x.mu.Unlock()
+	x.hist.Record(done)
+}
+
 // failAttempt records a running attempt's failure, deferred like
 // completeAttempt.
 func (x *execution) failAttempt(a *backend.StepAttempt, cause error) error {
@@ -201,6 +218,7 @@ func (x *execution) failAttempt(a *backend.StepAttempt, cause error) error {
 func (x *execution) deferWrite(w backend.Write, branch bool) {
 	x.mu.Lock()
 	x.buffer = append(x.buffer, w)
+	x.eager++
 	x.mu.Unlock()
 	if branch {
 		x.flushAsync()
@@ -216,7 +234,7 @@ func (x *execution) flushAsync() {
 		return
 	}
 	g, prior := x.enter(x.buffer)
-	x.buffer = nil
+	x.buffer, x.eager = nil, 0
 	x.mu.Unlock()
 	if len(prior) == 0 {
 		x.commit.enqueue(g)
@@ -275,7 +293,7 @@ func (x *execution) submitAfter(g *writeGroup, prior []*writeGroup) {
 func (x *execution) write(ws ...backend.Write) error {
 	x.mu.Lock()
 	g, prior := x.enter(append(x.buffer, ws...))
-	x.buffer = nil
+	x.buffer, x.eager = nil, 0
 	x.mu.Unlock()
 	if len(g.writes) == 0 {
 		g.fail(nil)
@@ -305,8 +323,32 @@ func (x *execution) lose(err error) error {
 	return fmt.Errorf("%w: write failed: %v", ErrLeaseLost, err)
 }
 
-// flush commits the buffered and pending writes, if any.
-func (x *execution) flush() error { return x.write() }
+// flush is the barrier before a step's code runs: what earlier steps
+// recorded is durable. It commits the buffered writes and waits for the
+// pass's groups in flight; buffered writes that nothing depends on (see
+// completeElapsedSleep) alone are left for the next write.
+func (x *execution) flush() error {
+	x.mu.Lock()
+	if x.eager > 0 || len(x.buffer) == 0 {
+		x.mu.Unlock()
+		return x.write()
+	}
+	var prior []*writeGroup
+	for _, p := range x.inflight {
+		select {
+		case <-p.done:
+		default:
+			prior = append(prior, p)
+		}
+	}
+	x.mu.Unlock()
+	for _, p := range prior {
+		if err := p.wait(); err != nil {
+			return x.lose(err)
+		}
+	}
+	return nil
+}
 
 // announceIfSlow inserts a's running row if its step is still executing
 // after runningStepAfter, so long steps show as running; fast steps never
@@ -353,9 +395,7 @@ func (x *execution) prePass() (park bool, wakeAt time.Time, err error) {
 			park = true
 			continue
 		}
-		if err := x.completeAttempt(a, nil); err != nil {
-			return false, time.Time{}, err
-		}
+		x.completeElapsedSleep(a)
 	}
 	if !park {
 		return false, time.Time{}, nil

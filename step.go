@@ -227,7 +227,8 @@ func Sleep(ctx Context, name string, d time.Duration) error {
 		if valid && now.Before(at) {
 			return x.suspend(at)
 		}
-		return x.completeAttempt(a, nil)
+		x.completeElapsedSleep(a)
+		return nil
 	}
 	at := now.Add(d)
 	if err := x.gate(false); err != nil {

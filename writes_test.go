@@ -2,6 +2,7 @@ package openworkflow_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -110,5 +111,118 @@ func TestASlowStepShowsAsRunningWhileItExecutes(t *testing.T) {
 	steps := e.steps(id)
 	if len(steps) != 1 || steps[0].Status != backend.StepCompleted {
 		t.Fatalf("steps %+v: want the one attempt, completed", steps)
+	}
+}
+
+func TestAWokenRunCompletesItsSleepWithTheNextStepsWriteNotAlone(t *testing.T) {
+	e := newEnv(t)
+	cb := &countingBackend{Backend: e.b}
+	e.worker = ow.NewWorker(cb, ow.WorkerOptions{Now: e.clock.Now, RunningStepAfter: time.Hour})
+	wf := ow.Define(ow.Spec{Name: "nap-then-two"}, func(ctx ow.Context, in int) (int, error) {
+		if err := ow.Sleep(ctx, "nap", time.Minute); err != nil {
+			return 0, err
+		}
+		for _, name := range []string{"a", "b"} {
+			v, err := ow.Run(ctx, name, func(context.Context) (int, error) { return in + 1, nil })
+			if err != nil {
+				return 0, err
+			}
+			in = v
+		}
+		return in, nil
+	})
+	e.register(wf)
+	id := start(e, wf, 0)
+	e.drain()
+	e.clock.Advance(time.Minute)
+	e.drain()
+	if got := output[int](e, id); got != 2 {
+		t.Fatalf("output %d, want 2", got)
+	}
+	ins, fin, park, done := backend.WriteInsertStep, backend.WriteFinishStep, backend.WriteParkRun, backend.WriteCompleteRun
+	// The woken pass: the sleep's completion waits for step a's record
+	// (committed before b runs), not a commit of its own before a runs.
+	want := [][]backend.WriteKind{{ins, park}, {fin, ins}, {ins, done}}
+	got := cb.kinds()
+	if len(got) != len(want) {
+		t.Fatalf("commits %v, want %v", got, want)
+	}
+	for i := range want {
+		if len(got[i]) != len(want[i]) {
+			t.Fatalf("commits %v, want %v", got, want)
+		}
+		for j := range want[i] {
+			if got[i][j] != want[i][j] {
+				t.Fatalf("commits %v, want %v", got, want)
+			}
+		}
+	}
+	for _, s := range e.steps(id) {
+		if s.Status != backend.StepCompleted {
+			t.Fatalf("step %s is %s, want completed", s.StepName, s.Status)
+		}
+	}
+}
+
+// failingOnce refuses the first group commit that contains a write of
+// kind k (as a database error would), then behaves.
+type failingOnce struct {
+	backend.Backend
+	k      backend.WriteKind
+	mu     sync.Mutex
+	failed bool
+}
+
+func (f *failingOnce) ApplyWrites(ctx context.Context, ws []backend.Write) []error {
+	f.mu.Lock()
+	fail := !f.failed
+	if fail {
+		fail = false
+		for _, w := range ws {
+			fail = fail || w.Kind == f.k
+		}
+		f.failed = fail
+	}
+	f.mu.Unlock()
+	if !fail {
+		return f.Backend.ApplyWrites(ctx, ws)
+	}
+	errs := make([]error, len(ws))
+	for i := range errs {
+		errs[i] = errors.New("injected: connection lost before the commit")
+	}
+	return errs
+}
+
+func TestASleepCompletionLostWithItsCommitIsCompletedAgainByTheNextPass(t *testing.T) {
+	e := newEnv(t, func(o *ow.WorkerOptions) { o.LeaseDuration = time.Minute })
+	fb := &failingOnce{Backend: e.b, k: backend.WriteFinishStep}
+	e.worker = ow.NewWorker(fb, ow.WorkerOptions{Now: e.clock.Now, RunningStepAfter: time.Hour, LeaseDuration: time.Minute})
+	var c counter
+	wf := ow.Define(ow.Spec{Name: "nap-then-one"}, func(ctx ow.Context, in int) (int, error) {
+		if err := ow.Sleep(ctx, "nap", time.Minute); err != nil {
+			return 0, err
+		}
+		return ow.Run(ctx, "a", func(context.Context) (int, error) { c.inc("a"); return in + 1, nil })
+	})
+	e.register(wf)
+	id := start(e, wf, 41)
+	e.drain()
+	e.clock.Advance(time.Minute)
+	e.drain() // the woken pass's only commit (sleep completion, a, completion) is lost
+	if r := e.run(id); r.Status.Normalize() == backend.RunCompleted {
+		t.Fatalf("run completed although its pass's commit failed")
+	}
+	e.clock.Advance(2 * time.Minute) // the lease expires
+	e.drain()
+	if got := output[int](e, id); got != 42 {
+		t.Fatalf("output %d, want 42", got)
+	}
+	if n := c.get("a"); n != 2 {
+		t.Fatalf("step a executed %d times, want 2 (at least once: its first record was lost)", n)
+	}
+	steps := e.steps(id)
+	if len(steps) != 2 || steps[0].StepName != "nap" || steps[0].Status != backend.StepCompleted || steps[1].StepName != "a" {
+		t.Fatalf("steps %+v: want the sleep completed once and step a", steps)
 	}
 }
