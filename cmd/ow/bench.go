@@ -38,7 +38,9 @@ run's output is verified: a wrong or missing one fails the workload.
 Progress goes to stderr, results to stdout (--json: one object per line).
 --compare-openworkflow-ts also runs the same workloads on the TypeScript
 OpenWorkflow (npm openworkflow@0.10, installed in a temporary directory;
-needs node and npm) and prints Go/TS ratios.`,
+needs node and npm; its SQLite backend needs Node 22.13 or later, which is
+installed from npm into the same directory, about 30 MB, when the node on
+PATH is older) and prints Go/TS ratios.`,
 		Example: `  ow bench                                  # everything, standard counts
   ow bench --runs 200                       # a quick check that it all works
   ow bench --workload W1,W2 --backend postgres --repeat 3
