@@ -467,8 +467,8 @@ func TestMigrate(t *testing.T) {
 			t.Errorf("versions = %v", versions)
 		}
 		goVersions, err := pgx.CollectRows(must(pool.Query(ctx, `SELECT version FROM "`+schema+`".openworkflow_go_migrations ORDER BY 1`)), pgx.RowTo[int64])
-		if err != nil || !slices.Equal(goVersions, []int64{0, 1}) || postgres.LatestGoMigrationVersion != 1 {
-			t.Errorf("versions of our own line = %v, %v; want [0 1]", goVersions, err)
+		if err != nil || !slices.Equal(goVersions, []int64{0, 1, 2}) || postgres.LatestGoMigrationVersion != 2 {
+			t.Errorf("versions of our own line = %v, %v; want [0 1 2]", goVersions, err)
 		}
 		b, err := postgres.FromPool(pool, postgres.Options{Schema: schema, NamespaceID: "n"})
 		if err != nil {
@@ -515,10 +515,47 @@ func TestMigrate(t *testing.T) {
 		}
 		ours, err := pgx.CollectRows(must(pool.Query(ctx, `SELECT indexname FROM pg_indexes WHERE schemaname = 'openworkflow'
 			AND indexname LIKE 'workflow\_runs\_go\_%' ORDER BY 1`)), pgx.RowTo[string])
-		wantOurs := []string{"workflow_runs_go_deadline_idx", "workflow_runs_go_name_list_idx",
-			"workflow_runs_go_name_status_list_idx", "workflow_runs_go_status_list_idx"}
+		// Go migration 1 made three list indexes besides this one; go
+		// migration 2 dropped them (their cost on every run transition).
+		wantOurs := []string{"workflow_runs_go_deadline_idx"}
 		if err != nil || !slices.Equal(ours, wantOurs) {
 			t.Errorf("indexes of our own migration line = %v, %v\nwant %v", ours, err, wantOurs)
+		}
+	})
+
+	t.Run("go migration 2 drops the list indexes of a database at go version 1", func(t *testing.T) {
+		t.Parallel()
+		pool := requirePool(t)
+		schema := strings.ReplaceAll(strings.ToLower(id.New("mig")), "-", "_")
+		t.Cleanup(func() { _, _ = pool.Exec(context.Background(), `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`) })
+		if err := postgres.Migrate(ctx, pool, schema); err != nil {
+			t.Fatal(err)
+		}
+		// Back to go version 1: its three list indexes, and no version 2.
+		q := `"` + schema + `"`
+		if _, err := pool.Exec(ctx, `
+			CREATE INDEX "workflow_runs_go_status_list_idx" ON `+q+`."workflow_runs" ("namespace_id",
+			  (CASE "status" WHEN 'succeeded' THEN 'completed' WHEN 'sleeping' THEN 'running' ELSE "status" END),
+			  "created_at" DESC, "id" DESC);
+			CREATE INDEX "workflow_runs_go_name_list_idx" ON `+q+`."workflow_runs"
+			  ("namespace_id", "workflow_name", "created_at" DESC, "id" DESC);
+			CREATE INDEX "workflow_runs_go_name_status_list_idx" ON `+q+`."workflow_runs" ("namespace_id", "workflow_name",
+			  (CASE "status" WHEN 'succeeded' THEN 'completed' WHEN 'sleeping' THEN 'running' ELSE "status" END),
+			  "created_at" DESC, "id" DESC);
+			DELETE FROM `+q+`."openworkflow_go_migrations" WHERE "version" = 2`); err != nil {
+			t.Fatal(err)
+		}
+		if err := postgres.Migrate(ctx, pool, schema); err != nil {
+			t.Fatal(err)
+		}
+		ours, err := pgx.CollectRows(must(pool.Query(ctx, `SELECT indexname FROM pg_indexes WHERE schemaname = $1
+			AND indexname LIKE 'workflow\_runs\_go\_%' ORDER BY 1`, schema)), pgx.RowTo[string])
+		if err != nil || !slices.Equal(ours, []string{"workflow_runs_go_deadline_idx"}) {
+			t.Errorf("indexes of our own migration line after the upgrade = %v, %v", ours, err)
+		}
+		goVersions, err := pgx.CollectRows(must(pool.Query(ctx, `SELECT version FROM `+q+`.openworkflow_go_migrations ORDER BY 1`)), pgx.RowTo[int64])
+		if err != nil || !slices.Equal(goVersions, []int64{0, 1, 2}) {
+			t.Errorf("versions of our own line after the upgrade = %v, %v; want [0 1 2]", goVersions, err)
 		}
 	})
 
@@ -530,6 +567,105 @@ func TestMigrate(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestListMergesStoredStatuses checks the lists that read one index range
+// per stored status and merge them: legacy statuses listed under their
+// current names, runs of several statuses sharing a created_at ordered by
+// id across the branches, and every page the same going forward with After
+// and back with Before.
+func TestListMergesStoredStatuses(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := newBackend(t)
+	stored := []string{"pending", "running", "sleeping", "completed", "succeeded", "failed", "canceled"}
+	type row struct {
+		id, name string
+		status   backend.RunStatus
+		created  time.Time
+	}
+	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond).UTC()
+	var rows []row
+	for i := range 100 {
+		// Twenty runs per created_at, of several statuses and names, with
+		// ids in another order than the statuses.
+		rows = append(rows, row{
+			id:      fmt.Sprintf("wrun_%03d", (i*37)%100),
+			name:    []string{"a", "b"}[i%2],
+			status:  backend.RunStatus(stored[(i*3)%len(stored)]),
+			created: base.Add(time.Duration(i/20) * time.Second),
+		})
+	}
+	for _, r := range rows {
+		if _, err := requirePool(t).Exec(ctx, `INSERT INTO openworkflow.workflow_runs
+			(namespace_id, id, workflow_name, status, config, attempts, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, '{}', 0, $5, $5)`, b.NamespaceID(), r.id, r.name, string(r.status), r.created); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.SortFunc(rows, func(x, y row) int {
+		if c := y.created.Compare(x.created); c != 0 {
+			return c
+		}
+		return strings.Compare(y.id, x.id)
+	})
+	for _, status := range []backend.RunStatus{"", backend.RunPending, backend.RunRunning, backend.RunCompleted, backend.RunFailed, backend.RunCanceled, backend.RunSleeping} {
+		for _, name := range []string{"", "a", "b", "none"} {
+			var want []string
+			for _, r := range rows {
+				if (status == "" || r.status.Normalize() == status.Normalize()) && (name == "" || r.name == name) {
+					want = append(want, r.id)
+				}
+			}
+			for _, limit := range []int{1, 3, 4, 7, 100} {
+				p := backend.ListWorkflowRunsParams{Status: status, WorkflowName: name, Limit: limit}
+				what := fmt.Sprintf("status %q, name %q, limit %d", status, name, limit)
+				var pages [][]string
+				var got []string
+				page, err := b.ListWorkflowRuns(ctx, p)
+				for err == nil {
+					var ids []string
+					for _, r := range page.Data {
+						if r.Status != r.Status.Normalize() || (status != "" && r.Status != status.Normalize()) {
+							t.Errorf("%s: run %s listed with status %q", what, r.ID, r.Status)
+						}
+						ids = append(ids, r.ID)
+					}
+					pages = append(pages, ids)
+					got = append(got, ids...)
+					if page.Next == nil {
+						break
+					}
+					p.After, p.Before = *page.Next, ""
+					page, err = b.ListWorkflowRuns(ctx, p)
+				}
+				if err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("%s: listed %v\nwant %v", what, got, want)
+					continue
+				}
+				// Back from the last page with Before.
+				for i := len(pages) - 1; i > 0; i-- {
+					if page.Prev == nil {
+						t.Fatalf("%s: page %d has no previous-page cursor", what, i)
+					}
+					p.After, p.Before = "", *page.Prev
+					if page, err = b.ListWorkflowRuns(ctx, p); err != nil {
+						t.Fatalf("%s: %v", what, err)
+					}
+					var ids []string
+					for _, r := range page.Data {
+						ids = append(ids, r.ID)
+					}
+					if !slices.Equal(ids, pages[i-1]) {
+						t.Errorf("%s: page %d going back = %v, want %v", what, i-1, ids, pages[i-1])
+					}
+				}
+			}
+		}
+	}
 }
 
 func TestTimestampsHaveMillisecondPrecision(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -145,10 +146,8 @@ func (b *Backend) ListWorkflowRuns(ctx context.Context, p backend.ListWorkflowRu
 	if err != nil {
 		return nil, fmt.Errorf("list workflow runs: %w", err)
 	}
-	q := newPageQuery(b.q.listRuns, b.namespace)
-	b.listFilters(q, p)
-	sql := q.finish("wr", true, after, before, limit)
-	rows, err := b.pool.Query(ctx, sql, q.args...)
+	sql, args := b.listRunsQuery(p, after, before, limit)
+	rows, err := b.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list workflow runs: %w", err)
 	}
@@ -161,16 +160,89 @@ func (b *Backend) ListWorkflowRuns(ctx context.Context, p backend.ListWorkflowRu
 	}), nil
 }
 
-// listFilters adds the status and workflow-name conditions of a list.
-func (b *Backend) listFilters(q *pageQuery, p backend.ListWorkflowRunsParams) {
-	if p.Status != "" {
-		// The status as read, the expression indexed by go migration 1.
-		q.where(`(CASE wr."status" WHEN 'succeeded' THEN 'completed' WHEN 'sleeping' THEN 'running' ELSE wr."status" END) = %s`,
-			string(p.Status.Normalize()))
+// storedRunStatuses are the values workflow_runs.status holds: the current
+// statuses and the legacy ones OpenWorkflow wrote before 0.8.0.
+var storedRunStatuses = []backend.RunStatus{
+	backend.RunPending, backend.RunRunning, backend.RunSleeping, backend.RunCompleted,
+	backend.RunSucceeded, backend.RunFailed, backend.RunCanceled,
+}
+
+// listedStatuses are the stored statuses a list filtered by status reads:
+// the status itself and the legacy statuses read as it ("completed" is
+// also "succeeded", "running" also "sleeping"); with no status, every
+// stored status.
+func listedStatuses(status backend.RunStatus) []backend.RunStatus {
+	if status == "" {
+		return storedRunStatuses
 	}
+	want := status.Normalize()
+	var ss []backend.RunStatus
+	for _, s := range storedRunStatuses {
+		if s.Normalize() == want {
+			ss = append(ss, s)
+		}
+	}
+	if len(ss) == 0 {
+		ss = append(ss, want) // no run has it; read it anyway, as before
+	}
+	return ss
+}
+
+// listRunsQuery returns the statement and arguments of one page of
+// ListWorkflowRuns, the way OpenWorkflow's lists work (see pageQuery): a
+// Before cursor scans the other way and buildPage reverses the rows.
+//
+// Without filter it reads OpenWorkflow's (namespace_id, created_at DESC)
+// index. A filtered list reads every stored status it covers as its own
+// branch, each one index range of OpenWorkflow's (namespace_id, status,
+// created_at DESC) or (namespace_id, workflow_name, status, created_at
+// DESC) index, in created_at order from the cursor, stopping after
+// limit+1 rows and the rows sharing the last one's created_at (FETCH FIRST
+// … WITH TIES: the index has no id, and a run among a branch's first
+// limit+1 by (created_at, id) is always among its first limit+1 by
+// created_at with ties). The planner merges the branches in created_at
+// order and sorts each created_at by id, or sorts their few rows: either
+// way a page reads at most about limit+1 rows per branch, plus one index
+// probe per branch, however many runs the namespace holds. A status filter
+// reads one or two branches, a workflow name without status the seven
+// stored statuses (so a run whose stored status is none of them, which no
+// SDK writes, is not listed by workflow name).
+//
+// Indexes keyed on the status as read, in (created_at, id) order, would
+// make each list one index range, but every run transition would pay for
+// them (docs/scale.md); go migration 2 dropped them.
+func (b *Backend) listRunsQuery(p backend.ListWorkflowRunsParams, after, before *backend.Cursor, limit int) (string, []any) {
+	if p.Status == "" && p.WorkflowName == "" {
+		q := newPageQuery(b.q.listRuns, b.namespace)
+		return q.finish("wr", true, after, before, limit), q.args
+	}
+	dir, cur, op := "DESC", after, "<"
+	if before != nil {
+		dir, cur, op = "ASC", before, ">"
+	}
+	args := []any{b.namespace}
+	param := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	var filter strings.Builder
 	if p.WorkflowName != "" {
-		q.where(`wr."workflow_name" = %s`, p.WorkflowName)
+		fmt.Fprintf(&filter, "\n    AND wr.\"workflow_name\" = %s", param(p.WorkflowName))
 	}
+	if cur != nil {
+		fmt.Fprintf(&filter, "\n    AND (wr.\"created_at\", wr.\"id\") %s (%s, %s)", op, param(cur.CreatedAt), param(cur.ID))
+	}
+	var sql strings.Builder
+	sql.WriteString("SELECT " + runColumns + "\nFROM (")
+	for i, s := range listedStatuses(p.Status) {
+		if i > 0 {
+			sql.WriteString("\nUNION ALL")
+		}
+		fmt.Fprintf(&sql, "\n  (%s\n    AND wr.\"status\" = %s%s\n  ORDER BY wr.\"created_at\" %s\n  FETCH FIRST %d ROWS WITH TIES)",
+			strings.ReplaceAll(strings.TrimSpace(b.q.listRuns), "\n", "\n  "), param(string(s)), filter.String(), dir, limit+1)
+	}
+	fmt.Fprintf(&sql, "\n) AS wr\nORDER BY wr.\"created_at\" %s, wr.\"id\" %s\nLIMIT %d", dir, dir, limit+1)
+	return sql.String(), args
 }
 
 // CountWorkflowRuns implements [backend.Backend].
