@@ -19,8 +19,10 @@
 //
 // The numbered scripts in migrations/ (versions 0–5) are OpenWorkflow's:
 // each records its own version in openworkflow_migrations and the current
-// version is MAX(version). What only this SDK needs (indexes for the claim
-// and the run lists at millions of runs) is a second line, migrations_go/,
+// version is MAX(version). What only this SDK needs (today: a partial index
+// that keeps the claim's deadline sweep cheap however many runs are live;
+// see docs/scale.md for why no list index is added) is a second line,
+// migrations_go/,
 // recorded the same way in openworkflow_go_migrations, so the TypeScript
 // SDK sharing the database never sees a version it does not know. [Migrate]
 // applies OpenWorkflow's line, then ours, under one session advisory lock
