@@ -39,6 +39,26 @@ func (c *countingBackend) kinds() [][]backend.WriteKind {
 	return out
 }
 
+// requireKinds fails t unless the group commits made were, in order, of
+// the write kinds of want; why is appended to the failure.
+func (c *countingBackend) requireKinds(t *testing.T, why string, want [][]backend.WriteKind) {
+	t.Helper()
+	got := c.kinds()
+	if len(got) != len(want) {
+		t.Fatalf("commits %v, want %v%s", got, want, why)
+	}
+	for i := range want {
+		if len(got[i]) != len(want[i]) {
+			t.Fatalf("commits %v, want %v%s", got, want, why)
+		}
+		for j := range want[i] {
+			if got[i][j] != want[i][j] {
+				t.Fatalf("commits %v, want %v%s", got, want, why)
+			}
+		}
+	}
+}
+
 func TestAFastStepCostsOneWriteAndTheLastSharesTheRunsCompletionCommit(t *testing.T) {
 	e := newEnv(t)
 	cb := &countingBackend{Backend: e.b}
@@ -60,21 +80,7 @@ func TestAFastStepCostsOneWriteAndTheLastSharesTheRunsCompletionCommit(t *testin
 		t.Fatalf("output %d", got)
 	}
 	ins, done := backend.WriteInsertStep, backend.WriteCompleteRun
-	want := [][]backend.WriteKind{{ins}, {ins}, {ins, done}}
-	got := cb.kinds()
-	if len(got) != len(want) {
-		t.Fatalf("commits %v, want %v (one write per step; last step with the completion)", got, want)
-	}
-	for i := range want {
-		if len(got[i]) != len(want[i]) {
-			t.Fatalf("commits %v, want %v", got, want)
-		}
-		for j := range want[i] {
-			if got[i][j] != want[i][j] {
-				t.Fatalf("commits %v, want %v", got, want)
-			}
-		}
-	}
+	cb.requireKinds(t, " (one write per step; last step with the completion)", [][]backend.WriteKind{{ins}, {ins}, {ins, done}})
 	for _, s := range e.steps(id) {
 		if s.Status != backend.StepCompleted || s.FinishedAt == nil {
 			t.Fatalf("step %+v not recorded completed", s)
@@ -142,21 +148,7 @@ func TestAWokenRunCompletesItsSleepWithTheNextStepsWriteNotAlone(t *testing.T) {
 	ins, fin, park, done := backend.WriteInsertStep, backend.WriteFinishStep, backend.WriteParkRun, backend.WriteCompleteRun
 	// The woken pass: the sleep's completion waits for step a's record
 	// (committed before b runs), not a commit of its own before a runs.
-	want := [][]backend.WriteKind{{ins, park}, {fin, ins}, {ins, done}}
-	got := cb.kinds()
-	if len(got) != len(want) {
-		t.Fatalf("commits %v, want %v", got, want)
-	}
-	for i := range want {
-		if len(got[i]) != len(want[i]) {
-			t.Fatalf("commits %v, want %v", got, want)
-		}
-		for j := range want[i] {
-			if got[i][j] != want[i][j] {
-				t.Fatalf("commits %v, want %v", got, want)
-			}
-		}
-	}
+	cb.requireKinds(t, "", [][]backend.WriteKind{{ins, park}, {fin, ins}, {ins, done}})
 	for _, s := range e.steps(id) {
 		if s.Status != backend.StepCompleted {
 			t.Fatalf("step %s is %s, want completed", s.StepName, s.Status)

@@ -13,6 +13,7 @@ import "strings"
 //	{{notify_work}}     pg_notify announcing that run "wr" is claimable
 //	{{notify_finished}} pg_notify announcing that run "wr" is terminal
 //	{{owned_run}}       the owned_run CTE, the fence of a step write (ownedRun)
+//	{{owned_runs}}      the same for the multi-row step writes (ownedRuns)
 //
 // Conventions: every timestamp written is {{now}} or a parameter truncated
 // to milliseconds in Go, so cursors and ISO strings round-trip. Writes that
@@ -47,13 +48,26 @@ const ownedRun = `owned_run AS (
   FOR NO KEY UPDATE
 )`
 
+// ownedRuns is ownedRun for a multi-row step write ({{owned_runs}}): the
+// runs of the "input" rows ("run_id", "worker_id") that are running and
+// owned by the row's worker id, locked FOR NO KEY UPDATE.
+const ownedRuns = `owned_run AS (
+  SELECT wr."id", wr."worker_id"
+  FROM {{schema}}."workflow_runs" AS wr
+  WHERE wr."namespace_id" = $1 AND wr."status" = 'running'
+    AND wr."id" IN (SELECT i."run_id" FROM input AS i)
+    AND EXISTS (SELECT 1 FROM input AS i WHERE i."run_id" = wr."id" AND i."worker_id" = wr."worker_id")
+  FOR NO KEY UPDATE
+)`
+
 // expandQuery replaces the placeholders of a query for one schema.
 func expandQuery(q, schema string) string {
 	notify := func(kind string) string {
 		return `pg_notify('` + notifyChannel + `', json_build_object(` +
 			`'schema', '` + schema + `', 'ns', wr."namespace_id", 'kind', '` + kind + `', 'id', wr."id")::text)`
 	}
-	q = strings.ReplaceAll(q, "{{owned_run}}", ownedRun) // it holds {{schema}}
+	q = strings.ReplaceAll(q, "{{owned_runs}}", ownedRuns) // they hold {{schema}}
+	q = strings.ReplaceAll(q, "{{owned_run}}", ownedRun)
 	return strings.NewReplacer(
 		"{{schema}}", quoteIdent(schema),
 		"{{schema_literal}}", "'"+schema+"'",
@@ -599,14 +613,7 @@ WITH input AS (
     AS i("run_id", "worker_id", "id", "step_name", "kind", "status", "config", "context", "output", "error",
          "child_ns", "child_id", "started_at", "finished_at")
 ),
-owned_run AS (
-  SELECT wr."id", wr."worker_id"
-  FROM {{schema}}."workflow_runs" AS wr
-  WHERE wr."namespace_id" = $1 AND wr."status" = 'running'
-    AND wr."id" IN (SELECT i."run_id" FROM input AS i)
-    AND EXISTS (SELECT 1 FROM input AS i WHERE i."run_id" = wr."id" AND i."worker_id" = wr."worker_id")
-  FOR NO KEY UPDATE
-)
+{{owned_runs}}
 INSERT INTO {{schema}}."step_attempts" AS sa (
   "namespace_id", "id", "workflow_run_id", "step_name", "kind", "status",
   "config", "context", "output", "error",
@@ -633,14 +640,7 @@ WITH input AS (
   SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[])
     AS i("run_id", "worker_id", "id", "output")
 ),
-owned_run AS (
-  SELECT wr."id", wr."worker_id"
-  FROM {{schema}}."workflow_runs" AS wr
-  WHERE wr."namespace_id" = $1 AND wr."status" = 'running'
-    AND wr."id" IN (SELECT i."run_id" FROM input AS i)
-    AND EXISTS (SELECT 1 FROM input AS i WHERE i."run_id" = wr."id" AND i."worker_id" = wr."worker_id")
-  FOR NO KEY UPDATE
-)
+{{owned_runs}}
 UPDATE {{schema}}."step_attempts" AS sa
 SET "status" = 'completed',
     "output" = CASE WHEN sa."status" = 'running' THEN i."output"::jsonb ELSE sa."output" END,
