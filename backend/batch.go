@@ -105,8 +105,12 @@ type Batcher interface {
 // lease expiring), so an idle worker sleeps until then rather than polling.
 // Both built-in backends implement it.
 type DueTimer interface {
-	// NextDueAt returns the earliest available_at in the future of a
-	// non-terminal run; ok is false when there is none.
+	// NextDueAt returns when the earliest available_at in the future of a
+	// non-terminal run comes, by the caller's clock: a backend whose claims
+	// compare available_at with another clock (PostgreSQL's NOW()) returns
+	// now + (available_at − that clock's now), so that clock skew between
+	// the worker and the database does not make a worker wake early and
+	// ask again in a loop. ok is false when there is none.
 	NextDueAt(ctx context.Context) (at time.Time, ok bool, err error)
 }
 

@@ -244,10 +244,11 @@ const sqlNotify = `SELECT pg_notify('` + notifyChannel + `', $1)`
 const sqlAsyncCommit = `SELECT set_config('synchronous_commit', 'off', true)`
 
 // sqlNextDue is when the namespace's next run becomes claimable (a delayed
-// start, a parked run's wake-up, a lease's expiry): one index-ordered
-// LIMIT 1 per status, so it stays cheap however many runs wait.
+// start, a parked run's wake-up, a lease's expiry), and the database's
+// clock: one index-ordered LIMIT 1 per status, so it stays cheap however
+// many runs wait.
 const sqlNextDue = `
-SELECT min(t."available_at") FROM (
+SELECT min(t."available_at"), NOW() FROM (
   (SELECT "available_at" FROM {{schema}}."workflow_runs"
    WHERE "namespace_id" = $1 AND "status" = 'pending' AND "available_at" > NOW()
    ORDER BY "available_at" LIMIT 1)

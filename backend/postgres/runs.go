@@ -459,11 +459,15 @@ func queryRun(ctx context.Context, q querier, sql string, args ...any) (*backend
 // index-ordered probes (see sqlNextDue).
 func (b *Backend) NextDueAt(ctx context.Context) (time.Time, bool, error) {
 	var t *time.Time
-	if err := b.pool.QueryRow(ctx, b.q.nextDue, b.namespace).Scan(&t); err != nil {
+	var dbNow time.Time
+	if err := b.pool.QueryRow(ctx, b.q.nextDue, b.namespace).Scan(&t, &dbNow); err != nil {
 		return time.Time{}, false, fmt.Errorf("next due run: %w", err)
 	}
 	if t == nil {
 		return time.Time{}, false, nil
 	}
-	return t.UTC(), true, nil
+	// Claims compare available_at with the database's clock: say when that
+	// is by ours, so a worker whose clock runs ahead of the database's does
+	// not wake, claim nothing and ask again in a loop until they agree.
+	return time.Now().Add(t.Sub(dbNow)).UTC(), true, nil
 }
