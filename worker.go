@@ -253,19 +253,20 @@ func (w *Worker) releaseRun(x *execution) {
 // ticks by itself.
 func (w *Worker) Tick(ctx context.Context) (int, error) {
 	var wg sync.WaitGroup
-	n, err := w.claim(ctx, &wg)
+	n, _, err := w.claim(ctx, &wg)
 	wg.Wait()
 	return n, err
 }
 
 // claim claims runs for the free slots and starts their passes, each
-// tracked by w.passes and, if not nil, by wg.
-func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (int, error) {
+// tracked by w.passes and, if not nil, by wg. It returns how many runs it
+// claimed and for how many free slots it asked.
+func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (claimed, asked int, err error) {
 	w.mu.Lock()
 	ids := append([]string(nil), w.free...)
 	w.mu.Unlock()
 	if len(ids) == 0 {
-		return 0, nil
+		return 0, 0, nil
 	}
 	p := backend.ClaimWorkflowRunsParams{WorkerIDs: ids, LeaseDuration: w.opts.LeaseDuration}
 	if w.opts.OnlyRegistered {
@@ -273,7 +274,7 @@ func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (int, error) {
 	}
 	runs, err := w.b.ClaimWorkflowRuns(ctx, p)
 	if err != nil {
-		return 0, fmt.Errorf("claim workflow runs: %w", err)
+		return 0, len(ids), fmt.Errorf("claim workflow runs: %w", err)
 	}
 	histories := w.readHistories(ctx, runs)
 	for _, run := range runs {
@@ -305,7 +306,48 @@ func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (int, error) {
 			w.poke()
 		}(run)
 	}
-	return len(runs), nil
+	return len(runs), len(ids), nil
+}
+
+// claimBatchWait is the longest a busy worker whose last claim filled
+// every free slot (so more runs are probably waiting) lets slots free up
+// before it claims again, unless a quarter of its slots are free sooner.
+// Claiming as soon as any slot freed made claims of a few runs each, and
+// every claim and every small group commit has a fixed cost in the
+// database. Measured (W1, PostgreSQL, concurrency 100, three alternating
+// rounds): 5 ms gave 4–8 % more steps/s than no wait in each round and
+// 0.11–0.12 commits/step instead of 0.14; 10 ms was mixed.
+const claimBatchWait = 5 * time.Millisecond
+
+// awaitClaimBatch waits, after a claim that filled every free slot, until
+// a quarter of the slots are free or claimBatchWait passed. A worker with
+// nothing executing does not wait.
+func (w *Worker) awaitClaimBatch(ctx context.Context, timer *time.Timer) {
+	want := max(1, w.opts.Concurrency/4)
+	timer.Reset(claimBatchWait)
+	defer func() {
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}()
+	for {
+		w.mu.Lock()
+		free, executing := len(w.free), len(w.executing)
+		w.mu.Unlock()
+		if free >= want || executing == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+			return
+		case <-w.wake:
+		}
+	}
 }
 
 // readHistories reads, in one query when the backend can
@@ -345,7 +387,8 @@ func (w *Worker) poke() {
 	}
 }
 
-// loop is the poll loop: claim while there is work and a free slot, else
+// loop is the poll loop: claim while there is work and a free slot (after
+// a claim that filled every free slot, in batches: awaitClaimBatch), else
 // wait for a wake-up event, a freed slot, a due parked run, or the idle
 // backoff (as in OpenWorkflow: 100 ms × 2^(n−1), at most MaxPollInterval,
 // times a jitter in [0.5, 1]).
@@ -366,12 +409,15 @@ func (w *Worker) loop(ctx context.Context, events <-chan backend.Event) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for ctx.Err() == nil {
-		n, err := w.claim(ctx, nil)
+		n, asked, err := w.claim(ctx, nil)
 		if err != nil && ctx.Err() == nil {
 			w.log.Warn("openworkflow: worker tick failed", "error", err)
 		}
 		if n > 0 {
 			idle = 0
+			if n == asked {
+				w.awaitClaimBatch(ctx, timer)
+			}
 			continue
 		}
 		idle++
