@@ -111,6 +111,14 @@ func (x *execution) blocked(admitted bool) error {
 	return nil
 }
 
+// markLost records that the pass no longer owns the run: nothing more of
+// it is committed.
+func (x *execution) markLost() {
+	x.mu.Lock()
+	x.lost = true
+	x.mu.Unlock()
+}
+
 func (x *execution) isLost() bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -121,9 +129,7 @@ func (x *execution) isLost() bool {
 // canceled pass) means the run is no longer ours.
 func (x *execution) writeErr(op string, err error) error {
 	if errors.Is(err, backend.ErrNotOwner) || x.ctx.Err() != nil {
-		x.mu.Lock()
-		x.lost = true
-		x.mu.Unlock()
+		x.markLost()
 		return fmt.Errorf("%s: %w", op, ErrLeaseLost)
 	}
 	return fmt.Errorf("%s: %w", op, err)
@@ -313,9 +319,7 @@ func (x *execution) write(ws ...backend.Write) error {
 
 // lose records that a write failed: the pass no longer owns the run.
 func (x *execution) lose(err error) error {
-	x.mu.Lock()
-	x.lost = true
-	x.mu.Unlock()
+	x.markLost()
 	if errors.Is(err, backend.ErrNotOwner) || x.ctx.Err() != nil {
 		return fmt.Errorf("%w (%v)", ErrLeaseLost, err)
 	}
@@ -365,10 +369,7 @@ func (x *execution) announceIfSlow(a *backend.StepAttempt) func() (inserted bool
 			return false, nil
 		}
 		if err := (<-submitted).wait(); err != nil {
-			x.mu.Lock()
-			x.lost = true
-			x.mu.Unlock()
-			return true, fmt.Errorf("%w (%v)", ErrLeaseLost, err)
+			return true, x.lose(err)
 		}
 		return true, nil
 	}
@@ -386,8 +387,9 @@ func callProtected[T any](f func() (T, error)) (out T, err error) {
 
 // prePass completes elapsed durable sleeps and reports whether the run must
 // park again without running user code (a sleep still pending), as in
-// OpenWorkflow's sleep pre-pass.
-func (x *execution) prePass() (park bool, wakeAt time.Time, err error) {
+// OpenWorkflow's sleep pre-pass; the pass is then suspended until the
+// earliest wake-up of its waits.
+func (x *execution) prePass() (park bool) {
 	now := x.now()
 	for _, a := range x.hist.RunningWaits(backend.StepSleep) {
 		at, ok := waitTime(a)
@@ -398,14 +400,14 @@ func (x *execution) prePass() (park bool, wakeAt time.Time, err error) {
 		x.completeElapsedSleep(a)
 	}
 	if !park {
-		return false, time.Time{}, nil
+		return false
 	}
 	for _, a := range x.hist.RunningWaits(backend.StepSleep, backend.StepWorkflow, backend.StepSignalWait) {
-		if at, ok := waitTime(a); ok && (wakeAt.IsZero() || at.Before(wakeAt)) {
-			wakeAt = at
+		if at, ok := waitTime(a); ok {
+			_ = x.suspend(at) // keeps the earliest
 		}
 	}
-	return true, wakeAt, nil
+	return true
 }
 
 // waitContext is the JSON context of a waiting step attempt, as written by

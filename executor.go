@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -55,13 +54,7 @@ func (w *Worker) execute(run *backend.WorkflowRun, hist *[]backend.StepAttempt) 
 		w.finish(x, nil, err)
 		return
 	}
-	park, wakeAt, err := x.prePass()
-	if err != nil {
-		w.finish(x, nil, err)
-		return
-	}
-	if park {
-		x.suspended, x.wakeAt = true, wakeAt
+	if x.prePass() {
 		w.finish(x, nil, ErrSuspended)
 		return
 	}
@@ -259,10 +252,7 @@ func (w *Worker) transition(x *execution, tw backend.Write) {
 // not registered here back for another worker, with 5 s ×2 up to 5 min
 // backoff, forever, as in OpenWorkflow.
 func (w *Worker) rescheduleUnregistered(run *backend.WorkflowRun, workerID string) {
-	msg := fmt.Sprintf("Workflow %q is not registered", run.WorkflowName)
-	if run.Version != nil {
-		msg = fmt.Sprintf("Workflow %q (version: %s) is not registered", run.WorkflowName, *run.Version)
-	}
+	msg := "Workflow " + Spec{Name: run.WorkflowName, Version: runInfo(run).Version}.String() + " is not registered"
 	errJSON, _ := json.Marshal(map[string]string{"message": msg})
 	attempts := run.Attempts
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -271,8 +261,11 @@ func (w *Worker) rescheduleUnregistered(run *backend.WorkflowRun, workerID strin
 		WorkflowRunID: run.ID, WorkerID: workerID, Error: errJSON,
 		RetryPolicy: backend.MissingDefinitionRetryPolicy, Attempts: &attempts, DeadlineAt: run.DeadlineAt,
 	})
-	if err != nil && !errors.Is(err, backend.ErrNotOwner) {
-		w.log.Error("openworkflow: could not reschedule run of unregistered workflow", "run", run.ID, "error", err)
+	if err != nil {
+		if !errors.Is(err, backend.ErrNotOwner) {
+			w.log.Error("openworkflow: could not reschedule run of unregistered workflow", "run", run.ID, "error", err)
+		}
+		return
 	}
 	w.log.Warn("openworkflow: "+msg+" on this worker; rescheduled", "run", run.ID)
 }

@@ -92,7 +92,8 @@ func (o WorkerOptions) withDefaults() WorkerOptions {
 	}
 	if o.ID == "" {
 		host, _ := os.Hostname()
-		o.ID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), id.New("wkr")[4:14])
+		u := id.New("wkr") // its last characters are the ULID's random part (the first are its time)
+		o.ID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), u[len(u)-10:])
 	}
 	return o
 }
@@ -232,9 +233,7 @@ func (w *Worker) release() {
 // is committed, and the run is parked available now for any worker.
 func (w *Worker) releaseRun(x *execution) {
 	x.releaseOnce.Do(func() {
-		x.mu.Lock()
-		x.lost = true
-		x.mu.Unlock()
+		x.markLost()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		err := w.b.SleepWorkflowRun(ctx, backend.SleepWorkflowRunParams{WorkflowRunID: x.run.ID, WorkerID: x.workerID, AvailableAt: w.opts.Now()})

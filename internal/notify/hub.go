@@ -52,10 +52,3 @@ func (h *Hub) Publish(e backend.Event) {
 		}
 	}
 }
-
-// Subscribers returns the number of live subscribers.
-func (h *Hub) Subscribers() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.subs)
-}

@@ -24,8 +24,7 @@ type History struct {
 	running     map[string]*backend.StepAttempt
 	lastFailed  map[string]*backend.StepAttempt
 	failedCount map[string]int
-	count       int
-	ids         map[string]struct{}
+	ids         map[string]struct{} // every attempt id recorded: Count
 
 	used      map[string]bool
 	nextIndex map[string]int
@@ -57,10 +56,7 @@ func (h *History) Record(a *backend.StepAttempt) {
 }
 
 func (h *History) record(a *backend.StepAttempt) {
-	if _, ok := h.ids[a.ID]; !ok {
-		h.ids[a.ID] = struct{}{}
-		h.count++
-	}
+	h.ids[a.ID] = struct{}{}
 	prev, seen := h.running[a.StepName]
 	switch a.Status.Normalize() {
 	case backend.StepCompleted:
@@ -136,7 +132,7 @@ func (h *History) FailedCount(key string) int {
 func (h *History) Count() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.count
+	return len(h.ids)
 }
 
 // RunningWaits returns the running attempts of the given kinds.
