@@ -2,11 +2,13 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -613,5 +615,27 @@ func TestWakeUpsReachOnlyTheirNamespace(t *testing.T) {
 	case e := <-aEvents:
 		t.Fatalf("namespace default received %+v from namespace other", e)
 	default:
+	}
+}
+
+func TestTheClaimsDeadlineSweepReadsTheDeadlineIndex(t *testing.T) {
+	b, _ := openTest(t, nil)
+	rows, err := b.db.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+qFailExpiredRuns,
+		sql.Named("error", "{}"), sql.Named("now", "2026-01-01T00:00:00.000Z"), sql.Named("ns", "default"))
+	if err != nil {
+		t.Fatalf("explain the deadline sweep: %v", err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, notused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if len(plan) != 1 || !strings.Contains(plan[0], "USING INDEX "+deadlineIndex) {
+		t.Fatalf("deadline sweep plan %q: want a search of %s (else every claim reads every live run)", plan, deadlineIndex)
 	}
 }
