@@ -133,10 +133,16 @@ func TestResultWaitsForTheOutcomeWithoutPolling(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop(ctx)
-	// The step holds the run for a while; a polling Result would read the
-	// run again and again meanwhile.
+	// The step holds the run for 1 s. Result's fallback poll
+	// (resultFallbackPoll) comes at 2 s: a Result that missed or ignored
+	// the completion event would return only then, or later if it polled
+	// less often; one that polls more often reads the run more than twice.
 	go func() { time.Sleep(time.Second); close(gate) }()
+	waited := time.Now()
 	got, err := h.Result(ctx)
+	if took := time.Since(waited); took >= 1900*time.Millisecond {
+		t.Fatalf("Result returned %v after the wait began, at its fallback poll: the completion event did not wake it", took)
+	}
 	if err != nil || got != 42 {
 		t.Fatalf("Result = %d, %v", got, err)
 	}
