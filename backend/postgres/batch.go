@@ -109,7 +109,7 @@ func (b *Backend) ApplyWrites(ctx context.Context, writes []backend.Write) []err
 		}
 	}
 	b.followUp(wctx, items, results, errs)
-	b.announce(wctx, items, results, errs)
+	b.announce(wctx, items, results)
 	return errs
 }
 
@@ -453,12 +453,14 @@ func readCombined(br pgx.BatchResults, items []batchItem, st statement, results 
 // made concurrent group commits wait for each other's flushes. The
 // notifications are hints (subscribers also poll), so losing them in a
 // crash is harmless.
-func (b *Backend) announce(ctx context.Context, items []batchItem, results []batchResult, errs []error) {
+func (b *Backend) announce(ctx context.Context, items []batchItem, results []batchResult) {
 	var finished []string
 	work := false
 	now := time.Now()
 	for k, it := range items {
-		if !results[k].applied || results[k].err != nil || errs[it.i] != nil {
+		// A write followUp reports an error on (a parent not woken) did
+		// apply: it is announced like the others.
+		if !results[k].applied || results[k].err != nil {
 			continue
 		}
 		switch it.w.Kind {
@@ -512,7 +514,7 @@ func readWrite(br pgx.BatchResults, it batchItem, r *batchResult) error {
 }
 
 // followUp runs, after the commit, what the single writes do after theirs:
-// the reconciliation of parked runs (sqlBatchReconcileParkedRuns, one
+// the reconciliation of parked runs (sqlReconcileParkedRuns, one
 // statement for all) and the wake-up of the parent of every child run that
 // finished (sqlWakeParent, only for runs that have a parent), pipelined in
 // one round trip. A failure is reported on the writes concerned, which did
@@ -536,7 +538,7 @@ func (b *Backend) followUp(ctx context.Context, items []batchItem, results []bat
 		}
 	}
 	if len(parked) > 0 {
-		batch.Queue(b.q.batchReconcileParkedRuns, b.namespace, parked)
+		batch.Queue(b.q.reconcileParkedRuns, b.namespace, parked)
 	}
 	if batch.Len() == 0 {
 		return

@@ -286,19 +286,19 @@ WITH parked AS (
 )
 SELECT count(*) FROM parked`
 
-// sqlReconcileParkedRun makes a just-parked run due now if what it waits for
-// already happened: a running workflow step whose child is terminal, or a
+// sqlReconcileParkedRuns makes just-parked runs ($2, an array) due now if
+// what they wait for already happened: a running workflow step whose child is terminal, or a
 // running signal-wait step with a delivery. It runs as its own statement
 // after the park committed, so either it sees the child's or signal's write,
 // or that writer's wake-up saw the park.
-const sqlReconcileParkedRun = `
+const sqlReconcileParkedRuns = `
 UPDATE {{schema}}."workflow_runs" AS wr
 SET "available_at" = CASE
       WHEN wr."available_at" IS NULL OR wr."available_at" > NOW() THEN {{now}}
       ELSE wr."available_at"
     END,
     "updated_at" = {{now}}
-WHERE wr."namespace_id" = $1 AND wr."id" = $2
+WHERE wr."namespace_id" = $1 AND wr."id" = ANY($2::text[])
   AND wr."status" IN ('running', 'sleeping')
   AND wr."worker_id" IS NULL
   AND (
@@ -401,7 +401,7 @@ SELECT {{run_columns}} FROM canceled AS wr`
 // sqlWakeParent makes a parked parent due now when its child ($3, $4)
 // finished: the parent's workflow attempt ($1, $2) must still be running and
 // linked to that child, and the parent unowned (parked). It runs as its own
-// statement after the child's write committed (see sqlReconcileParkedRun).
+// statement after the child's write committed (see sqlReconcileParkedRuns).
 const sqlWakeParent = `
 UPDATE {{schema}}."workflow_runs" AS wr
 SET "available_at" = CASE
@@ -576,8 +576,8 @@ LIMIT 1`
 // --- group commit (ApplyWrites, CreateWorkflowRuns) ---
 //
 // The batch statements are the single writes' twins with the same fences,
-// but without a pg_notify per row: a batch announces its runs with one
-// sqlBatchNotify at its end, in the same transaction.
+// but without a pg_notify per row: ApplyWrites announces a batch's runs
+// after its commit, in a transaction of its own (see announce).
 
 // sqlBatchInsertStep inserts an attempt as the caller wrote it (status,
 // output, error, child link) on an owned run, locking the run row like
@@ -740,12 +740,6 @@ WHERE wr."namespace_id" = $1 AND wr."id" = $2
   AND wr."status" = 'running' AND wr."worker_id" = $3
 RETURNING wr."id"`
 
-// sqlBatchReconcileParkedRuns is sqlReconcileParkedRun for every run of
-// $2 at once, after the parks committed.
-var sqlBatchReconcileParkedRuns = strings.Replace(sqlReconcileParkedRun,
-	`WHERE wr."namespace_id" = $1 AND wr."id" = $2`,
-	`WHERE wr."namespace_id" = $1 AND wr."id" = ANY($2::text[])`, 1)
-
 // sqlInsertRuns inserts pending runs from parallel arrays, one element per
 // run ($2…$12; JSON as text, NULL elements allowed), in one statement, and
 // returns them in input order (by position in $2). It does not notify:
@@ -786,7 +780,7 @@ WHERE EXISTS (
 // queries holds every statement expanded for one schema.
 type queries struct {
 	getRunByIdempotencyKey, insertRun, getRun, listRuns, countRuns string
-	claimRuns, extendLease, sleepRun, reconcileParkedRun           string
+	claimRuns, extendLease, sleepRun, reconcileParkedRuns          string
 	nextDue                                                        string
 	completeRun, failRun, rescheduleRun, cancelRun, wakeParent     string
 	runOwnership                                                   string
@@ -798,7 +792,7 @@ type queries struct {
 	batchInsertStep, batchCompleteRun, batchFailRun, batchParkRun string
 	batchInsertSteps, batchCompleteRuns, batchParkRuns            string
 	batchCompleteSteps                                            string
-	batchRescheduleRun, batchReconcileParkedRuns                  string
+	batchRescheduleRun                                            string
 	insertRuns, notifyWorkIfDue                                   string
 }
 
@@ -814,7 +808,7 @@ func newQueries(schema string) queries {
 		nextDue:                x(sqlNextDue),
 		extendLease:            x(sqlExtendLease),
 		sleepRun:               x(sqlSleepRun),
-		reconcileParkedRun:     x(sqlReconcileParkedRun),
+		reconcileParkedRuns:    x(sqlReconcileParkedRuns),
 		completeRun:            x(sqlCompleteRun),
 		failRun:                x(sqlFailRun),
 		rescheduleRun:          x(sqlRescheduleRun),
@@ -834,17 +828,16 @@ func newQueries(schema string) queries {
 		deliverSignal:          x(sqlDeliverSignal),
 		getSignalDelivery:      x(sqlGetSignalDelivery),
 
-		batchInsertStep:          x(sqlBatchInsertStep),
-		batchInsertSteps:         x(sqlBatchInsertSteps),
-		batchCompleteRun:         x(sqlBatchCompleteRun),
-		batchCompleteRuns:        x(sqlBatchCompleteRuns),
-		batchCompleteSteps:       x(sqlBatchCompleteSteps),
-		batchParkRuns:            x(sqlBatchParkRuns),
-		batchFailRun:             x(sqlBatchFailRun),
-		batchParkRun:             x(sqlBatchParkRun),
-		batchRescheduleRun:       x(sqlBatchRescheduleRun),
-		batchReconcileParkedRuns: x(sqlBatchReconcileParkedRuns),
-		insertRuns:               x(sqlInsertRuns),
-		notifyWorkIfDue:          x(sqlNotifyWorkIfDue),
+		batchInsertStep:    x(sqlBatchInsertStep),
+		batchInsertSteps:   x(sqlBatchInsertSteps),
+		batchCompleteRun:   x(sqlBatchCompleteRun),
+		batchCompleteRuns:  x(sqlBatchCompleteRuns),
+		batchCompleteSteps: x(sqlBatchCompleteSteps),
+		batchParkRuns:      x(sqlBatchParkRuns),
+		batchFailRun:       x(sqlBatchFailRun),
+		batchParkRun:       x(sqlBatchParkRun),
+		batchRescheduleRun: x(sqlBatchRescheduleRun),
+		insertRuns:         x(sqlInsertRuns),
+		notifyWorkIfDue:    x(sqlNotifyWorkIfDue),
 	}
 }

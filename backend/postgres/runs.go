@@ -28,16 +28,8 @@ const wakeTimeout = 10 * time.Second
 // and inserts otherwise. A run claimable at once is announced to
 // subscribers.
 func (b *Backend) CreateWorkflowRun(ctx context.Context, p backend.CreateWorkflowRunParams) (*backend.WorkflowRun, error) {
-	if p.WorkflowName == "" {
-		return nil, fmt.Errorf("create workflow run: %w: empty workflow name", backend.ErrInvalidArgument)
-	}
-	for _, j := range []struct {
-		what string
-		raw  []byte
-	}{{"config", p.Config}, {"context", p.Context}, {"input", p.Input}} {
-		if err := checkJSON(j.what, j.raw); err != nil {
-			return nil, fmt.Errorf("create workflow run: %w", err)
-		}
+	if err := validateCreate(p); err != nil {
+		return nil, fmt.Errorf("create workflow run: %w", err)
 	}
 	args := []any{
 		b.namespace, id.New(id.PrefixRun), p.WorkflowName, p.Version, p.IdempotencyKey,
@@ -289,15 +281,21 @@ func (b *Backend) ClaimWorkflowRuns(ctx context.Context, p backend.ClaimWorkflow
 	batch.Queue(sqlAsyncCommit)
 	batch.Queue(b.q.claimRuns, b.namespace, p.WorkerIDs, durationMs(p.LeaseDuration), names, versions)
 	br := b.pool.SendBatch(ctx, batch)
-	defer br.Close()
-	if _, err := br.Exec(); err != nil {
-		return nil, fmt.Errorf("claim workflow runs: %w", err)
+	runs, err := func() ([]*backend.WorkflowRun, error) {
+		if _, err := br.Exec(); err != nil {
+			return nil, err
+		}
+		rows, err := br.Query()
+		if err != nil {
+			return nil, err
+		}
+		return pgx.CollectRows(rows, scanRun)
+	}()
+	// Close ends the implicit transaction: runs whose claim did not commit
+	// are not handed out.
+	if cerr := br.Close(); err == nil {
+		err = cerr
 	}
-	rows, err := br.Query()
-	if err != nil {
-		return nil, fmt.Errorf("claim workflow runs: %w", err)
-	}
-	runs, err := pgx.CollectRows(rows, scanRun)
 	if err != nil {
 		return nil, fmt.Errorf("claim workflow runs: %w", err)
 	}
@@ -331,7 +329,7 @@ func (b *Backend) SleepWorkflowRun(ctx context.Context, p backend.SleepWorkflowR
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wakeTimeout)
 	defer cancel()
-	if _, err := b.pool.Exec(wctx, b.q.reconcileParkedRun, b.namespace, p.WorkflowRunID); err != nil {
+	if _, err := b.pool.Exec(wctx, b.q.reconcileParkedRuns, b.namespace, []string{p.WorkflowRunID}); err != nil {
 		return fmt.Errorf("park workflow run %s: reconcile wake-ups: %w", p.WorkflowRunID, err)
 	}
 	return nil

@@ -3,7 +3,6 @@ package postgres
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -82,12 +81,6 @@ func newPageQuery(base string, args ...any) *pageQuery {
 	p := &pageQuery{args: args}
 	p.sql.WriteString(base)
 	return p
-}
-
-// where appends "AND <cond>" where cond uses one placeholder, written %s.
-func (p *pageQuery) where(cond string, arg any) {
-	p.args = append(p.args, arg)
-	fmt.Fprintf(&p.sql, "\n  AND "+cond, "$"+strconv.Itoa(len(p.args)))
 }
 
 // finish adds the cursor, order and limit. alias is the table alias.
