@@ -228,18 +228,6 @@ SET "status" = :status,
 WHERE ` + runOwned + `
 RETURNING ` + runColumns
 
-const qRescheduleRun = `
-UPDATE "workflow_runs"
-SET "status" = 'pending',
-    "available_at" = :available_at,
-    "finished_at" = NULL,
-    "error" = :error,
-    "worker_id" = NULL,
-    "started_at" = NULL,
-    "updated_at" = :now
-WHERE ` + runOwned + `
-RETURNING ` + runColumns
-
 const qCancelRun = `
 UPDATE "workflow_runs"
 SET "status" = 'canceled',

@@ -546,22 +546,14 @@ func (b *Backend) failRun(ctx context.Context, tx *txn, now time.Time, ev *event
 	return run, wakeParent(ctx, tx, run, now, ev)
 }
 
-// rescheduleRun sets the run pending at `at` with the step's error.
+// rescheduleRun sets the run pending at `at` with the step's error
+// (errJSON: JSON text, or nil): the retry branch of failRun.
 func (b *Backend) rescheduleRun(ctx context.Context, tx *txn, now time.Time, ev *events, runID, workerID string, errJSON any, at time.Time) (*backend.WorkflowRun, error) {
-	run, err := b.ownedRunUpdate(ctx, tx, runID, qRescheduleRun,
-		sql.Named("ns", b.ns),
-		sql.Named("run_id", runID),
-		sql.Named("worker_id", workerID),
-		sql.Named("available_at", timeArg(at)),
-		sql.Named("error", errJSON),
-		sql.Named("now", timeArg(now)))
-	if err != nil {
-		return nil, err
+	var raw json.RawMessage
+	if s, ok := errJSON.(string); ok {
+		raw = json.RawMessage(s)
 	}
-	if !at.After(now) {
-		ev.workAvailable(b.ns)
-	}
-	return run, nil
+	return b.failRun(ctx, tx, now, ev, runID, workerID, backend.FailedRunUpdate{RetryAt: at, Error: raw})
 }
 
 // NextDueAt implements [backend.DueTimer].

@@ -14,7 +14,7 @@ import (
 var hotQueries = []string{
 	qInsertRun, qFindRunByIdempotencyKey, qGetRun,
 	qFailExpiredRuns, qClaimCandidates, qClaimRun, qExtendLease,
-	qSleepRun, qCompleteRun, qFailRun, qRescheduleRun, qCancelRun,
+	qSleepRun, qCompleteRun, qFailRun, qCancelRun,
 	qWakeParent, qWakeRun,
 	qInsertStep, qInsertStepID, qGetStep, qCompleteStep, qFailStep, qSetStepChild,
 	qGetSignalDelivery,
