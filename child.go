@@ -152,28 +152,20 @@ func resolveChild[O any](x *execution, a *backend.StepAttempt) (O, error) {
 	finishedInTime := child.Status.Terminal() && (!hasTimeout || child.FinishedAt == nil || child.FinishedAt.Before(timeoutAt))
 	if hasTimeout && !now.Before(timeoutAt) && !finishedInTime {
 		cause := &Error{Name: "Error", Message: "Timed out waiting for child workflow to complete"}
-		if err := x.failAttempt(a, cause); err != nil {
-			return zero, err
-		}
+		x.failAttempt(a, cause)
 		return zero, &StepError{StepName: a.StepName, Err: cause}
 	}
 	switch child.Status.Normalize() {
 	case backend.RunCompleted:
-		if err := x.completeAttempt(a, child.Output); err != nil {
-			return zero, err
-		}
+		x.completeAttempt(a, child.Output)
 		return decodeOutput[O](a.StepName, child.Output)
 	case backend.RunFailed:
 		cause := decodeError(child.Error)
-		if err := x.failAttempt(a, cause); err != nil {
-			return zero, err
-		}
+		x.failAttempt(a, cause)
 		return zero, &StepError{StepName: a.StepName, Err: cause}
 	case backend.RunCanceled:
 		cause := &Error{Name: "Error", Message: fmt.Sprintf("Workflow step %q failed because child workflow run %q was canceled", a.StepName, child.ID)}
-		if err := x.failAttempt(a, cause); err != nil {
-			return zero, err
-		}
+		x.failAttempt(a, cause)
 		return zero, &StepError{StepName: a.StepName, Err: cause}
 	}
 	if !hasTimeout {

@@ -184,36 +184,41 @@ func (x *execution) finished(a *backend.StepAttempt, status backend.StepStatus, 
 // completeAttempt records a running attempt's completion. The write is
 // deferred: it is committed with the pass's next write (the next step, the
 // run's transition), before any further user step code runs.
-func (x *execution) completeAttempt(a *backend.StepAttempt, output json.RawMessage) error {
-	done := x.finished(a, backend.StepCompleted, output, nil)
-	x.deferWrite(backend.Write{Kind: backend.WriteFinishStep, WorkflowRunID: x.run.ID, WorkerID: x.workerID, Step: done}, false)
-	x.hist.Record(done)
-	return nil
-}
-
-// completeElapsedSleep records the completion of a durable sleep whose
-// time has passed. Unlike completeAttempt's, the write does not hold up
-// the next step: it is committed with the pass's next write that is
-// committed anyway (the next step's record, the run's transition). Nothing
-// depends on it being durable sooner: if it is lost in a crash, the next
-// pass finds the sleep running with its wake-up time in the past and
-// completes it again, with the same (empty) result. A woken run's pass
-// thus costs one commit, not two.
-func (x *execution) completeElapsedSleep(a *backend.StepAttempt) {
-	done := x.finished(a, backend.StepCompleted, nil, nil)
-	x.mu.Lock()
-	x.buffer = append(x.buffer, backend.Write{Kind: backend.WriteFinishStep, WorkflowRunID: x.run.ID, WorkerID: x.workerID, Step: done})
-	x.mu.Unlock()
-	x.hist.Record(done)
+func (x *execution) completeAttempt(a *backend.StepAttempt, output json.RawMessage) {
+	x.finishAttempt(x.finished(a, backend.StepCompleted, output, nil), true)
 }
 
 // failAttempt records a running attempt's failure, deferred like
 // completeAttempt.
-func (x *execution) failAttempt(a *backend.StepAttempt, cause error) error {
-	failed := x.finished(a, backend.StepFailed, nil, encodeError(cause))
-	x.deferWrite(backend.Write{Kind: backend.WriteFinishStep, WorkflowRunID: x.run.ID, WorkerID: x.workerID, Step: failed}, false)
-	x.hist.Record(failed)
-	return nil
+func (x *execution) failAttempt(a *backend.StepAttempt, cause error) {
+	x.finishAttempt(x.finished(a, backend.StepFailed, nil, encodeError(cause)), true)
+}
+
+// completeElapsedSleep records the completion of a durable sleep whose
+// time has passed. Unlike completeAttempt's, the write does not hold up
+// the next step (eager false): it is committed with the pass's next write
+// that is committed anyway (the next step's record, the run's transition).
+// Nothing depends on it being durable sooner: if it is lost in a crash,
+// the next pass finds the sleep running with its wake-up time in the past
+// and completes it again, with the same (empty) result. A woken run's pass
+// thus costs one commit, not two.
+func (x *execution) completeElapsedSleep(a *backend.StepAttempt) {
+	x.finishAttempt(x.finished(a, backend.StepCompleted, nil, nil), false)
+}
+
+// finishAttempt buffers the write of a finished attempt and records it in
+// the history; eager writes are committed before the next step runs (see
+// flush).
+func (x *execution) finishAttempt(done *backend.StepAttempt, eager bool) {
+	w := backend.Write{Kind: backend.WriteFinishStep, WorkflowRunID: x.run.ID, WorkerID: x.workerID, Step: done}
+	if eager {
+		x.deferWrite(w, false)
+	} else {
+		x.mu.Lock()
+		x.buffer = append(x.buffer, w)
+		x.mu.Unlock()
+	}
+	x.hist.Record(done)
 }
 
 // deferWrite buffers a write to be committed with the pass's next one.

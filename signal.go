@@ -58,9 +58,7 @@ func SendSignal(ctx Context, name, signal string, data any) ([]string, error) {
 		ids = []string{}
 	}
 	out, _ := json.Marshal(sent{WorkflowRunIDs: ids})
-	if err := x.completeAttempt(a, out); err != nil {
-		return nil, err
-	}
+	x.completeAttempt(a, out)
 	return ids, nil
 }
 
@@ -134,8 +132,6 @@ func WaitForSignal[T any](ctx Context, signal string, opts ...WaitOptions) (data
 	default:
 		return zero, false, x.suspend(x.now().Add(DefaultWaitTimeout))
 	}
-	if err := x.completeAttempt(a, out); err != nil {
-		return zero, false, err
-	}
+	x.completeAttempt(a, out)
 	return result(out)
 }
