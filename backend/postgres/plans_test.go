@@ -1,0 +1,148 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/openworkflow-go/openworkflow/internal/id"
+)
+
+// TestLookupsByIDProbeWithoutStatistics checks the convention of
+// queries.go: a statement that finds runs by id reads a few pages per id,
+// however many runs the namespace holds, even before the first ANALYZE
+// (a fresh database, as every benchmark and every new deployment starts
+// with). 20,000 running runs are loaded into a new schema that is never
+// analyzed; each statement, given 2 runs, must read fewer than
+// maxBuffers pages. Testing the status as a plain condition made the
+// planner walk the status index over all 20,000 running runs (hundreds of
+// pages); a condition on the namespace alone, the whole namespace.
+func TestLookupsByIDProbeWithoutStatistics(t *testing.T) {
+	const maxBuffers = 150
+	url := os.Getenv("OPENWORKFLOW_TEST_POSTGRES_URL")
+	if url == "" {
+		url = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pool, err := pgxpool.New(ctx, url)
+	if err == nil {
+		err = pool.Ping(ctx)
+	}
+	if err != nil {
+		if os.Getenv("OPENWORKFLOW_SKIP_POSTGRES") == "1" {
+			t.Skipf("postgres unreachable: %v", err)
+		}
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	schema := "ow_plans_" + strings.ToLower(id.New("")[1:9])
+	t.Cleanup(func() {
+		if _, err := pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+quoteIdent(schema)+" CASCADE"); err != nil {
+			t.Errorf("drop scratch schema %s: %v", schema, err)
+		}
+	})
+	if err := Migrate(ctx, pool, schema); err != nil {
+		t.Fatal(err)
+	}
+	// Runs r1…r20000 running under worker w<n>, leased for an hour; r0 and
+	// r00 pending, due now; running step attempts a1 and a2 of r1 and r2.
+	if _, err := pool.Exec(ctx, expandQuery(`
+INSERT INTO {{schema}}."workflow_runs" (
+  "namespace_id", "id", "workflow_name", "status", "config", "attempts", "worker_id",
+  "available_at", "started_at", "created_at", "updated_at")
+SELECT 'n', 'r' || g, 'wf', 'running', '{}'::jsonb, 1, 'w' || g, NOW() + INTERVAL '1 hour', NOW(), NOW(), NOW()
+FROM generate_series(1, 20000) AS g
+UNION ALL
+SELECT 'n', p, 'wf', 'pending', '{}'::jsonb, 0, NULL, NOW(), NULL, NOW(), NOW()
+FROM unnest(ARRAY['r0', 'r00']) AS p;
+INSERT INTO {{schema}}."step_attempts" (
+  "namespace_id", "id", "workflow_run_id", "step_name", "kind", "status", "config",
+  "started_at", "created_at", "updated_at")
+SELECT 'n', 'a' || g, 'r' || g, 's', 'function', 'running', '{}', NOW(), NOW(), NOW()
+FROM generate_series(1, 2) AS g`, schema)); err != nil {
+		t.Fatal(err)
+	}
+
+	q := newQueries(schema)
+	ids := func(p string, ns ...int) []string {
+		out := make([]string, len(ns))
+		for i, n := range ns {
+			out[i] = fmt.Sprint(p, n)
+		}
+		return out
+	}
+	soon := []time.Time{time.Now().Add(time.Minute), time.Now().Add(time.Minute)}
+	texts := func(s ...string) []*string {
+		out := make([]*string, len(s))
+		for i := range s {
+			if s[i] != "" {
+				out[i] = &s[i]
+			}
+		}
+		return out
+	}
+	noTimes := []*time.Time{nil, nil}
+	for _, c := range []struct {
+		name string
+		sql  string
+		args []any
+		want int // rows the statement returns: the runs or attempts it changed
+	}{
+		{"claim", q.claimRuns, []any{"n", []string{"x1", "x2"}, int64(60000), []string(nil), []*string(nil)}, 2},
+		{"insert steps", q.batchInsertSteps, []any{"n", texts("r3", "r4"), texts("w3", "w4"), texts("b3", "b4"),
+			texts("s", "s"), texts("function", "function"), texts("completed", "completed"), texts("{}", "{}"),
+			texts("", ""), texts("1", "2"), texts("", ""), texts("", ""), texts("", ""), noTimes, noTimes}, 2},
+		{"complete steps", q.batchCompleteSteps, []any{"n", ids("r", 1, 2), ids("w", 1, 2), ids("a", 1, 2), []string{"1", "2"}}, 2},
+		{"complete runs", q.batchCompleteRuns, []any{"n", ids("r", 5, 6), ids("w", 5, 6), []string{"1", "2"}}, 2},
+		{"park runs", q.batchParkRuns, []any{"n", ids("r", 7, 8), ids("w", 7, 8), soon}, 2},
+		{"complete run", q.batchCompleteRun, []any{"n", "r9", "w9", "1"}, 1},
+		{"step write fence", q.completeStep, []any{"n", "r1", "w1", "a1", "1"}, 1},
+		{"heartbeat", q.extendLease, []any{"n", "r10", "w10", int64(60000)}, 0}, // no RETURNING
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			pages, rows := explainBuffers(t, ctx, pool, c.sql, c.args)
+			t.Logf("%d pages", pages)
+			if rows != c.want {
+				t.Errorf("the statement returned %d rows, want %d", rows, c.want)
+			}
+			if pages >= maxBuffers {
+				t.Errorf("read %d pages for at most 2 runs (limit %d): it scans the namespace instead of probing the primary key", pages, maxBuffers)
+			}
+		})
+	}
+}
+
+// explainBuffers runs sql under EXPLAIN (ANALYZE, BUFFERS) in a transaction
+// it rolls back, and returns the pages the statement read (shared hits and
+// reads, its CTEs included) and the rows its top node returned.
+func explainBuffers(t *testing.T, ctx context.Context, pool *pgxpool.Pool, sql string, args []any) (pages, rows int) {
+	t.Helper()
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	var out []byte
+	if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+sql, args...).Scan(&out); err != nil {
+		t.Fatal(err)
+	}
+	var plans []struct {
+		Plan struct {
+			Hit  int     `json:"Shared Hit Blocks"`
+			Read int     `json:"Shared Read Blocks"`
+			Rows float64 `json:"Actual Rows"`
+		} `json:"Plan"`
+	}
+	if err := json.Unmarshal(out, &plans); err != nil || len(plans) != 1 {
+		t.Fatalf("EXPLAIN output %s: %v", out, err)
+	}
+	p := plans[0].Plan
+	return p.Hit + p.Read, int(p.Rows)
+}
