@@ -94,7 +94,9 @@ type Batcher interface {
 
 	// CreateWorkflowRuns inserts many runs at once (the batch start API),
 	// in one statement where the backend can, and returns them in the
-	// order given. Runs with an idempotency key are deduplicated as by
+	// order given, as stored (a backend may return JSON fields as given
+	// rather than re-rendered by its store: same values, possibly other
+	// key order and spacing). Runs with an idempotency key are deduplicated as by
 	// CreateWorkflowRun. It fails as a whole (nothing inserted) when any
 	// params are invalid, naming the index of the first bad one.
 	CreateWorkflowRuns(ctx context.Context, ps []CreateWorkflowRunParams) ([]*WorkflowRun, error)

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -16,10 +17,11 @@ import (
 // CreateWorkflowRuns implements [backend.Batcher]. Every entry is validated
 // first (a bad one fails the call, naming its index, before anything is
 // written). Runs without an idempotency key are inserted by one statement
-// (sqlInsertRuns: INSERT … SELECT FROM unnest of one array per column,
-// which measured as fast as COPY into a temporary table for 5,000 runs —
-// within noise — while needing one statement instead of a temporary table
-// and four; see docs/scale.md). Keyed entries take CreateWorkflowRun's path — the
+// (INSERT … SELECT FROM unnest of one array per column, which measured as
+// fast as COPY into a temporary table for 5,000 runs — within noise — while
+// needing one statement instead of a temporary table and four; see
+// docs/scale.md); when no entry has a key, the runs are not read back but
+// built from their inputs and the insert's clock (insertedRun). Keyed entries take CreateWorkflowRun's path — the
 // advisory lock on (namespace, workflow name, key), then the oldest run
 // within [backend.IdempotencyPeriod] or an insert — one by one, in lock-key
 // order so concurrent batches cannot deadlock, in the same transaction, so
@@ -42,21 +44,34 @@ func (b *Backend) CreateWorkflowRuns(ctx context.Context, ps []backend.CreateWor
 	}
 	runs := make([]*backend.WorkflowRun, len(ps))
 	if len(keyed) == 0 {
-		// One round trip, one implicit transaction: insert, then notify.
+		// One round trip, one implicit transaction: insert, notify, and
+		// read the clock that stamped the runs, which are then built from
+		// their inputs rather than read back.
 		ids, args := b.runArrays(ps, plain)
 		batch := &pgx.Batch{}
-		batch.Queue(b.q.insertRuns, args...)
-		batch.Queue(b.q.notifyWorkIfDue, b.namespace, ids)
+		batch.Queue(b.q.insertRunsUnread, args...)
+		batch.Queue(b.q.notifyWorkIfDue, b.namespace, earliestAvailable(ps, plain))
+		batch.Queue(b.q.statementClock)
 		br := b.pool.SendBatch(ctx, batch)
-		err := collectInto(br, runs, plain)
+		tag, err := br.Exec()
+		if err == nil && tag.RowsAffected() != int64(len(plain)) {
+			err = fmt.Errorf("inserted %d runs, want %d", tag.RowsAffected(), len(plain))
+		}
 		if err == nil {
 			_, err = br.Exec()
+		}
+		var now time.Time
+		if err == nil {
+			err = br.QueryRow().Scan(&now)
 		}
 		if cerr := br.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
 			return nil, fmt.Errorf("create %d workflow runs: %w", len(ps), err)
+		}
+		for k, i := range plain {
+			runs[i] = b.insertedRun(ids[k], ps[i], now)
 		}
 		return runs, nil
 	}
@@ -66,7 +81,7 @@ func (b *Backend) CreateWorkflowRuns(ctx context.Context, ps []backend.CreateWor
 			idempotencyLockKey(b.namespace, ps[keyed[c]].WorkflowName, *ps[keyed[c]].IdempotencyKey)
 	})
 	err := b.inTx(ctx, func(tx pgx.Tx) error {
-		var inserted []string
+		var inserted []int // positions in ps
 		for _, i := range keyed {
 			p := ps[i]
 			if _, err := tx.Exec(ctx, sqlLockIdempotencyKey, idempotencyLockKey(b.namespace, p.WorkflowName, *p.IdempotencyKey)); err != nil {
@@ -81,7 +96,7 @@ func (b *Backend) CreateWorkflowRuns(ctx context.Context, ps []backend.CreateWor
 			if !errors.Is(err, pgx.ErrNoRows) {
 				return err
 			}
-			ids, args := b.runArrays(ps, []int{i})
+			_, args := b.runArrays(ps, []int{i})
 			rows, err := tx.Query(ctx, b.q.insertRuns, args...)
 			if err != nil {
 				return err
@@ -89,10 +104,10 @@ func (b *Backend) CreateWorkflowRuns(ctx context.Context, ps []backend.CreateWor
 			if runs[i], err = pgx.CollectExactlyOneRow(rows, scanRun); err != nil {
 				return err
 			}
-			inserted = append(inserted, ids...)
+			inserted = append(inserted, i)
 		}
 		if len(plain) > 0 {
-			ids, args := b.runArrays(ps, plain)
+			_, args := b.runArrays(ps, plain)
 			rows, err := tx.Query(ctx, b.q.insertRuns, args...)
 			if err != nil {
 				return err
@@ -107,12 +122,12 @@ func (b *Backend) CreateWorkflowRuns(ctx context.Context, ps []backend.CreateWor
 			for k, i := range plain {
 				runs[i] = got[k]
 			}
-			inserted = append(inserted, ids...)
+			inserted = append(inserted, plain...)
 		}
 		if len(inserted) == 0 {
 			return nil
 		}
-		_, err := tx.Exec(ctx, b.q.notifyWorkIfDue, b.namespace, inserted)
+		_, err := tx.Exec(ctx, b.q.notifyWorkIfDue, b.namespace, earliestAvailable(ps, inserted))
 		return err
 	})
 	if err != nil {
@@ -158,6 +173,45 @@ func (b *Backend) runArrays(ps []backend.CreateWorkflowRunParams, idx []int) ([]
 	}
 	return ids, []any{b.namespace, ids, names, versions, keys, configs, contexts, inputs,
 		parentNS, parentID, availableAt, deadlineAt}
+}
+
+// earliestAvailable is the earliest available_at of the runs ps[idx...]
+// (truncated to milliseconds as stored); nil when one has none, being
+// available as soon as it is inserted.
+func earliestAvailable(ps []backend.CreateWorkflowRunParams, idx []int) *time.Time {
+	var earliest *time.Time
+	for _, i := range idx {
+		at := msPtr(ps[i].AvailableAt)
+		if at == nil {
+			return nil
+		}
+		if earliest == nil || at.Before(*earliest) {
+			earliest = at
+		}
+	}
+	return earliest
+}
+
+// insertedRun is the run sqlInsertRunsUnread stored for p under id, its
+// clock now: what reading it back would return, except that its JSON is
+// the bytes given rather than PostgreSQL's jsonb rendering of them (same
+// values; key order and spacing may differ).
+func (b *Backend) insertedRun(id string, p backend.CreateWorkflowRunParams, now time.Time) *backend.WorkflowRun {
+	now = now.UTC()
+	r := &backend.WorkflowRun{
+		NamespaceID: b.namespace, ID: id, WorkflowName: p.WorkflowName, Version: p.Version,
+		Status: backend.RunPending, Config: p.Config, Context: p.Context, Input: p.Input,
+		ParentStepAttemptNamespaceID: p.ParentStepAttemptNamespaceID, ParentStepAttemptID: p.ParentStepAttemptID,
+		AvailableAt: msPtr(p.AvailableAt), DeadlineAt: msPtr(p.DeadlineAt),
+		CreatedAt: now, UpdatedAt: now,
+	}
+	if r.Config == nil {
+		r.Config = json.RawMessage(`{}`)
+	}
+	if r.AvailableAt == nil {
+		r.AvailableAt = &now
+	}
+	return r
 }
 
 // jsonText is jsonArg as a nullable text array element.

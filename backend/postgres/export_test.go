@@ -33,7 +33,7 @@ func CopyCreateWorkflowRuns(ctx context.Context, b *Backend, ps []backend.Create
 	for i := range idx {
 		idx[i] = i
 	}
-	ids, args := b.runArrays(ps, idx)
+	_, args := b.runArrays(ps, idx)
 	var runs []*backend.WorkflowRun
 	err := b.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `CREATE TEMP TABLE ow_new_runs (
@@ -77,7 +77,7 @@ SELECT {{run_columns}} FROM inserted AS wr JOIN ow_new_runs AS o ON o."id" = wr.
 		if runs, err = pgx.CollectRows(r, scanRun); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, b.q.notifyWorkIfDue, b.namespace, ids)
+		_, err = tx.Exec(ctx, b.q.notifyWorkIfDue, b.namespace, earliestAvailable(ps, idx))
 		return err
 	})
 	return runs, err

@@ -316,6 +316,32 @@ func TestNotifications(t *testing.T) {
 		}
 	})
 
+	t.Run("a batch start announces work only when one of its runs is due", func(t *testing.T) {
+		t.Parallel()
+		b := newBackend(t)
+		events, err := b.Subscribe(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		later := time.Now().Add(time.Hour)
+		soon := time.Now().Add(2 * time.Hour)
+		if _, err := b.CreateWorkflowRuns(ctx, []backend.CreateWorkflowRunParams{
+			{WorkflowName: "a", AvailableAt: &soon}, {WorkflowName: "a", AvailableAt: &later}}); err != nil {
+			t.Fatal(err)
+		}
+		// Had the delayed batch been announced, its id-less event would
+		// come before this run's.
+		run := createRun(t, b, backend.CreateWorkflowRunParams{})
+		if e := <-events; e != (backend.Event{Kind: backend.EventWorkAvailable, WorkflowRunID: run.ID}) {
+			t.Fatalf("first event %+v, want the single run's: a batch of delayed runs was announced", e)
+		}
+		if _, err := b.CreateWorkflowRuns(ctx, []backend.CreateWorkflowRunParams{
+			{WorkflowName: "a", AvailableAt: &later}, {WorkflowName: "a"}}); err != nil {
+			t.Fatal(err)
+		}
+		expectEvent(t, events, backend.Event{Kind: backend.EventWorkAvailable})
+	})
+
 	t.Run("a child finishing wakes its parked parent and announces it", func(t *testing.T) {
 		t.Parallel()
 		b := newBackend(t)

@@ -775,12 +775,11 @@ WHERE wr."namespace_id" = $1 AND wr."id" = $2
   AND (wr."status" = 'running') IS TRUE AND wr."worker_id" = $3
 RETURNING wr."id"`
 
-// sqlInsertRuns inserts pending runs from parallel arrays, one element per
-// run ($2…$12; JSON as text, NULL elements allowed), in one statement, and
-// returns them in input order (by position in $2). It does not notify:
-// CreateWorkflowRuns sends one sqlNotifyWorkIfDue for the batch.
-const sqlInsertRuns = `
-WITH inserted AS (
+// insertRunsBody inserts pending runs from parallel arrays, one element per
+// run ($2…$12; JSON as text, NULL elements allowed), in one statement. It
+// does not notify: CreateWorkflowRuns sends one sqlNotifyWorkIfDue for the
+// batch.
+const insertRunsBody = `
   INSERT INTO {{schema}}."workflow_runs" AS wr (
     "namespace_id", "id", "workflow_name", "version", "status", "idempotency_key",
     "config", "context", "input", "attempts",
@@ -794,7 +793,12 @@ WITH inserted AS (
   FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
               $9::text[], $10::text[], $11::timestamptz[], $12::timestamptz[])
        AS p("id", "workflow_name", "version", "idempotency_key", "config", "context", "input",
-            "parent_ns", "parent_id", "available_at", "deadline_at")
+            "parent_ns", "parent_id", "available_at", "deadline_at")`
+
+// sqlInsertRuns is insertRunsBody returning the runs in input order (by
+// position in $2).
+const sqlInsertRuns = `
+WITH inserted AS (` + insertRunsBody + `
   RETURNING wr.*
 )
 SELECT {{run_columns}}
@@ -802,15 +806,27 @@ FROM inserted AS wr
 JOIN unnest($2::text[]) WITH ORDINALITY AS o("id", "n") ON o."id" = wr."id"
 ORDER BY o."n"`
 
-// sqlNotifyWorkIfDue sends one "work" notification (without id) when any
-// run of $2 is claimable now.
+// sqlInsertRunsUnread is insertRunsBody returning nothing: the batch start
+// builds the runs from its inputs and sqlStatementClock. Reading 1,000 new
+// runs back (RETURNING, in input order) took about a third of the
+// statement's time.
+const sqlInsertRunsUnread = insertRunsBody
+
+// sqlStatementClock is {{now}} of the current transaction: the created_at
+// and updated_at of every run sqlInsertRunsUnread inserted before it in the
+// same implicit transaction.
+const sqlStatementClock = `SELECT {{now}}`
+
+// sqlNotifyWorkIfDue sends one "work" notification (without id) when new
+// runs whose earliest available_at is $2 (NULL: now) are claimable now. The
+// batch start computes $2 from its inputs; asking the table instead
+// (available_at <= NOW() AND id = ANY(the new ids)) filtered every due run
+// of the namespace against the new ids when the planner chose the claim
+// index: 2 s for 5,000 new runs among 100,000 due ones.
 const sqlNotifyWorkIfDue = `
 SELECT pg_notify('` + notifyChannel + `', json_build_object(
   'schema', {{schema_literal}}, 'ns', $1::text, 'kind', 'work', 'id', '')::text)
-WHERE EXISTS (
-  SELECT 1 FROM {{schema}}."workflow_runs" AS wr
-  WHERE wr."namespace_id" = $1 AND wr."id" = ANY($2::text[]) AND wr."available_at" <= NOW()
-)`
+WHERE COALESCE($2::timestamptz, NOW()) <= NOW()`
 
 // queries holds every statement expanded for one schema.
 type queries struct {
@@ -828,7 +844,7 @@ type queries struct {
 	batchInsertSteps, batchCompleteRuns, batchParkRuns            string
 	batchCompleteSteps                                            string
 	batchRescheduleRun                                            string
-	insertRuns, notifyWorkIfDue                                   string
+	insertRuns, insertRunsUnread, statementClock, notifyWorkIfDue string
 }
 
 func newQueries(schema string) queries {
@@ -873,6 +889,8 @@ func newQueries(schema string) queries {
 		batchParkRun:       x(sqlBatchParkRun),
 		batchRescheduleRun: x(sqlBatchRescheduleRun),
 		insertRuns:         x(sqlInsertRuns),
+		insertRunsUnread:   x(sqlInsertRunsUnread),
+		statementClock:     x(sqlStatementClock),
 		notifyWorkIfDue:    x(sqlNotifyWorkIfDue),
 	}
 }
