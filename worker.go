@@ -63,6 +63,14 @@ type WorkerOptions struct {
 	// ID prefixes the worker ids written to runs ("<ID>/<slot>"). Default
 	// "<hostname>-<pid>-<random>".
 	ID string
+	// ClaimAhead is how long before a parked run's wake-up the worker may
+	// claim it (backend.ClaimWorkflowRunsParams.Lookahead) and hold it in
+	// its slot until the wake-up, so that the claim and the history read
+	// are done when it wakes rather than after. It is also the longest
+	// wait a pass holds in-process instead of parking the run. A run never
+	// proceeds past a wait before the wait is due. Default 10 ms; negative
+	// disables it (claims take due runs only, as in OpenWorkflow).
+	ClaimAhead time.Duration
 }
 
 func (o WorkerOptions) withDefaults() WorkerOptions {
@@ -80,6 +88,12 @@ func (o WorkerOptions) withDefaults() WorkerOptions {
 	}
 	if o.ShutdownGracePeriod <= 0 {
 		o.ShutdownGracePeriod = 30 * time.Second
+	}
+	switch {
+	case o.ClaimAhead == 0:
+		o.ClaimAhead = defaultClaimAhead
+	case o.ClaimAhead < 0:
+		o.ClaimAhead = 0
 	}
 	if o.RunningStepAfter <= 0 {
 		o.RunningStepAfter = 50 * time.Millisecond
@@ -267,7 +281,7 @@ func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (claimed, asked 
 	if len(ids) == 0 {
 		return 0, 0, nil
 	}
-	p := backend.ClaimWorkflowRunsParams{WorkerIDs: ids, LeaseDuration: w.opts.LeaseDuration}
+	p := backend.ClaimWorkflowRunsParams{WorkerIDs: ids, LeaseDuration: w.opts.LeaseDuration, Lookahead: w.opts.ClaimAhead}
 	if w.opts.OnlyRegistered {
 		p.Workflows = w.reg.keys()
 	}
@@ -307,6 +321,12 @@ func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (claimed, asked 
 	}
 	return len(runs), len(ids), nil
 }
+
+// defaultClaimAhead is WorkerOptions.ClaimAhead's default: long enough to
+// cover a claim and a history read on a loaded machine (a few
+// milliseconds each), short enough that runs held ahead of their wake-up
+// take few slots.
+const defaultClaimAhead = 10 * time.Millisecond
 
 // claimBatchWait is the longest a busy worker whose last claim filled
 // every free slot (so more runs are probably waiting) lets slots free up
@@ -424,7 +444,7 @@ func (w *Worker) loop(ctx context.Context, events <-chan backend.Event) {
 		w.refreshNextWake(ctx)
 		w.mu.Lock()
 		if !w.nextWake.IsZero() {
-			until := w.nextWake.Sub(w.opts.Now())
+			until := w.nextWake.Sub(w.opts.Now()) - w.opts.ClaimAhead
 			if until <= 0 {
 				w.nextWake, w.dueStale = time.Time{}, true
 				delay = 0

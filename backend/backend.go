@@ -45,8 +45,9 @@ type Backend interface {
 	// deadline, ordered pending first, then by available_at, then
 	// created_at. The i-th claimed run gets worker_id p.WorkerIDs[i],
 	// status running, attempts+1, available_at = now + p.LeaseDuration and
-	// started_at = COALESCE(started_at, now). It returns the claimed runs
-	// (possibly none).
+	// started_at = COALESCE(started_at, now). With p.Lookahead, parked runs
+	// due within it are claimable too, after the due ones. It returns the
+	// claimed runs (possibly none).
 	ClaimWorkflowRuns(ctx context.Context, p ClaimWorkflowRunsParams) ([]*WorkflowRun, error)
 	// ExtendWorkflowRunLease is the heartbeat: available_at = now + lease,
 	// fenced on ownership.
@@ -185,6 +186,14 @@ type ClaimWorkflowRunsParams struct {
 	// have them — e.g. TypeScript workers sharing the namespace. Nil means
 	// any run, as in OpenWorkflow.
 	Workflows []WorkflowKey
+	// Lookahead, when positive, also makes claimable the parked runs
+	// (status running, no worker) due within Lookahead of now, after every
+	// due run, so that a worker can claim and read a run a few
+	// milliseconds before it wakes and start it on time. The claimer must
+	// not run such a run's pending waits before they are due. A run whose
+	// lease is about to expire is never claimed early. Zero claims only
+	// due runs, as in OpenWorkflow.
+	Lookahead time.Duration
 }
 
 // WorkflowKey identifies a workflow implementation: name and version (nil

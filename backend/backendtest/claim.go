@@ -138,6 +138,59 @@ func testClaimWorkflowRuns(t *testing.T, s *suite) {
 		requireNothingClaimable(t, b)
 	})
 
+	t.Run("with a lookahead, claims parked runs due within it after the due ones, never an unexpired lease", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		w := newWorkerID()
+		const ahead = time.Minute
+		parkedAt := func(name string, at time.Time) *backend.WorkflowRun {
+			r := startRun(t, b, w, backend.CreateWorkflowRunParams{WorkflowName: name})
+			park(t, b, r.ID, w, at)
+			return r
+		}
+		soon := parkedAt("soon", time.Now().Add(20*time.Second))     // within the lookahead
+		sooner := parkedAt("sooner", time.Now().Add(10*time.Second)) // within, earlier
+		later := parkedAt("later", time.Now().Add(10*time.Minute))   // beyond it
+		leased := startRun(t, b, w, backend.CreateWorkflowRunParams{WorkflowName: "leased"})
+		// The lease ends within the lookahead, but it has not ended.
+		if err := b.ExtendWorkflowRunLease(t.Context(), backend.ExtendWorkflowRunLeaseParams{
+			WorkflowRunID: leased.ID, WorkerID: w, LeaseDuration: ahead / 2}); err != nil {
+			t.Fatal(err)
+		}
+		due := createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: "due"})
+
+		// Without a lookahead, only the due run.
+		if runs := claim(t, b, longLease, newWorkerID(), newWorkerID()); len(runs) != 1 || runs[0].ID != due.ID {
+			t.Fatalf("claimed %v without a lookahead, want only %s", runIDs(runs), due.ID)
+		}
+		again := startRun(t, b, w, backend.CreateWorkflowRunParams{WorkflowName: "due again"})
+		park(t, b, again.ID, w, time.Now().Add(-time.Second))
+		runs, err := b.ClaimWorkflowRuns(t.Context(), backend.ClaimWorkflowRunsParams{
+			WorkerIDs:     []string{newWorkerID(), newWorkerID(), newWorkerID(), newWorkerID(), newWorkerID()},
+			LeaseDuration: longLease, Lookahead: ahead,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		requireIDs(t, "claimed with a lookahead of a minute", runIDs(runs), []string{again.ID, sooner.ID, soon.ID})
+		for _, r := range runs {
+			if r.Status != backend.RunRunning || r.WorkerID == nil {
+				t.Errorf("run %s claimed is %s under %v, want running under a worker", r.ID, r.Status, r.WorkerID)
+			}
+		}
+		if runs := claim(t, b, longLease, newWorkerID()); len(runs) != 0 {
+			t.Fatalf("claimed %v; want nothing: %s is parked beyond the lookahead and %s is leased", runIDs(runs), later.ID, leased.ID)
+		}
+		runs, err = b.ClaimWorkflowRuns(t.Context(), backend.ClaimWorkflowRunsParams{
+			WorkerIDs: []string{newWorkerID()}, LeaseDuration: longLease, Lookahead: ahead})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(runs) != 0 {
+			t.Fatalf("claimed %v with the lookahead; want nothing: %s is parked beyond it and %s is leased", runIDs(runs), later.ID, leased.ID)
+		}
+	})
+
 	t.Run("claims one run per worker id, the i-th run for the i-th id", func(t *testing.T) {
 		t.Parallel()
 		b := s.newBackend(t)

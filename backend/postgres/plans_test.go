@@ -95,7 +95,7 @@ FROM generate_series(1, 2) AS g`, schema)); err != nil {
 		args []any
 		want int // rows the statement returns: the runs or attempts it changed
 	}{
-		{"claim", q.claimRuns, []any{"n", []string{"x1", "x2"}, int64(60000), []string(nil), []*string(nil)}, 2},
+		{"claim", q.claimRuns, []any{"n", []string{"x1", "x2"}, int64(60000), []string(nil), []*string(nil), int64(0)}, 2},
 		{"insert steps", q.batchInsertSteps, []any{"n", texts("r3", "r4"), texts("w3", "w4"), texts("b3", "b4"),
 			texts("s", "s"), texts("function", "function"), texts("completed", "completed"), texts("{}", "{}"),
 			texts("", ""), texts("1", "2"), texts("", ""), texts("", ""), texts("", ""), noTimes, noTimes}, 2},

@@ -188,6 +188,8 @@ GROUP BY wr."status"`
 //     every claim (21 ms with 5,000 pending), as did one over
 //     status IN ('running', 'sleeping') (47 ms with 100,000 due parked
 //     runs, against 0.09 ms for status = 'running');
+//     Parked running runs due within $6 milliseconds (the lookahead, 0
+//     for none) are candidates too, after the due ones;
 //  3. pair the i-th candidate with the i-th worker id ($2) and claim it with
 //     a lease of $3 milliseconds.
 //
@@ -207,9 +209,9 @@ WITH expired AS (
     AND wr."deadline_at" <= NOW()
   RETURNING wr."id", {{notify_finished}} AS notified
 ),
-` + claimCandidate("pending_candidate", "pending", 0) + `,
-` + claimCandidate("running_candidate", "running", 1, "pending_candidate") + `,
-` + claimCandidate("sleeping_candidate", "sleeping", 2, "pending_candidate", "running_candidate") + `,
+` + claimCandidate("pending_candidate", "pending", 0, false) + `,
+` + claimCandidate("running_candidate", "running", 1, true, "pending_candidate") + `,
+` + claimCandidate("sleeping_candidate", "sleeping", 2, false, "pending_candidate", "running_candidate") + `,
 candidate AS (
   SELECT * FROM pending_candidate
   UNION ALL SELECT * FROM running_candidate
@@ -240,18 +242,25 @@ SELECT {{run_columns}} FROM claimed AS wr ORDER BY wr.claim_order`
 // claimCandidate is the claim's CTE name: up to cardinality($2) runs of
 // one status, due and not past their deadline (of the workflows $4/$5
 // when set), in claim-index order, locked and skipping rows other
-// claimers hold, less the candidates of the CTEs before it.
-func claimCandidate(name, status string, rank int, before ...string) string {
+// claimers hold, less the candidates of the CTEs before it. With early,
+// parked runs (no worker) due within $6 milliseconds are candidates too;
+// ordered by available_at, they come after the due ones.
+func claimCandidate(name, status string, rank int, early bool, before ...string) string {
 	limit := `cardinality($2::text[])`
 	for _, b := range before {
 		limit += ` - (SELECT count(*) FROM ` + b + `)`
+	}
+	due := `c."available_at" <= NOW()`
+	if early {
+		due = `c."available_at" <= NOW() + $6::bigint * INTERVAL '1 millisecond'
+    AND (c."available_at" <= NOW() OR c."worker_id" IS NULL)`
 	}
 	return name + ` AS (
   SELECT c."namespace_id", c."id", ` + strconv.Itoa(rank) + ` AS "rank", c."available_at", c."created_at"
   FROM {{schema}}."workflow_runs" AS c
   WHERE c."namespace_id" = $1
     AND c."status" = '` + status + `'
-    AND c."available_at" <= NOW()
+    AND ` + due + `
     AND (c."deadline_at" IS NULL OR c."deadline_at" > NOW())
     AND ($4::text[] IS NULL OR EXISTS (
       SELECT 1 FROM unnest($4::text[], $5::text[]) AS k("name", "version")

@@ -279,7 +279,7 @@ func (b *Backend) ClaimWorkflowRuns(ctx context.Context, p backend.ClaimWorkflow
 	// That takes a flush off every run's start-to-result path.
 	batch := &pgx.Batch{}
 	batch.Queue(sqlAsyncCommit)
-	batch.Queue(b.q.claimRuns, b.namespace, p.WorkerIDs, durationMs(p.LeaseDuration), names, versions)
+	batch.Queue(b.q.claimRuns, b.namespace, p.WorkerIDs, durationMs(p.LeaseDuration), names, versions, durationMs(max(p.Lookahead, 0)))
 	br := b.pool.SendBatch(ctx, batch)
 	runs, err := func() ([]*backend.WorkflowRun, error) {
 		if _, err := br.Exec(); err != nil {

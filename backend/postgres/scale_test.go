@@ -128,7 +128,7 @@ func TestScalePlans(t *testing.T) {
 	}
 	var plans []plan
 	add := func(name string, sql string, args []any) { plans = append(plans, plan{name, sql, args}) }
-	add("claim 10 runs", b.q.claimRuns, []any{b.namespace, workers, int64(60000), []string(nil), []*string(nil)})
+	add("claim 10 runs", b.q.claimRuns, []any{b.namespace, workers, int64(60000), []string(nil), []*string(nil), int64(0)})
 	for _, c := range []struct {
 		name          string
 		p             backend.ListWorkflowRunsParams

@@ -95,7 +95,9 @@ WHERE "namespace_id" = :ns
 RETURNING "namespace_id", "id", "parent_step_attempt_namespace_id", "parent_step_attempt_id"`
 
 // qClaimCandidates picks the runs to claim: pending first, then expired
-// leases and due parked runs, each by available_at then created_at. Each
+// leases and due parked runs (and parked runs due by :ahead, the claim's
+// lookahead, which sort after the due ones), each by available_at then
+// created_at. Each
 // half reads the claim index in order and stops at :limit, so a claim
 // costs the same with 5 or 500,000 runs waiting (one query ordered by a
 // CASE on the status would sort every due run on every claim).
@@ -119,7 +121,8 @@ SELECT "id" FROM (
     FROM "workflow_runs"
     WHERE "namespace_id" = :ns
       AND "status" IN ('running', 'sleeping')
-      AND "available_at" <= :now
+      AND "available_at" <= :ahead
+      AND ("available_at" <= :now OR "worker_id" IS NULL)
       AND ("deadline_at" IS NULL OR "deadline_at" > :now)
       AND (:workflows IS NULL OR EXISTS (
         SELECT 1 FROM json_each(:workflows) AS k

@@ -185,7 +185,7 @@ func (b *Backend) ClaimWorkflowRuns(ctx context.Context, p backend.ClaimWorkflow
 		if err := b.failExpiredRuns(ctx, tx, now, ev); err != nil {
 			return err
 		}
-		ids, err := b.claimCandidates(ctx, tx, now, len(p.WorkerIDs), p.Workflows)
+		ids, err := b.claimCandidates(ctx, tx, now, max(p.Lookahead, 0), len(p.WorkerIDs), p.Workflows)
 		if err != nil {
 			return err
 		}
@@ -241,8 +241,8 @@ func (b *Backend) failExpiredRuns(ctx context.Context, tx *txn, now time.Time, e
 }
 
 // claimCandidates returns the ids of up to n claimable runs, in claim
-// order.
-func (b *Backend) claimCandidates(ctx context.Context, tx *txn, now time.Time, n int, workflows []backend.WorkflowKey) ([]string, error) {
+// order, parked runs due within lookahead included.
+func (b *Backend) claimCandidates(ctx context.Context, tx *txn, now time.Time, lookahead time.Duration, n int, workflows []backend.WorkflowKey) ([]string, error) {
 	var filter any // NULL: any workflow; else [[name, version|null], …]
 	if workflows != nil {
 		pairs := make([][2]*string, len(workflows))
@@ -253,7 +253,8 @@ func (b *Backend) claimCandidates(ctx context.Context, tx *txn, now time.Time, n
 		filter = string(b)
 	}
 	rows, err := tx.QueryContext(ctx, qClaimCandidates,
-		sql.Named("ns", b.ns), sql.Named("now", timeArg(now)), sql.Named("limit", n), sql.Named("workflows", filter))
+		sql.Named("ns", b.ns), sql.Named("now", timeArg(now)), sql.Named("ahead", timeArg(now.Add(lookahead))),
+		sql.Named("limit", n), sql.Named("workflows", filter))
 	if err != nil {
 		return nil, fmt.Errorf("select claim candidates: %w", err)
 	}
