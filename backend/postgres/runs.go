@@ -273,28 +273,12 @@ func (b *Backend) ClaimWorkflowRuns(ctx context.Context, p backend.ClaimWorkflow
 			names[i], versions[i] = k.Name, k.Version
 		}
 	}
-	// The claim commits asynchronously (no wait for its WAL flush): losing
-	// it in a database crash only hands the runs back, and the worker's
-	// first durable write flushes it anyway, since WAL is written in order.
-	// That takes a flush off every run's start-to-result path.
-	batch := &pgx.Batch{}
-	batch.Queue(sqlAsyncCommit)
-	batch.Queue(b.q.claimRuns, b.namespace, p.WorkerIDs, durationMs(p.LeaseDuration), names, versions, durationMs(max(p.Lookahead, 0)))
-	br := b.pool.SendBatch(ctx, batch)
-	runs, err := func() ([]*backend.WorkflowRun, error) {
-		if _, err := br.Exec(); err != nil {
-			return nil, err
-		}
-		rows, err := br.Query()
-		if err != nil {
-			return nil, err
-		}
-		return pgx.CollectRows(rows, scanRun)
-	}()
-	// Close ends the implicit transaction: runs whose claim did not commit
-	// are not handed out.
-	if cerr := br.Close(); err == nil {
-		err = cerr
+	// One statement, its own implicit transaction, committed asynchronously
+	// when it claimed a run (sqlClaimRuns, step 4).
+	rows, err := b.pool.Query(ctx, b.q.claimRuns, b.namespace, p.WorkerIDs, durationMs(p.LeaseDuration), names, versions, durationMs(max(p.Lookahead, 0)))
+	var runs []*backend.WorkflowRun
+	if err == nil {
+		runs, err = pgx.CollectRows(rows, scanRun)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("claim workflow runs: %w", err)
