@@ -25,29 +25,9 @@ import (
 // pages); a condition on the namespace alone, the whole namespace.
 func TestLookupsByIDProbeWithoutStatistics(t *testing.T) {
 	const maxBuffers = 150
-	url := os.Getenv("OPENWORKFLOW_TEST_POSTGRES_URL")
-	if url == "" {
-		url = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	pool, err := pgxpool.New(ctx, url)
-	if err == nil {
-		err = pool.Ping(ctx)
-	}
-	if err != nil {
-		if os.Getenv("OPENWORKFLOW_SKIP_POSTGRES") == "1" {
-			t.Skipf("postgres unreachable: %v", err)
-		}
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	schema := "ow_plans_" + strings.ToLower(id.New("")[1:9])
-	t.Cleanup(func() {
-		if _, err := pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+quoteIdent(schema)+" CASCADE"); err != nil {
-			t.Errorf("drop scratch schema %s: %v", schema, err)
-		}
-	})
+	pool, schema := scratchSchema(t, "ow_plans_")
 	if err := Migrate(ctx, pool, schema); err != nil {
 		t.Fatal(err)
 	}
@@ -117,6 +97,39 @@ FROM generate_series(1, 2) AS g`, schema)); err != nil {
 			}
 		})
 	}
+}
+
+// scratchSchema connects to the test server (OPENWORKFLOW_TEST_POSTGRES_URL,
+// else the local one) and names a new schema, prefix plus random
+// characters, dropped at the end of the test; it skips the test when the
+// server is unreachable and OPENWORKFLOW_SKIP_POSTGRES=1. The schema is not
+// created: the caller migrates it.
+func scratchSchema(t *testing.T, prefix string) (*pgxpool.Pool, string) {
+	t.Helper()
+	url := os.Getenv("OPENWORKFLOW_TEST_POSTGRES_URL")
+	if url == "" {
+		url = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pool, err := pgxpool.New(ctx, url)
+	if err == nil {
+		err = pool.Ping(ctx)
+	}
+	if err != nil {
+		if os.Getenv("OPENWORKFLOW_SKIP_POSTGRES") == "1" {
+			t.Skipf("postgres unreachable: %v", err)
+		}
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close) // after the schema is dropped: cleanups run last-in first-out
+	schema := prefix + strings.ToLower(id.New("")[1:9])
+	t.Cleanup(func() {
+		if _, err := pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+quoteIdent(schema)+" CASCADE"); err != nil {
+			t.Errorf("drop scratch schema %s: %v", schema, err)
+		}
+	})
+	return pool, schema
 }
 
 // explainBuffers runs sql under EXPLAIN (ANALYZE, BUFFERS) in a transaction

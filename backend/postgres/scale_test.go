@@ -21,10 +21,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/openworkflow-go/openworkflow/backend"
-	"github.com/openworkflow-go/openworkflow/internal/id"
 )
 
 // scaleLoad fills namespace 'scale' of the scratch schema: 1M finished
@@ -61,22 +59,8 @@ func TestScalePlans(t *testing.T) {
 	if os.Getenv("OPENWORKFLOW_SCALE") != "1" {
 		t.Skip("set OPENWORKFLOW_SCALE=1 to load 1M runs and print the query plans")
 	}
-	url := os.Getenv("OPENWORKFLOW_TEST_POSTGRES_URL")
-	if url == "" {
-		url = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-	}
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close) // after the schema is dropped: cleanups run last-in first-out
-	schema := "ow_scale_" + strings.ToLower(id.New("")[1:9])
-	t.Cleanup(func() {
-		if _, err := pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+quoteIdent(schema)+" CASCADE"); err != nil {
-			t.Errorf("drop scratch schema %s: %v", schema, err)
-		}
-	})
+	pool, schema := scratchSchema(t, "ow_scale_")
 	if os.Getenv("OPENWORKFLOW_SCALE_BEFORE") == "1" {
 		// Only OpenWorkflow's migrations: the plans before ours.
 		if err := migrate(ctx, pool, schema, openworkflowLine); err != nil {
