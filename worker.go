@@ -69,7 +69,9 @@ type WorkerOptions struct {
 	// are done when it wakes rather than after. It is also the longest
 	// wait a pass holds in-process instead of parking the run. A run never
 	// proceeds past a wait before the wait is due. Default 10 ms; negative
-	// disables it (claims take due runs only, as in OpenWorkflow).
+	// disables it (claims take due runs only, as in OpenWorkflow). The hold
+	// is timed in real time: a test driving a fake clock (Now) that stops
+	// it just short of a wake-up should disable it.
 	ClaimAhead time.Duration
 }
 
