@@ -188,8 +188,8 @@ GROUP BY wr."status"`
 //     every claim (21 ms with 5,000 pending), as did one over
 //     status IN ('running', 'sleeping') (47 ms with 100,000 due parked
 //     runs, against 0.09 ms for status = 'running');
-//     Parked running runs due within $6 milliseconds (the lookahead, 0
-//     for none) are candidates too, after the due ones;
+//     then parked running runs due within $6 milliseconds (the lookahead,
+//     0 for none), after every due run;
 //  3. pair the i-th candidate with the i-th worker id ($2) and claim it with
 //     a lease of $3 milliseconds;
 //  4. when it claimed a run, make its own commit asynchronous (no wait for
@@ -215,13 +215,15 @@ WITH expired AS (
     AND wr."deadline_at" <= NOW()
   RETURNING wr."id", {{notify_finished}} AS notified
 ),
-` + claimCandidate("pending_candidate", "pending", 0, false) + `,
-` + claimCandidate("running_candidate", "running", 1, true, "pending_candidate") + `,
-` + claimCandidate("sleeping_candidate", "sleeping", 2, false, "pending_candidate", "running_candidate") + `,
+` + claimCandidate("pending_candidate", "pending", 0, duePending) + `,
+` + claimCandidate("running_candidate", "running", 1, duePending, "pending_candidate") + `,
+` + claimCandidate("sleeping_candidate", "sleeping", 2, duePending, "pending_candidate", "running_candidate") + `,
+` + claimCandidate("early_candidate", "running", 3, dueWithinLookahead, "pending_candidate", "running_candidate", "sleeping_candidate") + `,
 candidate AS (
   SELECT * FROM pending_candidate
   UNION ALL SELECT * FROM running_candidate
   UNION ALL SELECT * FROM sleeping_candidate
+  UNION ALL SELECT * FROM early_candidate
 ),
 slot AS (
   SELECT candidate."namespace_id", candidate."id",
@@ -248,21 +250,25 @@ FROM claimed AS wr
 CROSS JOIN LATERAL (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit
 ORDER BY wr.claim_order`
 
+// The claim candidates' conditions on available_at: due now, or (parked
+// runs only: no worker, so never a lease about to expire) due within the
+// claim's lookahead of $6 milliseconds but not yet.
+const (
+	duePending         = `c."available_at" <= NOW()`
+	dueWithinLookahead = `c."available_at" > NOW()
+    AND c."available_at" <= NOW() + $6::bigint * INTERVAL '1 millisecond'
+    AND c."worker_id" IS NULL`
+)
+
 // claimCandidate is the claim's CTE name: up to cardinality($2) runs of
-// one status, due and not past their deadline (of the workflows $4/$5
-// when set), in claim-index order, locked and skipping rows other
-// claimers hold, less the candidates of the CTEs before it. With early,
-// parked runs (no worker) due within $6 milliseconds are candidates too;
-// ordered by available_at, they come after the due ones.
-func claimCandidate(name, status string, rank int, early bool, before ...string) string {
+// one status, due as the condition due says and not past their deadline
+// (of the workflows $4/$5 when set), in claim-index order, locked and
+// skipping rows other claimers hold, less the candidates of the CTEs
+// before it.
+func claimCandidate(name, status string, rank int, due string, before ...string) string {
 	limit := `cardinality($2::text[])`
 	for _, b := range before {
 		limit += ` - (SELECT count(*) FROM ` + b + `)`
-	}
-	due := `c."available_at" <= NOW()`
-	if early {
-		due = `c."available_at" <= NOW() + $6::bigint * INTERVAL '1 millisecond'
-    AND (c."available_at" <= NOW() OR c."worker_id" IS NULL)`
 	}
 	return name + ` AS (
   SELECT c."namespace_id", c."id", ` + strconv.Itoa(rank) + ` AS "rank", c."available_at", c."created_at"
