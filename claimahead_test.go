@@ -11,15 +11,25 @@ import (
 	"github.com/openworkflow-go/openworkflow/backend"
 )
 
+// fullBackend is a backend with every optional part the worker uses, so
+// that a wrapper embedding it keeps group commits, due times and batched
+// history reads.
+type fullBackend interface {
+	backend.Backend
+	backend.Batcher
+	backend.DueTimer
+	backend.HistoryReader
+}
+
 // claimRecorder remembers when each run was claimed.
 type claimRecorder struct {
-	backend.Backend
+	fullBackend
 	mu     sync.Mutex
 	claims map[string][]time.Time
 }
 
 func (c *claimRecorder) ClaimWorkflowRuns(ctx context.Context, p backend.ClaimWorkflowRunsParams) ([]*backend.WorkflowRun, error) {
-	runs, err := c.Backend.ClaimWorkflowRuns(ctx, p)
+	runs, err := c.fullBackend.ClaimWorkflowRuns(ctx, p)
 	now := time.Now()
 	c.mu.Lock()
 	for _, r := range runs {
@@ -41,7 +51,11 @@ func (c *claimRecorder) of(id string) []time.Time {
 func runClaimAhead[O any](t *testing.T, ahead time.Duration, wf *ow.Workflow[int, O]) (*env, string, []time.Time) {
 	t.Helper()
 	e := newEnvWithClock(t, time.Now, nil)
-	rec := &claimRecorder{Backend: e.b, claims: map[string][]time.Time{}}
+	full, ok := any(e.b).(fullBackend)
+	if !ok {
+		t.Fatalf("%T lacks a batcher, a due timer or a history reader", e.b)
+	}
+	rec := &claimRecorder{fullBackend: full, claims: map[string][]time.Time{}}
 	w := ow.NewWorker(rec, ow.WorkerOptions{Concurrency: 2, ClaimAhead: ahead, ID: "ahead"})
 	if err := w.Register(wf); err != nil {
 		t.Fatal(err)
@@ -113,20 +127,80 @@ func TestARunClaimedAheadOfItsWakeUpWaitsForIt(t *testing.T) {
 	}
 }
 
-func TestAWaitDueWithinClaimAheadIsHeldRatherThanClaimedOverAndOver(t *testing.T) {
-	// A signal wait's timeout is not a sleep: the pre-pass does not hold
-	// it, so the pass that suspends on it holds the run until it is due.
-	// Parking it at once would let the claim ahead take it back before it
-	// is due, again and again.
-	wf := ow.Define(ow.Spec{Name: "short-wait"}, func(ctx ow.Context, _ int) (bool, error) {
-		_, received, err := ow.WaitForSignal[int](ctx, "never", ow.WaitOptions{Timeout: 150 * time.Millisecond})
-		return received, err
-	})
-	e, id, claims := runClaimAhead(t, 300*time.Millisecond, wf)
-	if got := output[bool](e, id); got {
-		t.Fatal("received a signal nobody sent")
+func TestATimeoutIsClaimedAheadOnceAndNeverReplayedEarly(t *testing.T) {
+	// A signal wait's timeout, like a sleep, is waited for after a claim
+	// ahead of it, before the replay: replayed early, the wait would
+	// suspend again and the run be parked and claimed once more.
+	for _, c := range []struct {
+		name    string
+		timeout time.Duration
+	}{
+		{"parked within the claim-ahead window at once", 150 * time.Millisecond},
+		{"claimed ahead by the worker's wake-up timer", 600 * time.Millisecond},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			wf := ow.Define(ow.Spec{Name: "short-wait"}, func(ctx ow.Context, _ int) (bool, error) {
+				_, received, err := ow.WaitForSignal[int](ctx, "never", ow.WaitOptions{Timeout: c.timeout})
+				return received, err
+			})
+			e, id, claims := runClaimAhead(t, 300*time.Millisecond, wf)
+			if got := output[bool](e, id); got {
+				t.Fatal("received a signal nobody sent")
+			}
+			if len(claims) != 2 {
+				t.Fatalf("the run was claimed %d times, want 2 (the wait's pass, then once ahead of its timeout)", len(claims))
+			}
+		})
 	}
-	if len(claims) != 2 {
-		t.Fatalf("the run was claimed %d times, want 2 (the wait's pass, then once it was due)", len(claims))
+}
+
+// dueCounter counts NextDueAt queries.
+type dueCounter struct {
+	fullBackend
+	mu    sync.Mutex
+	calls int
+}
+
+func (d *dueCounter) NextDueAt(ctx context.Context) (time.Time, bool, error) {
+	d.mu.Lock()
+	d.calls++
+	d.mu.Unlock()
+	return d.fullBackend.NextDueAt(ctx)
+}
+
+func TestAnIdleWorkerDoesNotPollAheadOfAWakeUpItCannotClaimEarly(t *testing.T) {
+	// A lease running out is due, but never claimed ahead: inside the
+	// claim-ahead window the worker waits for it instead of asking again
+	// and again when it comes due.
+	e := newEnvWithClock(t, time.Now, nil)
+	full := any(e.b).(fullBackend)
+	wf := ow.Define(ow.Spec{Name: "abandoned"}, func(ctx ow.Context, _ int) (int, error) { return 1, nil })
+	h, err := wf.Start(e.ctx, e.client, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another worker claims the run with a 300 ms lease and vanishes.
+	if runs, err := e.b.ClaimWorkflowRuns(e.ctx, backend.ClaimWorkflowRunsParams{WorkerIDs: []string{"gone/0"}, LeaseDuration: 300 * time.Millisecond}); err != nil || len(runs) != 1 {
+		t.Fatalf("claim: %v, %v", runs, err)
+	}
+	dc := &dueCounter{fullBackend: full}
+	w := ow.NewWorker(dc, ow.WorkerOptions{Concurrency: 1, ClaimAhead: 500 * time.Millisecond, ID: "idle"})
+	if err := w.Register(wf); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = w.Stop(context.Background()) }()
+	if _, err := h.Result(ctx); err != nil {
+		t.Fatalf("result: %v", err)
+	}
+	dc.mu.Lock()
+	calls := dc.calls
+	dc.mu.Unlock()
+	if calls > 5 {
+		t.Fatalf("%d NextDueAt queries while waiting 300 ms for one lease to run out, want a few", calls)
 	}
 }

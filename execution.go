@@ -415,16 +415,6 @@ func (x *execution) prePass() (park bool) {
 	return true
 }
 
-// resume runs the sleep pre-pass again after the pass was held until its
-// wake-up (Worker.holdUntilWake) and reports, as prePass, whether the run
-// must still park.
-func (x *execution) resume() (park bool) {
-	x.mu.Lock()
-	x.suspended, x.wakeAt = false, time.Time{}
-	x.mu.Unlock()
-	return x.prePass()
-}
-
 // waitContext is the JSON context of a waiting step attempt, as written by
 // OpenWorkflow: {"kind":"sleep","resumeAt"}, {"kind":"workflow","timeoutAt"},
 // {"kind":"signal-wait","signal","timeoutAt"}.

@@ -54,13 +54,13 @@ func (w *Worker) execute(run *backend.WorkflowRun, hist *[]backend.StepAttempt) 
 		w.finish(x, nil, err)
 		return
 	}
+	if !w.holdUntilDue(x) {
+		w.finish(x, nil, context.Cause(ctx))
+		return
+	}
 	if x.prePass() {
-		// A run claimed ahead of its wake-up (ClaimAhead) waits for it
-		// here, with its history read, then completes the elapsed sleeps.
-		if !w.holdUntilWake(x) || x.resume() {
-			w.finish(x, nil, ErrSuspended)
-			return
-		}
+		w.finish(x, nil, ErrSuspended)
+		return
 	}
 	out, err := callProtected(func() (json.RawMessage, error) {
 		return def.execute(&workflowContext{Context: ctx, x: x}, run.Input)
@@ -151,39 +151,37 @@ func (w *Worker) heartbeat(x *execution) (stop func()) {
 	return func() { close(done); <-finished }
 }
 
-// holdUntilWake holds a suspended pass in its slot until its wake-up,
-// when that is at most ClaimAhead away, and reports whether it waited
-// until then (false: nothing to hold, or the pass's context ended first).
-func (w *Worker) holdUntilWake(x *execution) bool {
-	x.mu.Lock()
-	suspended, at := x.suspended, x.wakeAt
-	x.mu.Unlock()
-	d := at.Sub(w.opts.Now())
-	if !suspended || d > w.opts.ClaimAhead {
-		return false
-	}
-	if d > 0 {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-x.ctx.Done():
-			return false
+// holdUntilDue holds a pass, its history read, until the earliest of its
+// run's running waits (a sleep, or a child's or signal's timeout) comes
+// due, when that is at most ClaimAhead away: a run claimed ahead of its
+// wake-up then replays on time, never before its wait is due. A run woken
+// early by a delivery whose wait also times out within ClaimAhead waits
+// that long too. It reports false when the pass's context ended first.
+func (w *Worker) holdUntilDue(x *execution) bool {
+	var due time.Time
+	for _, a := range x.hist.RunningWaits(backend.StepSleep, backend.StepWorkflow, backend.StepSignalWait) {
+		if at, ok := waitTime(a); ok && (due.IsZero() || at.Before(due)) {
+			due = at
 		}
 	}
-	return x.ctx.Err() == nil
+	d := due.Sub(w.opts.Now())
+	if due.IsZero() || d <= 0 || d > w.opts.ClaimAhead {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-x.ctx.Done():
+		return false
+	}
 }
 
 // finish makes the run's transition after a pass. The transition is
 // committed together with the pass's deferred writes (e.g. the last step's
-// result), in the same group commit. A pass that waits on something due
-// within ClaimAhead (a child's or a signal's timeout; a short sleep) is
-// held until then before it parks, so its run, parked already due, is
-// claimed back once instead of being claimed ahead over and over.
+// result), in the same group commit.
 func (w *Worker) finish(x *execution, out json.RawMessage, err error) {
-	if err == nil || errors.Is(err, ErrSuspended) {
-		w.holdUntilWake(x)
-	}
 	run := x.run
 	if errors.Is(context.Cause(x.ctx), errCauseShutdown) {
 		w.releaseRun(x)

@@ -65,9 +65,9 @@ type WorkerOptions struct {
 	ID string
 	// ClaimAhead is how long before a parked run's wake-up the worker may
 	// claim it (backend.ClaimWorkflowRunsParams.Lookahead) and hold it in
-	// its slot until the wake-up, so that the claim and the history read
-	// are done when it wakes rather than after. It is also the longest
-	// wait a pass holds in-process instead of parking the run. A run never
+	// its slot, history read, until its earliest wait (a sleep, or a
+	// child's or signal's timeout) is due, so that the claim and the
+	// history read are done when it wakes rather than after. A run never
 	// proceeds past a wait before the wait is due. Default 10 ms; negative
 	// disables it (claims take due runs only, as in OpenWorkflow). The hold
 	// is timed in real time: a test driving a fake clock (Now) that stops
@@ -291,8 +291,7 @@ func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (claimed, asked 
 	if err != nil {
 		return 0, len(ids), fmt.Errorf("claim workflow runs: %w", err)
 	}
-	histories := w.readHistories(ctx, runs)
-	for _, run := range runs {
+	start := func(run *backend.WorkflowRun, hist *[]backend.StepAttempt) {
 		w.mu.Lock()
 		for i, s := range w.free {
 			if run.WorkerID != nil && s == *run.WorkerID {
@@ -305,11 +304,7 @@ func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (claimed, asked 
 			wg.Add(1)
 		}
 		w.passes.Add(1)
-		var hist *[]backend.StepAttempt
-		if h, ok := histories[run.ID]; ok {
-			hist = &h
-		}
-		go func(run *backend.WorkflowRun) {
+		go func() {
 			defer w.passes.Done()
 			if wg != nil {
 				defer wg.Done()
@@ -319,7 +314,25 @@ func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (claimed, asked 
 			w.free = append(w.free, *run.WorkerID)
 			w.mu.Unlock()
 			w.poke()
-		}(run)
+		}()
+	}
+	// Runs claimed for the first time have no history: they start before
+	// the resumed runs' histories are read.
+	for _, run := range runs {
+		if run.Attempts <= 1 {
+			start(run, nil)
+		}
+	}
+	histories := w.readHistories(ctx, runs)
+	for _, run := range runs {
+		if run.Attempts <= 1 {
+			continue
+		}
+		var hist *[]backend.StepAttempt
+		if h, ok := histories[run.ID]; ok {
+			hist = &h
+		}
+		start(run, hist)
 	}
 	return len(runs), len(ids), nil
 }
@@ -341,24 +354,17 @@ const defaultClaimAhead = 10 * time.Millisecond
 const claimBatchWait = 5 * time.Millisecond
 
 // awaitClaimBatch waits, after a claim that filled every free slot, until
-// a quarter of the slots are free or claimBatchWait passed. A worker with
-// nothing executing does not wait.
+// a quarter of the slots are free or claimBatchWait passed. Every busy slot
+// belongs to a pass that frees it and pokes the worker when it ends.
 func (w *Worker) awaitClaimBatch(ctx context.Context, timer *time.Timer) {
 	want := max(1, w.opts.Concurrency/4)
 	timer.Reset(claimBatchWait)
-	defer func() {
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
-		}
-	}()
+	defer timer.Stop()
 	for {
 		w.mu.Lock()
-		free, executing := len(w.free), len(w.executing)
+		free := len(w.free)
 		w.mu.Unlock()
-		if free >= want || executing == 0 {
+		if free >= want {
 			return
 		}
 		select {
@@ -395,10 +401,11 @@ func (w *Worker) readHistories(ctx context.Context, runs []*backend.WorkflowRun)
 		w.log.Debug("openworkflow: step histories of claimed runs not read together; each run reads its own", "error", err)
 		return nil
 	}
+	read := make(map[string][]backend.StepAttempt, len(ids))
 	for _, id := range ids {
-		got[id] = got[id] // runs without attempts: read, and empty
+		read[id] = got[id] // runs without attempts: read, and empty
 	}
-	return got
+	return read
 }
 
 func (w *Worker) poke() {
@@ -446,7 +453,15 @@ func (w *Worker) loop(ctx context.Context, events <-chan backend.Event) {
 		w.refreshNextWake(ctx)
 		w.mu.Lock()
 		if !w.nextWake.IsZero() {
-			until := w.nextWake.Sub(w.opts.Now()) - w.opts.ClaimAhead
+			until := w.nextWake.Sub(w.opts.Now())
+			// Wake ClaimAhead early, so that the claim takes the parked run
+			// ahead of its wake-up. Inside that window the claim just made
+			// could not take it (no free slot, or not a parked run: a
+			// delayed start, a lease running out): wait for the due time
+			// itself, or for a freed slot, rather than ask again at once.
+			if until > w.opts.ClaimAhead {
+				until -= w.opts.ClaimAhead
+			}
 			if until <= 0 {
 				w.nextWake, w.dueStale = time.Time{}, true
 				delay = 0
@@ -465,12 +480,7 @@ func (w *Worker) loop(ctx context.Context, events <-chan backend.Event) {
 		case <-w.wake:
 			idle = 0
 		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
-		}
+		timer.Stop() // since Go 1.23 a stopped timer delivers nothing stale
 	}
 }
 
