@@ -120,8 +120,8 @@ type DueTimer interface {
 // many runs in one query. A worker that claims several runs that executed
 // before (parked, retried, or taken over after a crash) reads their
 // histories this way, one round trip per claim instead of one per run;
-// without it, each run's history is read with ListStepAttempts. The
-// PostgreSQL backend implements it.
+// without it, each run's history is read with ListStepAttempts. Both the
+// PostgreSQL and the SQLite backends implement it.
 type HistoryReader interface {
 	// ListStepHistories returns every step attempt of each run of
 	// workflowRunIDs (of the backend's namespace), keyed by run id, each

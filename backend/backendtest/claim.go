@@ -138,7 +138,7 @@ func testClaimWorkflowRuns(t *testing.T, s *suite) {
 		requireNothingClaimable(t, b)
 	})
 
-	t.Run("with a lookahead, claims parked runs due within it after the due ones, never an unexpired lease", func(t *testing.T) {
+	t.Run("with a lookahead, claims parked runs due within it after the due ones, never an unexpired lease or a delayed start", func(t *testing.T) {
 		t.Parallel()
 		b := s.newBackend(t)
 		w := newWorkerID()
@@ -151,6 +151,7 @@ func testClaimWorkflowRuns(t *testing.T, s *suite) {
 		soon := parkedAt("soon", time.Now().Add(20*time.Second))     // within the lookahead
 		sooner := parkedAt("sooner", time.Now().Add(10*time.Second)) // within, earlier
 		later := parkedAt("later", time.Now().Add(10*time.Minute))   // beyond it
+		delayed := createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: "delayed", AvailableAt: ptr(time.Now().Add(20 * time.Second))})
 		leased := startRun(t, b, w, backend.CreateWorkflowRunParams{WorkflowName: "leased"})
 		// The lease ends within the lookahead, but it has not ended.
 		if err := b.ExtendWorkflowRunLease(t.Context(), backend.ExtendWorkflowRunLeaseParams{
@@ -187,7 +188,7 @@ func testClaimWorkflowRuns(t *testing.T, s *suite) {
 			t.Fatal(err)
 		}
 		if len(runs) != 0 {
-			t.Fatalf("claimed %v with the lookahead; want nothing: %s is parked beyond it and %s is leased", runIDs(runs), later.ID, leased.ID)
+			t.Fatalf("claimed %v with the lookahead; want nothing: %s is parked beyond it, %s is leased and %s is a delayed start", runIDs(runs), later.ID, leased.ID, delayed.ID)
 		}
 	})
 

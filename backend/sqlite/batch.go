@@ -120,7 +120,7 @@ func (b *Backend) applyWrite(ctx context.Context, tx *txn, now time.Time, ev *ev
 	case backend.WriteParkRun:
 		err = b.sleepRun(ctx, tx, now, ev, w.WorkflowRunID, w.WorkerID, w.AvailableAt)
 	case backend.WriteRescheduleRun:
-		_, err = b.rescheduleRun(ctx, tx, now, ev, w.WorkflowRunID, w.WorkerID, a.errJS, w.AvailableAt)
+		_, err = b.failRun(ctx, tx, now, ev, w.WorkflowRunID, w.WorkerID, backend.FailedRunUpdate{RetryAt: w.AvailableAt, Error: w.Error})
 	case backend.WriteFailRun:
 		_, err = b.failRun(ctx, tx, now, ev, w.WorkflowRunID, w.WorkerID, backend.FailedRunUpdate{Terminal: true, Error: w.Error})
 	default:
@@ -140,7 +140,6 @@ type writeArgs struct {
 	finishQuery string         // WriteFinishStep: qCompleteStep or qFailStep
 	finishArg   sql.NamedArg   // WriteFinishStep: its output or error
 	output      any            // WriteCompleteRun
-	errJS       any            // WriteRescheduleRun, WriteFailRun
 }
 
 // newWriteArgs validates w before the transaction, so an invalid write
@@ -173,7 +172,7 @@ func newWriteArgs(w *backend.Write) (writeArgs, error) {
 		a.output, err = jsonArgOr("output", w.Output, "null")
 	case backend.WriteParkRun:
 	case backend.WriteRescheduleRun, backend.WriteFailRun:
-		a.errJS, err = jsonArg("error", w.Error)
+		_, err = jsonArg("error", w.Error) // validated; failRun stores it
 	default:
 		err = fmt.Errorf("%w: unknown write kind %d", backend.ErrInvalidArgument, int(w.Kind))
 	}

@@ -4,8 +4,10 @@
 //
 // A database file holds OpenWorkflow's tables (workflow_runs,
 // step_attempts, workflow_signals, openworkflow_migrations) with the same
-// columns and indexes as the TypeScript SDK's SQLite backend, so both SDKs
-// can share a file: timestamps are fixed-width ISO-8601 UTC text
+// columns and indexes as the TypeScript SDK's SQLite backend, plus one
+// partial index of its own on workflow_runs (workflow_runs_go_deadline_idx,
+// for the claim's deadline sweep, created at open outside the shared
+// migration numbering), so both SDKs can share a file: timestamps are fixed-width ISO-8601 UTC text
 // ([backend.TimeLayout]) compared as strings, JSON is text, and absent
 // values are SQL NULL. [Open] creates the file, switches it to WAL and
 // applies the embedded migrations (migrations/NNNN_*.sql).

@@ -1,5 +1,7 @@
 package sqlite
 
+import "strconv"
+
 // The SQL of the backend, one constant per statement, named after what it
 // does. Parameters are named (:ns is always the backend's namespace, :now
 // the injected clock's time in backend.TimeLayout). Timestamps are TEXT in
@@ -94,43 +96,43 @@ WHERE "namespace_id" = :ns
   AND "deadline_at" <= :now
 RETURNING "namespace_id", "id", "parent_step_attempt_namespace_id", "parent_step_attempt_id"`
 
-// qClaimCandidates picks the runs to claim: pending first, then expired
-// leases and due parked runs (and parked runs due by :ahead, the claim's
-// lookahead, which sort after the due ones), each by available_at then
-// created_at. Each
-// half reads the claim index in order and stops at :limit, so a claim
-// costs the same with 5 or 500,000 runs waiting (one query ordered by a
-// CASE on the status would sort every due run on every claim).
-const qClaimCandidates = `
+// qClaimCandidates picks the runs to claim: due pending runs first, then
+// due running ones (expired leases, parked runs), due runs of the legacy
+// status sleeping, and last the parked runs due by :ahead (the claim's
+// lookahead) but not yet; each part by available_at then created_at. Each
+// part reads the claim index (namespace, status, available_at, created_at)
+// in order for one status and stops at :limit, so a claim costs the same
+// with 5 or 500,000 runs waiting: one query over several statuses, or
+// ordered by a CASE on the status, sorts every due run on every claim.
+var qClaimCandidates = `
 SELECT "id" FROM (
-  SELECT * FROM (
-    SELECT "id", 0 AS "rank", "available_at", "created_at"
-    FROM "workflow_runs"
-    WHERE "namespace_id" = :ns
-      AND "status" = 'pending'
-      AND "available_at" <= :now
-      AND ("deadline_at" IS NULL OR "deadline_at" > :now)
-      AND (:workflows IS NULL OR EXISTS (
-        SELECT 1 FROM json_each(:workflows) AS k
-        WHERE json_extract(k.value, '$[0]') = "workflow_name" AND json_extract(k.value, '$[1]') IS "version"))
-    ORDER BY "available_at", "created_at"
-    LIMIT :limit)
+` + claimPart(0, "pending", `"available_at" <= :now`) + `
   UNION ALL
-  SELECT * FROM (
-    SELECT "id", 1 AS "rank", "available_at", "created_at"
-    FROM "workflow_runs"
-    WHERE "namespace_id" = :ns
-      AND "status" IN ('running', 'sleeping')
-      AND "available_at" <= :ahead
-      AND ("available_at" <= :now OR "worker_id" IS NULL)
-      AND ("deadline_at" IS NULL OR "deadline_at" > :now)
-      AND (:workflows IS NULL OR EXISTS (
-        SELECT 1 FROM json_each(:workflows) AS k
-        WHERE json_extract(k.value, '$[0]') = "workflow_name" AND json_extract(k.value, '$[1]') IS "version"))
-    ORDER BY "available_at", "created_at"
-    LIMIT :limit))
+` + claimPart(1, "running", `"available_at" <= :now`) + `
+  UNION ALL
+` + claimPart(2, "sleeping", `"available_at" <= :now`) + `
+  UNION ALL
+` + claimPart(3, "running", `"available_at" > :now AND "available_at" <= :ahead AND "worker_id" IS NULL`) + `)
 ORDER BY "rank", "available_at", "created_at", "id"
 LIMIT :limit`
+
+// claimPart is one part of qClaimCandidates: up to :limit runs of one
+// status, due as due says, not past their deadline, of the :workflows
+// when set, in claim-index order.
+func claimPart(rank int, status, due string) string {
+	return `  SELECT * FROM (
+    SELECT "id", ` + strconv.Itoa(rank) + ` AS "rank", "available_at", "created_at"
+    FROM "workflow_runs"
+    WHERE "namespace_id" = :ns
+      AND "status" = '` + status + `'
+      AND ` + due + `
+      AND ("deadline_at" IS NULL OR "deadline_at" > :now)
+      AND (:workflows IS NULL OR EXISTS (
+        SELECT 1 FROM json_each(:workflows) AS k
+        WHERE json_extract(k.value, '$[0]') = "workflow_name" AND json_extract(k.value, '$[1]') IS "version"))
+    ORDER BY "available_at", "created_at"
+    LIMIT :limit)`
+}
 
 // qNextDue is when the namespace's next run becomes claimable (a delayed
 // start, a parked run's wake-up, a lease's expiry), one index-ordered probe

@@ -422,14 +422,13 @@ func (b *Backend) FailWorkflowRun(ctx context.Context, p backend.FailWorkflowRun
 // retry), publishing EventWorkAvailable if that is not in the future. It
 // fails with [backend.ErrNotOwner] or [backend.ErrRunNotFound].
 func (b *Backend) RescheduleWorkflowRunAfterFailedStepAttempt(ctx context.Context, p backend.RescheduleWorkflowRunParams) (*backend.WorkflowRun, error) {
-	errJSON, err := jsonArg("error", p.Error)
-	if err != nil {
+	if _, err := jsonArg("error", p.Error); err != nil {
 		return nil, fmt.Errorf("reschedule workflow run %s: %w", p.WorkflowRunID, err)
 	}
 	var run *backend.WorkflowRun
-	err = b.write(ctx, func(tx *txn, now time.Time, ev *events) error {
+	err := b.write(ctx, func(tx *txn, now time.Time, ev *events) error {
 		var err error
-		run, err = b.rescheduleRun(ctx, tx, now, ev, p.WorkflowRunID, p.WorkerID, errJSON, p.AvailableAt)
+		run, err = b.failRun(ctx, tx, now, ev, p.WorkflowRunID, p.WorkerID, backend.FailedRunUpdate{RetryAt: p.AvailableAt, Error: p.Error})
 		return err
 	})
 	if err != nil {
@@ -545,16 +544,6 @@ func (b *Backend) failRun(ctx context.Context, tx *txn, now time.Time, ev *event
 	}
 	ev.runFinished(b.ns, run.ID)
 	return run, wakeParent(ctx, tx, run, now, ev)
-}
-
-// rescheduleRun sets the run pending at `at` with the step's error
-// (errJSON: JSON text, or nil): the retry branch of failRun.
-func (b *Backend) rescheduleRun(ctx context.Context, tx *txn, now time.Time, ev *events, runID, workerID string, errJSON any, at time.Time) (*backend.WorkflowRun, error) {
-	var raw json.RawMessage
-	if s, ok := errJSON.(string); ok {
-		raw = json.RawMessage(s)
-	}
-	return b.failRun(ctx, tx, now, ev, runID, workerID, backend.FailedRunUpdate{RetryAt: at, Error: raw})
 }
 
 // NextDueAt implements [backend.DueTimer].
