@@ -32,14 +32,16 @@ type batchResult struct {
 }
 
 // ApplyWrites implements [backend.Batcher]. The writes are sent as one
-// pgx.Batch: a pipeline of one statement per write plus one pg_notify
-// statement, executed by PostgreSQL as one implicit transaction, so a batch
-// costs one round trip and one commit. Each statement is its single twin's
-// fence (status running, worker_id = Write.WorkerID; step writes lock the
-// run row FOR NO KEY UPDATE) and returns a row only when it applied; a
-// refused write is explained afterwards (ErrNotOwner, ErrRunNotFound,
-// ErrStepNotRunning, naming the write kind and run) while the others
-// commit.
+// pgx.Batch: a pipeline of statements (the writes of one kind from many
+// runs as one multi-row statement where planStatements can keep every
+// outcome, else one per write), executed by PostgreSQL as one implicit
+// transaction, so a batch costs one round trip and one commit. Each write
+// keeps its single twin's fence (status running, worker_id =
+// Write.WorkerID; step writes lock the run row FOR NO KEY UPDATE), and a
+// statement returns a row only for the writes it applied; a refused write
+// is explained afterwards (ErrNotOwner, ErrRunNotFound, ErrStepNotRunning,
+// naming the write kind and run) while the others commit. The batch's
+// notifications follow in a transaction of their own (announce).
 //
 // Invalid writes (bad JSON, missing step, unknown kind) fail with
 // [backend.ErrInvalidArgument] before anything is sent. When a statement
@@ -259,7 +261,8 @@ type statement struct {
 // outcome:
 //   - the inserts go at the place of the first insert; an insert that a
 //     transition of its own run precedes in the batch must be refused (the
-//     run no longer runs), so it stays a statement of its own, in place;
+//     run no longer runs), so it stays a statement of its own, in place,
+//     as does one of a step attempt an earlier write of the batch touched;
 //   - the step completions go at the place of the first one; one that a
 //     transition of its run precedes stays in place, as does one of a step
 //     inserted or finished again in the same batch;
@@ -279,10 +282,11 @@ func (b *Backend) planStatements(items []batchItem) []statement {
 		}
 	}
 	groups := map[backend.WriteKind][]int{}
+	stepSeen := make(map[string]bool) // step attempt ids written before position k
 	for k, it := range items {
 		run := it.w.WorkflowRunID
 		switch kind := it.w.Kind; {
-		case kind == backend.WriteInsertStep && !transitioned[run]:
+		case kind == backend.WriteInsertStep && !transitioned[run] && !stepSeen[it.w.Step.ID]:
 			groups[kind] = append(groups[kind], k)
 		case kind == backend.WriteFinishStep && it.sql == b.q.completeStep && !transitioned[run] && stepWrites[it.w.Step.ID] == 1:
 			groups[kind] = append(groups[kind], k)
@@ -291,6 +295,9 @@ func (b *Backend) planStatements(items []batchItem) []statement {
 		}
 		if isRunWrite(it.w.Kind) {
 			transitioned[run] = true
+		}
+		if it.w.Step != nil {
+			stepSeen[it.w.Step.ID] = true
 		}
 	}
 	at := make(map[int]statement) // combined statements by the position they take

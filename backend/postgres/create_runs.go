@@ -222,23 +222,3 @@ func jsonText(raw []byte) *string {
 	s := string(encodeJSON(raw))
 	return &s
 }
-
-// collectInto reads the runs of the next batch statement into runs at the
-// positions idx, in order.
-func collectInto(br pgx.BatchResults, runs []*backend.WorkflowRun, idx []int) error {
-	rows, err := br.Query()
-	if err != nil {
-		return err
-	}
-	got, err := pgx.CollectRows(rows, scanRun)
-	if err != nil {
-		return err
-	}
-	if len(got) != len(idx) {
-		return fmt.Errorf("inserted %d runs, want %d", len(got), len(idx))
-	}
-	for k, i := range idx {
-		runs[i] = got[k]
-	}
-	return nil
-}

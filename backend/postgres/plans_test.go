@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/openworkflow-go/openworkflow/backend"
 	"github.com/openworkflow-go/openworkflow/internal/id"
 )
 
@@ -33,7 +34,12 @@ func TestLookupsByIDProbeWithoutStatistics(t *testing.T) {
 	}
 	// Runs r1…r20000 running under worker w<n>, leased for an hour; r0 and
 	// r00 pending, due now; running step attempts a1 and a2 of r1 and r2.
+	// Then r11 and r14 are parked (r14 due in 5 s, for the claim's
+	// lookahead, and r11 waiting on its child r12, which completed), and
+	// autovacuum is off so that the tables keep no statistics.
 	if _, err := pool.Exec(ctx, expandQuery(`
+ALTER TABLE {{schema}}."workflow_runs" SET (autovacuum_enabled = false);
+ALTER TABLE {{schema}}."step_attempts" SET (autovacuum_enabled = false);
 INSERT INTO {{schema}}."workflow_runs" (
   "namespace_id", "id", "workflow_name", "status", "config", "attempts", "worker_id",
   "available_at", "started_at", "created_at", "updated_at")
@@ -46,7 +52,17 @@ INSERT INTO {{schema}}."step_attempts" (
   "namespace_id", "id", "workflow_run_id", "step_name", "kind", "status", "config",
   "started_at", "created_at", "updated_at")
 SELECT 'n', 'a' || g, 'r' || g, 's', 'function', 'running', '{}', NOW(), NOW(), NOW()
-FROM generate_series(1, 2) AS g`, schema)); err != nil {
+FROM generate_series(1, 2) AS g;
+INSERT INTO {{schema}}."step_attempts" (
+  "namespace_id", "id", "workflow_run_id", "step_name", "kind", "status", "config",
+  "child_workflow_run_namespace_id", "child_workflow_run_id", "started_at", "created_at", "updated_at")
+VALUES ('n', 'a11', 'r11', 'child', 'workflow', 'running', '{}', 'n', 'r12', NOW(), NOW(), NOW());
+UPDATE {{schema}}."workflow_runs" SET "worker_id" = NULL, "available_at" = NOW() + INTERVAL '1 hour'
+WHERE "namespace_id" = 'n' AND "id" = 'r11';
+UPDATE {{schema}}."workflow_runs" SET "status" = 'completed', "worker_id" = NULL, "available_at" = NULL, "finished_at" = NOW()
+WHERE "namespace_id" = 'n' AND "id" = 'r12';
+UPDATE {{schema}}."workflow_runs" SET "worker_id" = NULL, "available_at" = NOW() + INTERVAL '5 seconds'
+WHERE "namespace_id" = 'n' AND "id" = 'r14'`, schema)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -73,9 +89,10 @@ FROM generate_series(1, 2) AS g`, schema)); err != nil {
 		name string
 		sql  string
 		args []any
-		want int // rows the statement returns: the runs or attempts it changed
+		want int // rows the statement returns: the runs or attempts it changed; -1: no RETURNING
 	}{
-		{"claim", q.claimRuns, []any{"n", []string{"x1", "x2"}, int64(60000), []string(nil), []*string(nil), int64(0)}, 2},
+		// Two pending runs, then r14 ahead of its wake-up.
+		{"claim", q.claimRuns, []any{"n", []string{"x1", "x2", "x3"}, int64(60000), []string(nil), []*string(nil), int64(60000)}, 3},
 		{"insert steps", q.batchInsertSteps, []any{"n", texts("r3", "r4"), texts("w3", "w4"), texts("b3", "b4"),
 			texts("s", "s"), texts("function", "function"), texts("completed", "completed"), texts("{}", "{}"),
 			texts("", ""), texts("1", "2"), texts("", ""), texts("", ""), texts("", ""), noTimes, noTimes}, 2},
@@ -84,12 +101,15 @@ FROM generate_series(1, 2) AS g`, schema)); err != nil {
 		{"park runs", q.batchParkRuns, []any{"n", ids("r", 7, 8), ids("w", 7, 8), soon}, 2},
 		{"complete run", q.batchCompleteRun, []any{"n", "r9", "w9", "1"}, 1},
 		{"step write fence", q.completeStep, []any{"n", "r1", "w1", "a1", "1"}, 1},
-		{"heartbeat", q.extendLease, []any{"n", "r10", "w10", int64(60000)}, 0}, // no RETURNING
+		{"heartbeat", q.extendLease, []any{"n", "r10", "w10", int64(60000)}, -1},
+		{"cancel", q.cancelRun, []any{"n", "r13"}, 1},
+		{"wake a parent", q.wakeParent, []any{"n", "a11", "n", "r12"}, 1},
+		{"reconcile parked runs", q.reconcileParkedRuns, []any{"n", []string{"r11", "r14"}}, -1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			pages, rows := explainBuffers(t, ctx, pool, c.sql, c.args)
 			t.Logf("%d pages", pages)
-			if rows != c.want {
+			if c.want >= 0 && rows != c.want {
 				t.Errorf("the statement returned %d rows, want %d", rows, c.want)
 			}
 			if pages >= maxBuffers {
@@ -158,4 +178,36 @@ func explainBuffers(t *testing.T, ctx context.Context, pool *pgxpool.Pool, sql s
 	}
 	p := plans[0].Plan
 	return p.Hit + p.Read, int(p.Rows)
+}
+
+// TestPlanKeepsAStepsWritesInOrder checks planStatements: an insert of a
+// step attempt that an earlier write of the batch finished is not moved
+// ahead of that write into the batch's multi-row insert.
+func TestPlanKeepsAStepsWritesInOrder(t *testing.T) {
+	b := &Backend{q: newQueries(DefaultSchema), namespace: "n"}
+	step := func(id string, st backend.StepStatus) *backend.StepAttempt {
+		return &backend.StepAttempt{ID: id, StepName: id, Kind: backend.StepFunction, Status: st, Output: json.RawMessage(`1`)}
+	}
+	var items []batchItem
+	for i, w := range []backend.Write{
+		{Kind: backend.WriteFinishStep, WorkflowRunID: "r1", WorkerID: "w", Step: step("s1", backend.StepCompleted)},
+		{Kind: backend.WriteInsertStep, WorkflowRunID: "r2", WorkerID: "w", Step: step("s2", backend.StepCompleted)},
+		{Kind: backend.WriteInsertStep, WorkflowRunID: "r1", WorkerID: "w", Step: step("s1", backend.StepCompleted)},
+		{Kind: backend.WriteInsertStep, WorkflowRunID: "r3", WorkerID: "w", Step: step("s3", backend.StepCompleted)},
+	} {
+		it, err := b.prepareWrite(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		it.i = i
+		items = append(items, it)
+	}
+	var order [][]int
+	for _, st := range b.planStatements(items) {
+		order = append(order, st.ks)
+	}
+	want := [][]int{{0}, {1, 3}, {2}}
+	if fmt.Sprint(order) != fmt.Sprint(want) {
+		t.Fatalf("statements cover writes %v, want %v (the finish of s1, the other inserts together, then s1's insert in place)", order, want)
+	}
 }

@@ -324,9 +324,9 @@ func TestNotifications(t *testing.T) {
 			t.Fatal(err)
 		}
 		later := time.Now().Add(time.Hour)
-		soon := time.Now().Add(2 * time.Hour)
+		evenLater := time.Now().Add(2 * time.Hour)
 		if _, err := b.CreateWorkflowRuns(ctx, []backend.CreateWorkflowRunParams{
-			{WorkflowName: "a", AvailableAt: &soon}, {WorkflowName: "a", AvailableAt: &later}}); err != nil {
+			{WorkflowName: "a", AvailableAt: &evenLater}, {WorkflowName: "a", AvailableAt: &later}}); err != nil {
 			t.Fatal(err)
 		}
 		// Had the delayed batch been announced, its id-less event would

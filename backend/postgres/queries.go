@@ -465,7 +465,7 @@ WHERE sa."namespace_id" = $1 AND sa."id" = $2
   AND sa."kind" = 'workflow' AND sa."status" = 'running'
   AND sa."child_workflow_run_namespace_id" = $3 AND sa."child_workflow_run_id" = $4
   AND wr."namespace_id" = sa."namespace_id" AND wr."id" = sa."workflow_run_id"
-  AND (wr."status" = 'sleeping' OR (wr."status" = 'running' AND wr."worker_id" IS NULL))
+  AND (wr."status" = 'sleeping' OR (wr."status" = 'running' AND wr."worker_id" IS NULL)) IS TRUE
 RETURNING {{notify_work}}`
 
 // sqlRunOwnership reads what a refused fenced write needs to explain itself.
