@@ -132,7 +132,9 @@ func requireAllApplied(b *testing.B, errs []error) {
 // BenchmarkApplyWrites measures one batch of 100 writes: "steps" inserts a
 // completed step into each of 100 running runs (the fast-step hot path);
 // "steps+completions" inserts the last step of 50 runs and completes them
-// (runs created and claimed outside the timer). "single-writes" is the
+// (runs created and claimed outside the timer); "one-pass" is the batch of
+// one run's single fast step and its completion, a lone pass's commit on
+// an idle worker (W2). "single-writes" is the
 // same 100 step inserts through CreateStepAttempt one at a time, for
 // comparison.
 func BenchmarkApplyWrites(b *testing.B) {
@@ -163,6 +165,18 @@ func BenchmarkApplyWrites(b *testing.B) {
 				ws = append(ws, stepWrite(r, "last"),
 					backend.Write{Kind: backend.WriteCompleteRun, WorkflowRunID: r.ID, WorkerID: *r.WorkerID, Output: json.RawMessage(`{"done":true}`)})
 			}
+			b.StartTimer()
+			requireAllApplied(b, be.ApplyWrites(ctx, ws))
+		}
+	})
+	b.Run("one-pass", func(b *testing.B) {
+		be := benchBackend(b)
+		b.ReportAllocs()
+		for b.Loop() {
+			b.StopTimer()
+			r := claimedRuns(b, be, 1)[0]
+			ws := []backend.Write{stepWrite(r, "only"),
+				{Kind: backend.WriteCompleteRun, WorkflowRunID: r.ID, WorkerID: *r.WorkerID, Output: json.RawMessage(`{"done":true}`)}}
 			b.StartTimer()
 			requireAllApplied(b, be.ApplyWrites(ctx, ws))
 		}
