@@ -44,25 +44,21 @@ func (b *Backend) CreateWorkflowRuns(ctx context.Context, ps []backend.CreateWor
 	}
 	runs := make([]*backend.WorkflowRun, len(ps))
 	if len(keyed) == 0 {
-		// One round trip, one implicit transaction: insert, notify, and
-		// read the clock that stamped the runs, which are then built from
+		// One round trip, one implicit transaction: insert, then notify
+		// and read the clock that stamped the runs, which are built from
 		// their inputs rather than read back.
 		ids, args := b.runArrays(ps, plain)
 		batch := &pgx.Batch{}
 		batch.Queue(b.q.insertRunsUnread, args...)
 		batch.Queue(b.q.notifyWorkIfDue, b.namespace, earliestAvailable(ps, plain))
-		batch.Queue(b.q.statementClock)
 		br := b.pool.SendBatch(ctx, batch)
 		tag, err := br.Exec()
 		if err == nil && tag.RowsAffected() != int64(len(plain)) {
 			err = fmt.Errorf("inserted %d runs, want %d", tag.RowsAffected(), len(plain))
 		}
-		if err == nil {
-			_, err = br.Exec()
-		}
 		var now time.Time
 		if err == nil {
-			err = br.QueryRow().Scan(&now)
+			err = br.QueryRow().Scan(&now, nil)
 		}
 		if cerr := br.Close(); err == nil {
 			err = cerr
