@@ -314,9 +314,9 @@ func (b *Backend) planStatements(items []batchItem) []statement {
 		case backend.WriteFinishStep:
 			st.sql, st.args, pos = b.q.batchCompleteSteps, completeStepsArgs(b.namespace, items, ks), ks[0]
 		case backend.WriteCompleteRun:
-			st.sql, st.args, st.parent = b.q.batchCompleteRuns, transitionArgs(b.namespace, items, ks), true
+			st.sql, st.args, st.parent = b.q.batchCompleteRuns, completeRunsArgs(b.namespace, items, ks), true
 		case backend.WriteParkRun:
-			st.sql, st.args = b.q.batchParkRuns, transitionArgs(b.namespace, items, ks)
+			st.sql, st.args = b.q.batchParkRuns, parkRunsArgs(b.namespace, items, ks)
 		}
 		at[pos] = st
 		for _, k := range ks {
@@ -334,44 +334,46 @@ func (b *Backend) planStatements(items []batchItem) []statement {
 	return stmts
 }
 
-// transitionArgs lays out the run transitions at positions ks (a
-// completion's or a park's single arguments: namespace, run id, worker id,
-// then the output JSON or the wake-up time) as the column arrays of
-// sqlBatchCompleteRuns or sqlBatchParkRuns.
-func transitionArgs(namespace string, items []batchItem, ks []int) []any {
-	ids := make([]string, len(ks))
-	workers := make([]string, len(ks))
+// completeRunsArgs lays out the run completions at positions ks (single
+// arguments: namespace, run id, worker id, output JSON) as
+// sqlBatchCompleteRuns's column arrays.
+func completeRunsArgs(namespace string, items []batchItem, ks []int) []any {
+	ids, workers := runsAndWorkers(items, ks)
+	outputs := make([]string, len(ks))
+	for i, k := range ks {
+		outputs[i], _ = items[k].args[3].(string) // jsonOr: never nil
+	}
+	return []any{namespace, ids, workers, outputs}
+}
+
+// parkRunsArgs lays out the parks at positions ks as sqlBatchParkRuns's
+// column arrays; the wake-up times come from the writes.
+func parkRunsArgs(namespace string, items []batchItem, ks []int) []any {
+	ids, workers := runsAndWorkers(items, ks)
+	at := make([]time.Time, len(ks))
+	for i, k := range ks {
+		at[i] = ms(items[k].w.AvailableAt)
+	}
+	return []any{namespace, ids, workers, at}
+}
+
+// runsAndWorkers are the run ids and worker ids of the writes at ks.
+func runsAndWorkers(items []batchItem, ks []int) (ids, workers []string) {
+	ids, workers = make([]string, len(ks)), make([]string, len(ks))
 	for i, k := range ks {
 		ids[i], workers[i] = items[k].w.WorkflowRunID, items[k].w.WorkerID
 	}
-	switch items[ks[0]].args[3].(type) {
-	case time.Time:
-		at := make([]time.Time, len(ks))
-		for i, k := range ks {
-			at[i] = items[k].args[3].(time.Time)
-		}
-		return []any{namespace, ids, workers, at}
-	default:
-		out := make([]*string, len(ks))
-		for i, k := range ks {
-			if v, ok := items[k].args[3].(string); ok {
-				out[i] = &v
-			}
-		}
-		return []any{namespace, ids, workers, out}
-	}
+	return ids, workers
 }
 
 // completeStepsArgs lays out the step completions at positions ks as
 // sqlBatchCompleteSteps's column arrays.
 func completeStepsArgs(namespace string, items []batchItem, ks []int) []any {
-	runs := make([]string, len(ks))
-	workers := make([]string, len(ks))
+	runs, workers := runsAndWorkers(items, ks)
 	ids := make([]string, len(ks))
 	outputs := make([]string, len(ks))
 	for i, k := range ks {
-		w := items[k].w
-		runs[i], workers[i], ids[i] = w.WorkflowRunID, w.WorkerID, w.Step.ID
+		ids[i] = items[k].w.Step.ID
 		outputs[i], _ = items[k].args[4].(string) // the single statement's $5
 	}
 	return []any{namespace, runs, workers, ids, outputs}
