@@ -183,9 +183,18 @@ func (b *Backend) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 // workerID) matched no row: the run is missing (ErrRunNotFound) or not
 // running under this worker (ErrNotOwner).
 func (b *Backend) fenceError(ctx context.Context, op, runID, workerID string) error {
-	var status string
-	var owner *string
-	err := b.pool.QueryRow(ctx, b.q.runOwnership, b.namespace, runID).Scan(&status, &owner)
+	status, owner, err := b.runOwnership(ctx, runID)
+	return ownershipError(op, runID, workerID, status, owner, err)
+}
+
+// runOwnership reads a run's stored status and worker id.
+func (b *Backend) runOwnership(ctx context.Context, runID string) (status string, owner *string, err error) {
+	err = b.pool.QueryRow(ctx, b.q.runOwnership, b.namespace, runID).Scan(&status, &owner)
+	return status, owner, err
+}
+
+// ownershipError is fenceError's message for what runOwnership read.
+func ownershipError(op, runID, workerID, status string, owner *string, err error) error {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("%s: workflow run %s: %w", op, runID, backend.ErrRunNotFound)
 	}
@@ -204,11 +213,9 @@ func (b *Backend) fenceError(ctx context.Context, op, runID, workerID string) er
 // fence (see fenceError), a missing attempt (ErrStepNotFound) or an attempt
 // in the wrong status (ErrStepNotRunning).
 func (b *Backend) stepFenceError(ctx context.Context, op, runID, stepID, workerID string) error {
-	var status string
-	var owner *string
-	err := b.pool.QueryRow(ctx, b.q.runOwnership, b.namespace, runID).Scan(&status, &owner)
+	status, owner, err := b.runOwnership(ctx, runID)
 	if err != nil || status != string(backend.RunRunning) || owner == nil || *owner != workerID {
-		return b.fenceError(ctx, op, runID, workerID)
+		return ownershipError(op, runID, workerID, status, owner, err)
 	}
 	var stepStatus string
 	err = b.pool.QueryRow(ctx, b.q.stepStatus, b.namespace, runID, stepID).Scan(&stepStatus)
