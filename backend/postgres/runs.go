@@ -208,10 +208,7 @@ func (b *Backend) listRunsQuery(p backend.ListWorkflowRunsParams, after, before 
 		q := newPageQuery(b.q.listRuns, b.namespace)
 		return q.finish("wr", true, after, before, limit), q.args
 	}
-	dir, cur, op := "DESC", after, "<"
-	if before != nil {
-		dir, cur, op = "ASC", before, ">"
-	}
+	dir, cur, op := scanDirection(true, after, before)
 	args := []any{b.namespace}
 	param := func(v any) string {
 		args = append(args, v)
@@ -233,7 +230,7 @@ func (b *Backend) listRunsQuery(p backend.ListWorkflowRunsParams, after, before 
 		fmt.Fprintf(&sql, "\n  (%s\n    AND wr.\"status\" = %s%s\n  ORDER BY wr.\"created_at\" %s\n  FETCH FIRST %d ROWS WITH TIES)",
 			strings.ReplaceAll(strings.TrimSpace(b.q.listRuns), "\n", "\n  "), param(string(s)), filter.String(), dir, limit+1)
 	}
-	fmt.Fprintf(&sql, "\n) AS wr\nORDER BY wr.\"created_at\" %s, wr.\"id\" %s\nLIMIT %d", dir, dir, limit+1)
+	sql.WriteString("\n) AS wr" + orderAndLimit("wr", dir, limit))
 	return sql.String(), args
 }
 

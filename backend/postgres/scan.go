@@ -85,29 +85,36 @@ func newPageQuery(base string, args ...any) *pageQuery {
 
 // finish adds the cursor, order and limit. alias is the table alias.
 func (p *pageQuery) finish(alias string, desc bool, after, before *backend.Cursor, limit int) string {
-	// Scanning forward means the natural order; a Before cursor scans
-	// backwards from it.
-	scanDesc := desc
-	cur := after
-	if before != nil {
-		scanDesc = !desc
-		cur = before
-	}
+	dir, cur, op := scanDirection(desc, after, before)
 	if cur != nil {
-		op := ">"
-		if scanDesc {
-			op = "<"
-		}
 		p.args = append(p.args, cur.CreatedAt, cur.ID)
 		n := len(p.args)
 		fmt.Fprintf(&p.sql, "\n  AND (%s.\"created_at\", %s.\"id\") %s ($%d, $%d)", alias, alias, op, n-1, n)
 	}
-	dir := "ASC"
-	if scanDesc {
-		dir = "DESC"
-	}
-	fmt.Fprintf(&p.sql, "\nORDER BY %s.\"created_at\" %s, %s.\"id\" %s\nLIMIT %d", alias, dir, alias, dir, limit+1)
+	p.sql.WriteString(orderAndLimit(alias, dir, limit))
 	return p.sql.String()
+}
+
+// scanDirection is how a page is read: the scan's order (ASC or DESC),
+// the cursor it starts after (nil for the first page) and the comparison
+// that keeps the rows past it. The natural order is descending when desc;
+// a Before cursor scans the other way, from it (buildPage reverses the
+// rows back).
+func scanDirection(desc bool, after, before *backend.Cursor) (dir string, cur *backend.Cursor, op string) {
+	cur = after
+	if before != nil {
+		desc, cur = !desc, before
+	}
+	if desc {
+		return "DESC", cur, "<"
+	}
+	return "ASC", cur, ">"
+}
+
+// orderAndLimit ends a page's statement: (created_at, id) in dir, and one
+// row more than limit, which tells buildPage whether a next page exists.
+func orderAndLimit(alias, dir string, limit int) string {
+	return fmt.Sprintf("\nORDER BY %s.\"created_at\" %s, %s.\"id\" %s\nLIMIT %d", alias, dir, alias, dir, limit+1)
 }
 
 // pageParams validates and decodes the pagination inputs.
