@@ -407,12 +407,21 @@ func (x *execution) prePass() (park bool) {
 	if !park {
 		return false
 	}
+	_ = x.suspend(x.earliestWait()) // a pending sleep makes it non-zero
+	return true
+}
+
+// earliestWait is the earliest time one of the run's running waits (a
+// sleep's wake-up, a child's or a signal's timeout) comes due; zero when
+// none has one.
+func (x *execution) earliestWait() time.Time {
+	var due time.Time
 	for _, a := range x.hist.RunningWaits(backend.StepSleep, backend.StepWorkflow, backend.StepSignalWait) {
-		if at, ok := waitTime(a); ok {
-			_ = x.suspend(at) // keeps the earliest
+		if at, ok := waitTime(a); ok && (due.IsZero() || at.Before(due)) {
+			due = at
 		}
 	}
-	return true
+	return due
 }
 
 // waitContext is the JSON context of a waiting step attempt, as written by

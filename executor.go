@@ -158,12 +158,7 @@ func (w *Worker) heartbeat(x *execution) (stop func()) {
 // early by a delivery whose wait also times out within ClaimAhead waits
 // that long too. It reports false when the pass's context ended first.
 func (w *Worker) holdUntilDue(x *execution) bool {
-	var due time.Time
-	for _, a := range x.hist.RunningWaits(backend.StepSleep, backend.StepWorkflow, backend.StepSignalWait) {
-		if at, ok := waitTime(a); ok && (due.IsZero() || at.Before(due)) {
-			due = at
-		}
-	}
+	due := x.earliestWait()
 	d := due.Sub(w.opts.Now())
 	if due.IsZero() || d <= 0 || d > w.opts.ClaimAhead {
 		return true
