@@ -56,20 +56,7 @@ func runClaimAhead[O any](t *testing.T, ahead time.Duration, wf *ow.Workflow[int
 		t.Fatalf("%T lacks a batcher, a due timer or a history reader", e.b)
 	}
 	rec := &claimRecorder{fullBackend: full, claims: map[string][]time.Time{}}
-	w := ow.NewWorker(rec, ow.WorkerOptions{Concurrency: 2, ClaimAhead: ahead, ID: "ahead"})
-	if err := w.Register(wf); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := w.Stop(context.Background()); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	}()
+	ctx := startWorker(t, rec, ow.WorkerOptions{Concurrency: 2, ClaimAhead: ahead, ID: "ahead"}, wf)
 	h, err := wf.Start(ctx, e.client, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -184,16 +171,7 @@ func TestAnIdleWorkerDoesNotPollAheadOfAWakeUpItCannotClaimEarly(t *testing.T) {
 		t.Fatalf("claim: %v, %v", runs, err)
 	}
 	dc := &dueCounter{fullBackend: full}
-	w := ow.NewWorker(dc, ow.WorkerOptions{Concurrency: 1, ClaimAhead: 500 * time.Millisecond, ID: "idle"})
-	if err := w.Register(wf); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = w.Stop(context.Background()) }()
+	ctx := startWorker(t, dc, ow.WorkerOptions{Concurrency: 1, ClaimAhead: 500 * time.Millisecond, ID: "idle"}, wf)
 	if _, err := h.Result(ctx); err != nil {
 		t.Fatalf("result: %v", err)
 	}

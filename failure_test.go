@@ -118,21 +118,12 @@ func TestResultWaitsForTheOutcomeWithoutPolling(t *testing.T) {
 	wf := ow.Define(ow.Spec{Name: "quick"}, func(ctx ow.Context, in int) (int, error) {
 		return ow.Run(ctx, "inc", func(context.Context) (int, error) { <-gate; return in + 1, nil })
 	})
-	w := ow.NewWorker(e.b, ow.WorkerOptions{})
-	if err := w.Register(wf); err != nil {
-		t.Fatal(err)
-	}
 	reads := &readCounter{Backend: e.b}
 	h, err := wf.Start(e.ctx, ow.NewClient(reads), 41)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(e.ctx, 20*time.Second)
-	defer cancel()
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop(ctx)
+	ctx := startWorker(t, e.b, ow.WorkerOptions{}, wf)
 	// The step holds the run for 1 s. Result's fallback poll
 	// (resultFallbackPoll) comes at 2 s: a Result that missed or ignored
 	// the completion event would return only then, or later if it polled

@@ -70,6 +70,28 @@ func newEnvWithClock(t *testing.T, now func() time.Time, clock *fakeClock, opts 
 	return &env{t: t, ctx: ctx, clock: clock, b: b, worker: ow.NewWorker(b, wo), client: ow.NewClient(b)}
 }
 
+// startWorker starts a worker on b with opts and defs registered, for a
+// test of a started worker, and returns a context bounding the test's
+// waits (10 s). The worker is stopped when the test ends.
+func startWorker(t *testing.T, b backend.Backend, opts ow.WorkerOptions, defs ...ow.Definition) context.Context {
+	t.Helper()
+	w := ow.NewWorker(b, opts)
+	if err := w.Register(defs...); err != nil {
+		t.Fatalf("register: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	if err := w.Start(ctx); err != nil {
+		t.Fatalf("start worker: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := w.Stop(context.Background()); err != nil {
+			t.Errorf("stop worker: %v", err)
+		}
+	})
+	return ctx
+}
+
 func (e *env) register(defs ...ow.Definition) {
 	e.t.Helper()
 	if err := e.worker.Register(defs...); err != nil {

@@ -90,10 +90,6 @@ func TestWorkerExecutesAtMostConcurrencyRunsAtOnce(t *testing.T) {
 			return 1, nil
 		})
 	})
-	w := ow.NewWorker(e.b, ow.WorkerOptions{Concurrency: slots})
-	if err := w.Register(wf); err != nil {
-		t.Fatal(err)
-	}
 	var hs []*ow.Handle[int]
 	for range 4 * slots {
 		h, err := wf.Start(e.ctx, e.client, 0)
@@ -102,12 +98,7 @@ func TestWorkerExecutesAtMostConcurrencyRunsAtOnce(t *testing.T) {
 		}
 		hs = append(hs, h)
 	}
-	ctx, cancel := context.WithTimeout(e.ctx, 60*time.Second)
-	defer cancel()
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop(ctx)
+	ctx := startWorker(t, e.b, ow.WorkerOptions{Concurrency: slots}, wf)
 	for _, h := range hs {
 		if _, err := h.Result(ctx); err != nil {
 			t.Fatal(err)
