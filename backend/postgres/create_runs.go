@@ -21,11 +21,12 @@ import (
 // fast as COPY into a temporary table for 5,000 runs — within noise — while
 // needing one statement instead of a temporary table and four; see
 // docs/scale.md); when no entry has a key, the runs are not read back but
-// built from their inputs and the insert's clock (insertedRun). Keyed entries take CreateWorkflowRun's path — the
-// advisory lock on (namespace, workflow name, key), then the oldest run
-// within [backend.IdempotencyPeriod] or an insert — one by one, in lock-key
-// order so concurrent batches cannot deadlock, in the same transaction, so
-// a key repeated within the batch yields one run. One pg_notify announces
+// built from their inputs and the insert's clock (insertedRun). Keyed
+// entries take CreateWorkflowRun's path — the advisory lock on (namespace,
+// workflow name, key), then the oldest run within
+// [backend.IdempotencyPeriod] or an insert — one by one, in lock-key order
+// so concurrent batches cannot deadlock, in the same transaction, so a key
+// repeated within the batch yields one run. One pg_notify announces
 // the batch if any run is claimable now.
 func (b *Backend) CreateWorkflowRuns(ctx context.Context, ps []backend.CreateWorkflowRunParams) ([]*backend.WorkflowRun, error) {
 	if len(ps) == 0 {

@@ -69,7 +69,7 @@ type Backend struct {
 	namespace string
 	schema    string
 	q         queries
-	now       func() time.Time // the clock of FailWorkflowRun's retry maths
+	now       func() time.Time // this process's clock: FailWorkflowRun's retry maths, NextDueAt's answer
 
 	hub notify.Hub
 

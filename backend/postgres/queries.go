@@ -338,10 +338,10 @@ WITH parked AS (
 SELECT count(*) FROM parked`
 
 // sqlReconcileParkedRuns makes just-parked runs ($2, an array) due now if
-// what they wait for already happened: a running workflow step whose child is terminal, or a
-// running signal-wait step with a delivery. It runs as its own statement
-// after the park committed, so either it sees the child's or signal's write,
-// or that writer's wake-up saw the park.
+// what they wait for already happened: a running workflow step whose child
+// is terminal, or a running signal-wait step with a delivery. It runs as
+// its own statement after the park committed, so either it sees the
+// child's or signal's write, or that writer's wake-up saw the park.
 const sqlReconcileParkedRuns = `
 UPDATE {{schema}}."workflow_runs" AS wr
 SET "available_at" = CASE
@@ -842,9 +842,9 @@ JOIN unnest($2::text[]) WITH ORDINALITY AS o("id", "n") ON o."id" = wr."id"
 ORDER BY o."n"`
 
 // sqlInsertRunsUnread is insertRunsBody returning nothing: the batch start
-// builds the runs from its inputs and the clock sqlNotifyWorkIfDue returns. Reading 1,000 new
-// runs back (RETURNING, in input order) took about a third of the
-// statement's time.
+// builds the runs from its inputs and the clock sqlNotifyWorkIfDue
+// returns. Reading 1,000 new runs back (RETURNING, in input order) took
+// about a third of the statement's time.
 const sqlInsertRunsUnread = insertRunsBody
 
 // sqlNotifyWorkIfDue sends one "work" notification (without id) when new

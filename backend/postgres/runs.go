@@ -448,5 +448,5 @@ func (b *Backend) NextDueAt(ctx context.Context) (time.Time, bool, error) {
 	// Claims compare available_at with the database's clock: say when that
 	// is by ours, so a worker whose clock runs ahead of the database's does
 	// not wake, claim nothing and ask again in a loop until they agree.
-	return time.Now().Add(t.Sub(dbNow)).UTC(), true, nil
+	return b.now().Add(t.Sub(dbNow)).UTC(), true, nil
 }

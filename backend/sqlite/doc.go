@@ -7,10 +7,11 @@
 // columns and indexes as the TypeScript SDK's SQLite backend, plus one
 // partial index of its own on workflow_runs (workflow_runs_go_deadline_idx,
 // for the claim's deadline sweep, created at open outside the shared
-// migration numbering), so both SDKs can share a file: timestamps are fixed-width ISO-8601 UTC text
-// ([backend.TimeLayout]) compared as strings, JSON is text, and absent
-// values are SQL NULL. [Open] creates the file, switches it to WAL and
-// applies the embedded migrations (migrations/NNNN_*.sql).
+// migration numbering), so both SDKs can share a file: timestamps are
+// fixed-width ISO-8601 UTC text ([backend.TimeLayout]) compared as
+// strings, JSON is text, and absent values are SQL NULL. [Open] creates
+// the file, switches it to WAL and applies the embedded migrations
+// (migrations/NNNN_*.sql).
 //
 //	b, err := sqlite.Open(ctx, "data/openworkflow.db", sqlite.Options{})
 //	if err != nil { … }
