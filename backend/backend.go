@@ -1,12 +1,19 @@
-// Package backend defines the storage seam of the engine: the [Backend]
-// interface, its record types ([WorkflowRun], [StepAttempt]), the sentinel
-// errors every implementation returns, cursor pagination and the retry
-// maths shared by all backends.
+// Package backend defines the storage seam of the engine, split by role:
+// [Client] is what a client, the HTTP API and the dashboard need (start,
+// get, list, count, cancel, signal, subscribe), [Worker] what a worker
+// needs besides (claim, heartbeat, release, apply writes), and [Backend]
+// both. Optional capabilities ([HistoryReader], [DueTimer], and others in
+// their own files) are discovered by interface assertion. The package also
+// holds the record types ([WorkflowRun], [StepAttempt]), the sentinel
+// errors every implementation returns, the checks of what every backend
+// can store ([ValidateJSON], [ValidText]) and cursor pagination.
 //
 // The semantics are those of OpenWorkflow's Backend interface
-// (packages/openworkflow/core/backend.ts); every implementation passes the
-// conformance suite in backend/backendtest. A backend instance is bound to
-// one namespace and every query filters on it.
+// (packages/openworkflow/core/backend.ts), kept in the rows rather than in
+// method names: every worker write goes through [Worker.ApplyWrites].
+// Every implementation passes the conformance suite in backend/backendtest.
+// A backend instance is bound to one namespace and every query filters on
+// it.
 package backend
 
 import (
@@ -15,13 +22,20 @@ import (
 	"time"
 )
 
-// Backend stores workflow runs, step attempts and signals for one
-// namespace. All methods are safe for concurrent use.
-//
-// Worker-side writes (those taking a WorkerID) are fenced: they succeed only
-// while the run is running and owned by that worker, and otherwise return an
-// error wrapping [ErrNotOwner] (or [ErrRunNotFound] / [ErrStepNotFound]).
+// Backend is a storage backend for one namespace: both sides of the seam.
+// All methods are safe for concurrent use. The PostgreSQL and SQLite
+// backends implement it.
 type Backend interface {
+	Client
+	Worker
+	// Close releases the backend's connections.
+	Close() error
+}
+
+// Client is the client side of the seam: what starting, inspecting,
+// canceling and signaling runs needs — package openworkflow's Client, the
+// HTTP API and the dashboard use only it.
+type Client interface {
 	// NamespaceID returns the namespace this backend is bound to.
 	NamespaceID() string
 
@@ -29,47 +43,24 @@ type Backend interface {
 	// idempotency key, it instead returns the oldest run of the same
 	// (namespace, workflow name, key) created within [IdempotencyPeriod],
 	// whatever its status and version; concurrent keyed creates are
-	// serialized so they collapse to one run.
+	// serialized so they collapse to one run. Invalid params
+	// ([CreateWorkflowRunParams.Validate]) fail with [ErrInvalidArgument].
 	CreateWorkflowRun(ctx context.Context, p CreateWorkflowRunParams) (*WorkflowRun, error)
+	// CreateWorkflowRuns inserts many runs at once (the batch start API),
+	// in one statement where the backend can, and returns them in the
+	// order given, as stored (a backend may return JSON fields as given
+	// rather than re-rendered by its store: same values, possibly other
+	// key order and spacing). Runs with an idempotency key are
+	// deduplicated as by CreateWorkflowRun. It fails as a whole (nothing
+	// inserted) when any params are invalid, naming the index of the first
+	// bad one.
+	CreateWorkflowRuns(ctx context.Context, ps []CreateWorkflowRunParams) ([]*WorkflowRun, error)
 	// GetWorkflowRun returns the run, or an error wrapping [ErrRunNotFound].
 	GetWorkflowRun(ctx context.Context, workflowRunID string) (*WorkflowRun, error)
 	// ListWorkflowRuns lists runs newest first (created_at DESC, id DESC).
 	ListWorkflowRuns(ctx context.Context, p ListWorkflowRunsParams) (*Page[WorkflowRun], error)
 	// CountWorkflowRuns counts runs per status.
 	CountWorkflowRuns(ctx context.Context) (RunCounts, error)
-
-	// ClaimWorkflowRuns first fails every non-terminal run of the namespace
-	// whose deadline has passed (error {"message":"Workflow run deadline
-	// exceeded"}), then atomically claims up to len(p.WorkerIDs) runs that
-	// are pending or running with available_at <= now and no passed
-	// deadline, ordered pending first, then by available_at, then
-	// created_at. The i-th claimed run gets worker_id p.WorkerIDs[i],
-	// status running, attempts+1, available_at = now + p.LeaseDuration and
-	// started_at = COALESCE(started_at, now). With p.Lookahead, parked runs
-	// due within it are claimable too, after the due ones. It returns the
-	// claimed runs (possibly none).
-	ClaimWorkflowRuns(ctx context.Context, p ClaimWorkflowRunsParams) ([]*WorkflowRun, error)
-	// ExtendWorkflowRunLease is the heartbeat: available_at = now + lease,
-	// fenced on ownership.
-	ExtendWorkflowRunLease(ctx context.Context, p ExtendWorkflowRunLeaseParams) error
-	// SleepWorkflowRun parks an owned, non-terminal run: status running,
-	// worker_id NULL, available_at = p.AvailableAt. If the run already has a
-	// running workflow step whose child is terminal, or a running
-	// signal-wait step with a delivery, available_at is set to now instead
-	// (the wake-up arrived before the park).
-	SleepWorkflowRun(ctx context.Context, p SleepWorkflowRunParams) error
-	// CompleteWorkflowRun marks an owned run completed with its output
-	// (available_at NULL, finished_at now, worker_id kept) and wakes a
-	// parked parent waiting on it.
-	CompleteWorkflowRun(ctx context.Context, p CompleteWorkflowRunParams) (*WorkflowRun, error)
-	// FailWorkflowRun applies [ComputeFailedRunUpdate] with p.RetryPolicy:
-	// the run is either rescheduled pending at now+backoff or terminally
-	// failed; worker_id and started_at are cleared and the error stored.
-	// A terminal failure wakes a parked parent.
-	FailWorkflowRun(ctx context.Context, p FailWorkflowRunParams) (*WorkflowRun, error)
-	// RescheduleWorkflowRunAfterFailedStepAttempt sets an owned run pending
-	// at p.AvailableAt with the step's error (a step retry).
-	RescheduleWorkflowRunAfterFailedStepAttempt(ctx context.Context, p RescheduleWorkflowRunParams) (*WorkflowRun, error)
 	// CancelWorkflowRun cancels a pending or running run (worker_id and
 	// available_at NULL, finished_at now) and wakes a parked parent. It is
 	// idempotent for an already canceled run, returns an error wrapping
@@ -77,51 +68,94 @@ type Backend interface {
 	// for a missing one.
 	CancelWorkflowRun(ctx context.Context, workflowRunID string) (*WorkflowRun, error)
 
-	// CreateStepAttempt inserts a running attempt, fenced on ownership of
-	// the run.
-	CreateStepAttempt(ctx context.Context, p CreateStepAttemptParams) (*StepAttempt, error)
 	// GetStepAttempt returns the attempt or an error wrapping
 	// [ErrStepNotFound].
 	GetStepAttempt(ctx context.Context, stepAttemptID string) (*StepAttempt, error)
 	// ListStepAttempts lists a run's attempts oldest first (created_at ASC,
 	// id ASC).
 	ListStepAttempts(ctx context.Context, p ListStepAttemptsParams) (*Page[StepAttempt], error)
-	// CompleteStepAttempt marks a running attempt completed with its
-	// output, fenced on ownership of the run. Completing an already
-	// completed attempt is a no-op that keeps the first output.
-	CompleteStepAttempt(ctx context.Context, p CompleteStepAttemptParams) (*StepAttempt, error)
-	// FailStepAttempt marks a running attempt failed with its error, fenced
-	// like CompleteStepAttempt.
-	FailStepAttempt(ctx context.Context, p FailStepAttemptParams) (*StepAttempt, error)
-	// SetStepAttemptChildWorkflowRun links a running workflow-kind attempt
-	// to its child run, fenced on ownership.
-	SetStepAttemptChildWorkflowRun(ctx context.Context, p SetStepAttemptChildWorkflowRunParams) (*StepAttempt, error)
-
-	// Batcher is the group-commit writer and batch start API.
-	Batcher
 
 	// SendSignal delivers a signal to every running signal-wait attempt
-	// waiting on p.Signal (at most one delivery per wait; signals are not
-	// buffered) and wakes those runs if parked. With an idempotency key,
-	// a repeated send returns the first send's run ids and delivers
+	// waiting on p.Signal, whatever its run's status, as OpenWorkflow
+	// 0.10.1 does (at most one delivery per wait; signals are not
+	// buffered), and wakes the runs that are parked. With an idempotency
+	// key, a repeated send returns the first send's run ids and delivers
 	// nothing new. It returns the ids of the runs delivered to.
 	SendSignal(ctx context.Context, p SendSignalParams) ([]string, error)
-	// GetSignalDelivery returns the data delivered to a signal-wait
-	// attempt. delivered is false when nothing was delivered; data is
-	// JSON null (not nil) when null was sent.
-	GetSignalDelivery(ctx context.Context, stepAttemptID string) (data json.RawMessage, delivered bool, err error)
 
 	// Subscribe returns a channel of wake-up events until ctx is done, when
 	// the channel is closed. Events are hints: a slow subscriber may miss
 	// some, so callers keep a fallback poll. A backend that cannot notify
 	// returns (nil, ErrNotSupported).
 	Subscribe(ctx context.Context) (<-chan Event, error)
-
-	// Close releases the backend's connections.
-	Close() error
 }
 
-// CreateWorkflowRunParams are the inputs of [Backend.CreateWorkflowRun].
+// Worker is the worker side of the seam: claiming runs under a lease,
+// keeping it, handing runs back, and committing what a pass did. A worker
+// also reads and starts runs, so package openworkflow's Worker takes a
+// whole [Backend].
+//
+// Every write of a worker is fenced: it applies only while the run is
+// running and leased to the worker id it names, else it is refused with
+// an error wrapping [ErrNotOwner] (and [ErrRunNotFound] when the run does
+// not exist).
+type Worker interface {
+	// NamespaceID returns the namespace this backend is bound to.
+	NamespaceID() string
+
+	// ClaimWorkflowRuns first fails every non-terminal run of the namespace
+	// whose deadline has passed (error [DeadlineExceededError]), then
+	// atomically claims up to len(p.WorkerIDs) runs that are pending or
+	// running with available_at <= now and no passed deadline, ordered
+	// pending first, then by available_at, then created_at. The i-th
+	// claimed run gets worker_id p.WorkerIDs[i], status running,
+	// attempts+1, available_at = now + p.LeaseDuration and started_at =
+	// COALESCE(started_at, now). With p.Lookahead, parked runs due within
+	// it are claimable too, after the due ones. It returns the claimed runs
+	// (possibly none). With no WorkerIDs it only fails the expired runs: a
+	// worker without a free slot sweeps that way, so a run's deadline is
+	// kept whatever the workers' load.
+	ClaimWorkflowRuns(ctx context.Context, p ClaimWorkflowRunsParams) ([]*WorkflowRun, error)
+	// ExtendWorkflowRunLease is the heartbeat: available_at = now + lease,
+	// fenced on ownership.
+	ExtendWorkflowRunLease(ctx context.Context, p ExtendWorkflowRunLeaseParams) error
+	// ReleaseWorkflowRuns hands back every running run leased to one of
+	// workerIDs (worker_id NULL, available_at now, so any worker may claim
+	// it at once; attempts unchanged) and returns how many it released. A
+	// worker calls it for the slots of a claim whose outcome it does not
+	// know — the connection failed after the database may have committed
+	// the claim — before it uses those slots again, so that runs it may
+	// have claimed without learning of them move again at once rather than
+	// when their lease expires. It is not fenced on a run: every run of
+	// those worker ids is released.
+	ReleaseWorkflowRuns(ctx context.Context, workerIDs []string) (int, error)
+	// ApplyWrites applies groups of fenced worker writes, normally all in
+	// one transaction (group commit: the writes of many runs share one
+	// commit), and returns one error per group.
+	//
+	// A group is the writes of one execution pass that must land together:
+	// every write of a group names the same run and worker, and a
+	// transition of the run (complete, park, reschedule, fail) may only be
+	// a group's last write ([ValidateGroup]). A group applies as a whole,
+	// in order, or not at all, whatever fails: its error is nil when every
+	// write applied; an error wrapping [ErrNotOwner] when the fence refused
+	// it (the run is no longer running under that worker); an error
+	// wrapping [ErrInvalidArgument] when a write is malformed or holds a
+	// value the store refuses ([ValidateJSON]), naming the write; or
+	// another error (a lost connection: the outcome is then unknown, and
+	// the caller must assume nothing applied). One group's failure never
+	// prevents another's writes. Each write has exactly the effect (and
+	// the notifications) of the transition it names ([WriteKind]). When
+	// ctx ends before the commit, every group reports ctx's error and none
+	// applied.
+	ApplyWrites(ctx context.Context, groups [][]Write) []error
+	// GetSignalDelivery returns the data delivered to a signal-wait
+	// attempt. delivered is false when nothing was delivered; data is
+	// JSON null (not nil) when null was sent.
+	GetSignalDelivery(ctx context.Context, stepAttemptID string) (data json.RawMessage, delivered bool, err error)
+}
+
+// CreateWorkflowRunParams are the inputs of [Client.CreateWorkflowRun].
 type CreateWorkflowRunParams struct {
 	// WorkflowName is required.
 	WorkflowName string
@@ -146,13 +180,16 @@ type CreateWorkflowRunParams struct {
 	DeadlineAt *time.Time
 }
 
-// ListWorkflowRunsParams filter and paginate [Backend.ListWorkflowRuns].
+// ListWorkflowRunsParams filter and paginate [Client.ListWorkflowRuns].
 type ListWorkflowRunsParams struct {
 	// Status filters by status (legacy statuses included with their
 	// current names); empty means any.
 	Status RunStatus
 	// WorkflowName filters by workflow name; empty means any.
 	WorkflowName string
+	// CreatedAfter and CreatedBefore, when set, keep runs created at or
+	// after, and before, those times.
+	CreatedAfter, CreatedBefore *time.Time
 	// Limit is the page size; 0 means [DefaultPageSize].
 	Limit int
 	// After and Before are cursors from a previous page; at most one may be
@@ -160,7 +197,15 @@ type ListWorkflowRunsParams struct {
 	After, Before string
 }
 
-// ListStepAttemptsParams paginate [Backend.ListStepAttempts].
+// RetryWorkflowRunParams are the inputs of [Client.RetryWorkflowRun].
+type RetryWorkflowRunParams struct {
+	// WorkflowRunID is the failed run.
+	WorkflowRunID string
+	// DeadlineAt is the run's new deadline; nil means none.
+	DeadlineAt *time.Time
+}
+
+// ListStepAttemptsParams paginate [Client.ListStepAttempts].
 type ListStepAttemptsParams struct {
 	// WorkflowRunID is the run whose attempts are listed.
 	WorkflowRunID string
@@ -173,7 +218,7 @@ type ListStepAttemptsParams struct {
 // DefaultPageSize is the page size of list calls when Limit is 0.
 const DefaultPageSize = 100
 
-// ClaimWorkflowRunsParams are the inputs of [Backend.ClaimWorkflowRuns].
+// ClaimWorkflowRunsParams are the inputs of [Worker.ClaimWorkflowRuns].
 type ClaimWorkflowRunsParams struct {
 	// WorkerIDs are the ids of the free slots; one run is claimed per id.
 	WorkerIDs []string
@@ -204,7 +249,7 @@ type WorkflowKey struct {
 	Version *string
 }
 
-// ExtendWorkflowRunLeaseParams are the inputs of [Backend.ExtendWorkflowRunLease].
+// ExtendWorkflowRunLeaseParams are the inputs of [Worker.ExtendWorkflowRunLease].
 type ExtendWorkflowRunLeaseParams struct {
 	// WorkflowRunID and WorkerID name the run and its owner (the fence).
 	WorkflowRunID string
@@ -213,101 +258,7 @@ type ExtendWorkflowRunLeaseParams struct {
 	LeaseDuration time.Duration
 }
 
-// SleepWorkflowRunParams are the inputs of [Backend.SleepWorkflowRun].
-type SleepWorkflowRunParams struct {
-	// WorkflowRunID and WorkerID name the run and its owner (the fence).
-	WorkflowRunID string
-	WorkerID      string
-	// AvailableAt is when the run becomes claimable again.
-	AvailableAt time.Time
-}
-
-// CompleteWorkflowRunParams are the inputs of [Backend.CompleteWorkflowRun].
-type CompleteWorkflowRunParams struct {
-	// WorkflowRunID and WorkerID name the run and its owner (the fence).
-	WorkflowRunID string
-	WorkerID      string
-	// Output is the JSON output; nil is stored as JSON null.
-	Output json.RawMessage
-}
-
-// FailWorkflowRunParams are the inputs of [Backend.FailWorkflowRun].
-type FailWorkflowRunParams struct {
-	// WorkflowRunID and WorkerID name the run and its owner (the fence).
-	WorkflowRunID string
-	WorkerID      string
-	// Error is the serialized error to store.
-	Error json.RawMessage
-	// RetryPolicy decides between a retry and a terminal failure.
-	RetryPolicy RetryPolicy
-	// Attempts and DeadlineAt are the run's, if the caller has them; a nil
-	// field is read from the run.
-	Attempts   *int
-	DeadlineAt *time.Time
-}
-
-// RescheduleWorkflowRunParams are the inputs of
-// [Backend.RescheduleWorkflowRunAfterFailedStepAttempt].
-type RescheduleWorkflowRunParams struct {
-	// WorkflowRunID and WorkerID name the run and its owner (the fence).
-	WorkflowRunID string
-	WorkerID      string
-	// Error is the failed step's serialized error.
-	Error json.RawMessage
-	// AvailableAt is when the retry may be claimed.
-	AvailableAt time.Time
-}
-
-// CreateStepAttemptParams are the inputs of [Backend.CreateStepAttempt].
-type CreateStepAttemptParams struct {
-	// WorkflowRunID and WorkerID name the run and its owner (the fence).
-	WorkflowRunID string
-	WorkerID      string
-	// StepName is the durable key; Kind the step kind.
-	StepName string
-	Kind     StepKind
-	// Config is reserved; nil is stored as {}.
-	Config json.RawMessage
-	// Context is the kind-specific JSON context (see [StepAttempt]).
-	Context json.RawMessage
-}
-
-// CompleteStepAttemptParams are the inputs of [Backend.CompleteStepAttempt].
-type CompleteStepAttemptParams struct {
-	// WorkflowRunID, StepAttemptID and WorkerID name the attempt and the
-	// owner of its run (the fence).
-	WorkflowRunID string
-	StepAttemptID string
-	WorkerID      string
-	// Output is the JSON output; nil is stored as JSON null.
-	Output json.RawMessage
-}
-
-// FailStepAttemptParams are the inputs of [Backend.FailStepAttempt].
-type FailStepAttemptParams struct {
-	// WorkflowRunID, StepAttemptID and WorkerID name the attempt and the
-	// owner of its run (the fence).
-	WorkflowRunID string
-	StepAttemptID string
-	WorkerID      string
-	// Error is the serialized error to store.
-	Error json.RawMessage
-}
-
-// SetStepAttemptChildWorkflowRunParams are the inputs of
-// [Backend.SetStepAttemptChildWorkflowRun].
-type SetStepAttemptChildWorkflowRunParams struct {
-	// WorkflowRunID, StepAttemptID and WorkerID name the attempt and the
-	// owner of its run (the fence).
-	WorkflowRunID string
-	StepAttemptID string
-	WorkerID      string
-	// ChildWorkflowRunNamespaceID and ChildWorkflowRunID name the child.
-	ChildWorkflowRunNamespaceID string
-	ChildWorkflowRunID          string
-}
-
-// SendSignalParams are the inputs of [Backend.SendSignal].
+// SendSignalParams are the inputs of [Client.SendSignal].
 type SendSignalParams struct {
 	// Signal is the name waits are addressed by.
 	Signal string
@@ -328,6 +279,9 @@ const (
 	EventWorkAvailable EventKind = "work"
 	// EventRunFinished: the run WorkflowRunID reached a terminal status.
 	EventRunFinished EventKind = "finished"
+	// EventChunk: stream Stream of run WorkflowRunID got chunk Seq (see
+	// StreamStore).
+	EventChunk EventKind = "chunk"
 )
 
 // Event is a wake-up hint published by a backend to its subscribers.
@@ -336,4 +290,7 @@ type Event struct {
 	Kind EventKind
 	// WorkflowRunID is the run concerned (empty for some work events).
 	WorkflowRunID string
+	// Stream and Seq name the chunk of an EventChunk.
+	Stream string
+	Seq    int64
 }

@@ -63,3 +63,38 @@ func DecodeCursor(s string) (Cursor, error) {
 	}
 	return Cursor{CreatedAt: t, ID: cj.ID}, nil
 }
+
+// MaxPageSize is the largest page a list call returns: a Limit above it
+// is refused with [ErrInvalidArgument].
+const MaxPageSize = 1000
+
+// ResolvePage checks and resolves the paging of a list call, as every
+// backend does: at most one of after and before (cursors from
+// [Cursor.Encode]), a limit from 0 (meaning [DefaultPageSize]) to
+// [MaxPageSize]. The cursors are nil when not given. Errors wrap
+// [ErrInvalidArgument] and say what was wrong.
+func ResolvePage(limit int, after, before string) (int, *Cursor, *Cursor, error) {
+	if after != "" && before != "" {
+		return 0, nil, nil, fmt.Errorf("%w: cannot give both an after and a before cursor", ErrInvalidArgument)
+	}
+	switch {
+	case limit < 0:
+		return 0, nil, nil, fmt.Errorf("%w: negative limit %d", ErrInvalidArgument, limit)
+	case limit > MaxPageSize:
+		return 0, nil, nil, fmt.Errorf("%w: limit %d is above the largest page, %d", ErrInvalidArgument, limit, MaxPageSize)
+	case limit == 0:
+		limit = DefaultPageSize
+	}
+	var cursors [2]*Cursor
+	for i, s := range []string{after, before} {
+		if s == "" {
+			continue
+		}
+		c, err := DecodeCursor(s)
+		if err != nil {
+			return 0, nil, nil, err
+		}
+		cursors[i] = &c
+	}
+	return limit, cursors[0], cursors[1], nil
+}

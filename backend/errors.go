@@ -16,6 +16,8 @@ var (
 	// ErrRunTerminal: the run is completed or failed and cannot be
 	// canceled.
 	ErrRunTerminal = errors.New("workflow run is in a terminal state")
+	// ErrRunNotFailed: only a failed run can be retried.
+	ErrRunNotFailed = errors.New("workflow run is not failed")
 	// ErrStepNotRunning: the step attempt is not in the status the call
 	// requires.
 	ErrStepNotRunning = errors.New("step attempt is not running")

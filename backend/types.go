@@ -68,6 +68,9 @@ const (
 	StepWorkflow   StepKind = "workflow"
 	StepSignalSend StepKind = "signal-send"
 	StepSignalWait StepKind = "signal-wait"
+	// StepRetry is this SDK's own kind: the mark a manual retry of a failed
+	// run leaves in its history (see Client.RetryWorkflowRun).
+	StepRetry StepKind = "retry"
 )
 
 // StepStatus is the status of a step attempt.

@@ -4,7 +4,7 @@
 //
 //	func TestConformance(t *testing.T) {
 //		backendtest.Run(t, backendtest.Harness{
-//			NewBackend: func(t testing.TB, ns string) backend.Backend { ... },
+//			NewBackend: func(t testing.TB, ns string, now func() time.Time) backend.Backend { ... },
 //			AgeRun:     func(t testing.TB, b backend.Backend, runID string, d time.Duration) { ... },
 //		})
 //	}
@@ -15,12 +15,14 @@
 // processes (two workers, or a client and a worker) and must see the same
 // data.
 //
-// The suite never sleeps to wait for an event: where time must pass in the
-// database (a lease expiring) it uses tiny leases and polls the condition
-// with a deadline; where an event is awaited it selects with a timeout.
-// Timestamps written by the backend are compared with the test's clock
-// within [clockSlack], so the database clock must be close to the process
-// clock (the same host, or NTP).
+// The suite never sleeps to wait for time to pass: where it must (a lease
+// running out, a deadline passing, a delayed run coming due) the
+// specification runs its backends on a fake clock, given to
+// Harness.NewBackend, and moves it; where an event is awaited it selects
+// with a timeout. Elsewhere the backends keep their own clocks, and the
+// timestamps they write are compared with the test's clock within
+// [clockSlack], so the database clock must be close to the process clock
+// (the same host, or NTP).
 package backendtest
 
 import (
@@ -32,10 +34,20 @@ import (
 
 // Harness adapts one backend implementation to the suite.
 type Harness struct {
-	// NewBackend returns a backend bound to namespaceID; the suite closes it (t.Cleanup).
-	NewBackend func(t testing.TB, namespaceID string) backend.Backend
+	// NewBackend returns a backend bound to namespaceID; the suite closes
+	// it (t.Cleanup). When now is not nil it is the backend's clock: every
+	// time the backend writes, and every comparison it makes with the
+	// present (claims, leases, deadlines, the idempotency window), reads
+	// now rather than its own clock (postgres.Options.Now,
+	// sqlite.Options.Now). Backends of one namespace made within one
+	// specification share one clock.
+	NewBackend func(t testing.TB, namespaceID string, now func() time.Time) backend.Backend
 	// AgeRun moves a run's created_at back by d (to test the idempotency window).
 	AgeRun func(t testing.TB, b backend.Backend, runID string, d time.Duration)
+	// StoreStatus writes status as is into a run's stored status, as an
+	// older OpenWorkflow did ("sleeping", "succeeded"), to test that every
+	// backend reads those legacy statuses under their current names.
+	StoreStatus func(t testing.TB, b backend.Backend, runID, status string)
 }
 
 // suite carries the harness to the specifications.
@@ -44,9 +56,13 @@ type suite struct {
 }
 
 // Run runs every specification of the suite against the backends made by h.
-// Tests needing h.AgeRun are skipped when it is nil; the group-commit
-// specifications (ApplyWrites, CreateWorkflowRuns) are skipped when the
-// backend does not implement [backend.Batcher].
+// Every worker write is a [backend.Write] applied through ApplyWrites: the
+// specifications of a write kind apply it alone (a group in a batch of its
+// own, see [Single]) and those of group commit apply it among others.
+// Tests needing h.AgeRun or h.StoreStatus are skipped when it is nil, the
+// Definitions ones when the backend does not implement
+// [backend.DefinitionStore], and the Hooks and Streams ones when it does
+// not implement [backend.HookStore] and [backend.StreamStore].
 func Run(t *testing.T, h Harness) {
 	if h.NewBackend == nil {
 		t.Fatal("backendtest: Harness.NewBackend is nil")
@@ -61,20 +77,23 @@ func Run(t *testing.T, h Harness) {
 		{"JSON values", testJSONRoundTrip},
 		{"ListWorkflowRuns", testListWorkflowRuns},
 		{"CountWorkflowRuns", testCountWorkflowRuns},
+		{"Legacy statuses", testLegacyStatuses},
+		{"Write groups", testWriteGroups},
 		{"ClaimWorkflowRuns", testClaimWorkflowRuns},
 		{"NextDueAt", testNextDueAt},
 		{"ExtendWorkflowRunLease", testExtendWorkflowRunLease},
+		{"ReleaseWorkflowRuns", testReleaseWorkflowRuns},
 		{"Deadlines", testDeadlines},
-		{"SleepWorkflowRun", testSleepWorkflowRun},
+		{"WriteParkRun", testParkRun},
 		{"Parent wake-ups", testParentWakeUps},
-		{"CompleteWorkflowRun", testCompleteWorkflowRun},
-		{"FailWorkflowRun", testFailWorkflowRun},
-		{"RescheduleWorkflowRunAfterFailedStepAttempt", testRescheduleWorkflowRun},
+		{"WriteCompleteRun", testCompleteRun},
+		{"WriteFailRun", testFailRun},
+		{"WriteRescheduleRun", testRescheduleRun},
 		{"CancelWorkflowRun", testCancelWorkflowRun},
-		{"Step attempts", testStepAttempts},
+		{"Step attempts (WriteInsertStep, WriteFinishStep)", testStepAttempts},
 		{"ListStepAttempts", testListStepAttempts},
 		{"ListStepHistories", testListStepHistories},
-		{"SetStepAttemptChildWorkflowRun", testSetStepAttemptChildWorkflowRun},
+		{"WriteLinkChild", testLinkChild},
 		{"Ownership fencing", testOwnershipFencing},
 		{"SendSignal", testSendSignal},
 		{"GetSignalDelivery", testGetSignalDelivery},
@@ -82,6 +101,9 @@ func Run(t *testing.T, h Harness) {
 		{"Namespaces", testNamespaces},
 		{"ApplyWrites", testApplyWrites},
 		{"CreateWorkflowRuns", testCreateWorkflowRuns},
+		{"Definitions", testDefinitions},
+		{"Hooks", testHooks},
+		{"Streams", testStreams},
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {

@@ -31,7 +31,7 @@ func testCancelWorkflowRun(t *testing.T, s *suite) {
 		{"cancels a run waiting for a retry", func(t *testing.T, b backend.Backend) *backend.WorkflowRun {
 			w := newWorkerID()
 			r := startRun(t, b, w, backend.CreateWorkflowRunParams{})
-			return failRun(t, b, r.ID, w, `{"message":"x"}`, backend.RetryPolicy{InitialInterval: farFuture, BackoffCoefficient: 2, MaximumInterval: farFuture})
+			return retryRun(t, b, r.ID, w, `{"message":"x"}`, time.Now().Add(farFuture))
 		}},
 	}
 	for _, c := range cancelable {
@@ -70,7 +70,7 @@ func testCancelWorkflowRun(t *testing.T, s *suite) {
 			completeRun(t, b, runID, worker, `"done"`)
 		}},
 		{"refuses to cancel a failed run with ErrRunTerminal", func(t *testing.T, b backend.Backend, runID, worker string) {
-			failRun(t, b, runID, worker, `{"message":"x"}`, backend.NoRetryPolicy)
+			failRun(t, b, runID, worker, `{"message":"x"}`)
 		}},
 	}
 	for _, c := range terminal {

@@ -2,6 +2,7 @@ package backendtest
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -9,38 +10,6 @@ import (
 
 	"github.com/openworkflow-go/openworkflow/backend"
 )
-
-// expireLease shortens worker's lease on runID to tinyLease and waits until
-// it has run out on the test's clock.
-func expireLease(t testing.TB, b backend.Backend, runID, worker string) {
-	t.Helper()
-	err := b.ExtendWorkflowRunLease(t.Context(), backend.ExtendWorkflowRunLeaseParams{WorkflowRunID: runID, WorkerID: worker, LeaseDuration: tinyLease})
-	if err != nil {
-		t.Fatalf("ExtendWorkflowRunLease(%s, %v): %v", runID, tinyLease, err)
-	}
-	until := getRun(t, b, runID).AvailableAt
-	if until == nil {
-		t.Fatalf("run %s has no available_at after a heartbeat", runID)
-	}
-	eventually(t, waitTimeout, func() bool { return time.Now().After(until.Add(50 * time.Millisecond)) })
-}
-
-// claimEventually polls claims by worker until one returns run id.
-func claimEventually(t testing.TB, b backend.Backend, worker string, lease time.Duration, id string) *backend.WorkflowRun {
-	t.Helper()
-	var got *backend.WorkflowRun
-	eventually(t, waitTimeout, func() bool {
-		runs := claim(t, b, lease, worker)
-		if len(runs) > 1 || (len(runs) == 1 && runs[0].ID != id) {
-			t.Fatalf("claim by %s returned %v while waiting for %s", worker, runIDs(runs), id)
-		}
-		if len(runs) == 1 {
-			got = runs[0]
-		}
-		return got != nil
-	})
-	return got
-}
 
 func testClaimWorkflowRuns(t *testing.T, s *suite) {
 	t.Run("claims a pending run: running, one more attempt, the worker's id, a lease and started_at", func(t *testing.T) {
@@ -85,45 +54,53 @@ func testClaimWorkflowRuns(t *testing.T, s *suite) {
 		claimRun(t, b, newWorkerID(), longLease, r.ID)
 	})
 
-	t.Run("respects a lease, then lets another worker reclaim the run once it expires", func(t *testing.T) {
+	t.Run("respects a lease to its last millisecond, then lets another worker reclaim the run", func(t *testing.T) {
 		t.Parallel()
+		clk := newClock()
 		ns := newNamespace()
-		a, b := s.backendIn(t, ns), s.backendIn(t, ns)
+		a, b := s.backendInOn(t, ns, clk), s.backendInOn(t, ns, clk)
 		workerA, workerB := newWorkerID(), newWorkerID()
 		created := createRun(t, a, backend.CreateWorkflowRunParams{})
 		first := claimRun(t, a, workerA, longLease, created.ID)
+		requireTimeAt(t, "available_at", first.AvailableAt, clk.Now().Add(longLease))
 		requireNothingClaimable(t, b)
 
-		expireLease(t, a, created.ID, workerA)
-		start := time.Now()
-		second := claimEventually(t, b, workerB, longLease, created.ID)
-		w := since(start)
+		clk.Advance(longLease - time.Millisecond)
+		requireNothingClaimable(t, b)
+		clk.Advance(time.Millisecond) // available_at <= now: the lease has run out
+		second := claimRun(t, b, workerB, longLease, created.ID)
 
 		want := *first
 		want.Attempts = 2
 		want.WorkerID = &workerB
-		want.AvailableAt = requireTimeIn(t, "available_at", second.AvailableAt, w.add(longLease))
+		want.AvailableAt = requireTimeAt(t, "available_at", second.AvailableAt, clk.Now().Add(longLease))
 		requireRun(t, "reclaimed run (started_at kept from the first claim)", second, &want)
 		requireNothingClaimable(t, a)
 	})
 
 	t.Run("claims pending runs by available_at then created_at, before expired leases and due parked runs", func(t *testing.T) {
 		t.Parallel()
-		b := s.newBackend(t)
+		clk := newClock()
+		b := s.newBackendOn(t, clk)
 		w := newWorkerID()
 		expired := startRun(t, b, w, backend.CreateWorkflowRunParams{WorkflowName: "expired"})
-		expireLease(t, b, expired.ID, w)
-		parked := createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: "parked", AvailableAt: ptr(time.Now().Add(-10 * time.Hour))})
+		expireLease(t, clk, b, expired.ID, w)
+		parked := createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: "parked", AvailableAt: ptr(clk.Now().Add(-10 * time.Hour))})
 		claimRun(t, b, w, longLease, parked.ID)
-		park(t, b, parked.ID, w, time.Now().Add(-time.Second)) // due, and earlier than the expired lease
+		park(t, b, parked.ID, w, clk.Now().Add(-time.Second)) // due, and earlier than the expired lease
 
-		now := time.Now()
-		same := ms(now.Add(-3 * time.Hour))
-		pendingNow := createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: "pending"})
-		pending1h := createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: "pending", AvailableAt: ptr(now.Add(-time.Hour))})
-		pending2h := createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: "pending", AvailableAt: ptr(now.Add(-2 * time.Hour))})
-		pending3hFirst := createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: "pending", AvailableAt: &same})
-		pending3hSecond := createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: "pending", AvailableAt: &same})
+		now := clk.Now()
+		same := now.Add(-3 * time.Hour)
+		// One millisecond between creates, so created_at orders them.
+		create := func(at *time.Time) *backend.WorkflowRun {
+			clk.Advance(time.Millisecond)
+			return createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: "pending", AvailableAt: at})
+		}
+		pendingNow := create(nil)
+		pending1h := create(ptr(now.Add(-time.Hour)))
+		pending2h := create(ptr(now.Add(-2 * time.Hour)))
+		pending3hFirst := create(&same)
+		pending3hSecond := create(&same)
 
 		want := []string{pending3hFirst.ID, pending3hSecond.ID, pending2h.ID, pending1h.ID, pendingNow.ID, parked.ID, expired.ID}
 		var got []string
@@ -189,6 +166,36 @@ func testClaimWorkflowRuns(t *testing.T, s *suite) {
 		}
 		if len(runs) != 0 {
 			t.Fatalf("claimed %v with the lookahead; want nothing: %s is parked beyond it, %s is leased and %s is a delayed start", runIDs(runs), later.ID, leased.ID, delayed.ID)
+		}
+	})
+
+	t.Run("in one claim of many worker ids, hands the i-th run in claim order to the i-th id", func(t *testing.T) {
+		t.Parallel()
+		clk := newClock()
+		b := s.newBackendOn(t, clk)
+		t0 := clk.Now()
+		// A parked run due long ago, then pending runs due at other times,
+		// one millisecond apart so that created_at orders the ties.
+		parked := startRun(t, b, newWorkerID(), backend.CreateWorkflowRunParams{WorkflowName: "parked", AvailableAt: ptr(t0.Add(-time.Hour))})
+		park(t, b, parked.ID, *parked.WorkerID, t0.Add(-time.Hour))
+		create := func(at time.Time) *backend.WorkflowRun {
+			clk.Advance(time.Millisecond)
+			return createRun(t, b, backend.CreateWorkflowRunParams{AvailableAt: &at})
+		}
+		late := create(t0.Add(-time.Minute))
+		early := create(t0.Add(-2 * time.Minute))
+		now1 := create(t0)
+		now2 := create(t0)
+		future := create(t0.Add(time.Hour))
+
+		workers := []string{newWorkerID(), newWorkerID(), newWorkerID(), newWorkerID(), newWorkerID(), newWorkerID()}
+		got := claim(t, b, time.Minute, workers...)
+		requireIDs(t, fmt.Sprintf("claim order (%s, due in an hour, waits)", future.ID), runIDs(got), []string{early.ID, late.ID, now1.ID, now2.ID, parked.ID})
+		for i, r := range got {
+			if r.WorkerID == nil || *r.WorkerID != workers[i] || r.Status != backend.RunRunning {
+				t.Fatalf("claimed run %d = {worker %v, status %s}, want {%s, running}", i, r.WorkerID, r.Status, workers[i])
+			}
+			requireTimeAt(t, fmt.Sprintf("available_at of claimed run %d", i), r.AvailableAt, clk.Now().Add(time.Minute))
 		}
 	})
 
@@ -282,7 +289,7 @@ func testClaimWorkflowRuns(t *testing.T, s *suite) {
 		b := s.newBackend(t)
 		w := newWorkerID()
 		completeRun(t, b, startRun(t, b, w, backend.CreateWorkflowRunParams{}).ID, w, `1`)
-		failRun(t, b, startRun(t, b, w, backend.CreateWorkflowRunParams{}).ID, w, `{"message":"x"}`, backend.NoRetryPolicy)
+		failRun(t, b, startRun(t, b, w, backend.CreateWorkflowRunParams{}).ID, w, `{"message":"x"}`)
 		cancelRun(t, b, createRun(t, b, backend.CreateWorkflowRunParams{}).ID)
 		requireNothingClaimable(t, b)
 	})
@@ -339,10 +346,11 @@ func testExtendWorkflowRunLease(t *testing.T, s *suite) {
 
 	t.Run("keeps a run whose lease ran out if no other worker took it", func(t *testing.T) {
 		t.Parallel()
-		b := s.newBackend(t)
+		clk := newClock()
+		b := s.newBackendOn(t, clk)
 		w := newWorkerID()
 		r := startRun(t, b, w, backend.CreateWorkflowRunParams{})
-		expireLease(t, b, r.ID, w)
+		expireLease(t, clk, b, r.ID, w)
 		if err := b.ExtendWorkflowRunLease(t.Context(), backend.ExtendWorkflowRunLeaseParams{WorkflowRunID: r.ID, WorkerID: w, LeaseDuration: longLease}); err != nil {
 			t.Fatalf("heartbeat after the lease ran out: %v", err)
 		}
@@ -399,7 +407,7 @@ func testDeadlines(t *testing.T, s *suite) {
 
 		want := *created
 		want.Status = backend.RunFailed
-		want.Error = backend.DeadlineExceededError
+		want.Error = backend.DeadlineExceededError()
 		want.AvailableAt = nil
 		want.FinishedAt = requireTimeIn(t, "finished_at", got.FinishedAt, since(start))
 		requireRun(t, "run swept by the claim", got, &want)
@@ -407,84 +415,32 @@ func testDeadlines(t *testing.T, s *suite) {
 
 	t.Run("fails a leased run whose deadline passed when any worker next claims", func(t *testing.T) {
 		t.Parallel()
+		clk := newClock()
 		ns := newNamespace()
-		a, b := s.backendIn(t, ns), s.backendIn(t, ns)
+		a, b := s.backendInOn(t, ns, clk), s.backendInOn(t, ns, clk)
 		workerA := newWorkerID()
-		deadline := ms(time.Now().Add(1500 * time.Millisecond))
+		deadline := clk.Now().Add(time.Minute)
 		created := createRun(t, a, backend.CreateWorkflowRunParams{DeadlineAt: &deadline})
 		claimed := claimRun(t, a, workerA, longLease, created.ID)
 
-		eventually(t, waitTimeout, func() bool {
-			requireNothingClaimable(t, b)
-			return getRun(t, b, created.ID).Status == backend.RunFailed
-		})
+		clk.Set(deadline.Add(-time.Millisecond))
+		requireNothingClaimable(t, b)
+		requireRun(t, "leased run before its deadline", getRun(t, b, created.ID), claimed)
+		clk.Set(deadline.Add(time.Millisecond))
+		requireNothingClaimable(t, b)
 		got := getRun(t, b, created.ID)
 		want := *claimed
 		want.Status = backend.RunFailed
-		want.Error = backend.DeadlineExceededError
+		want.Error = backend.DeadlineExceededError()
 		want.WorkerID = nil
 		want.AvailableAt = nil
-		want.FinishedAt = requireTimeIn(t, "finished_at", got.FinishedAt, window{deadline, time.Now()})
+		want.FinishedAt = requireTimeAt(t, "finished_at", got.FinishedAt, clk.Now())
 		requireRun(t, "run swept past its deadline", got, &want)
 
-		_, err := b.CompleteWorkflowRun(t.Context(), backend.CompleteWorkflowRunParams{WorkflowRunID: created.ID, WorkerID: workerA, Output: []byte(`1`)})
+		_, err := Single(b).CompleteWorkflowRun(t.Context(), CompleteWorkflowRunParams{WorkflowRunID: created.ID, WorkerID: workerA, Output: []byte(`1`)})
 		requireErrorIs(t, "completing a run swept past its deadline", err, backend.ErrNotOwner)
 	})
 
-	t.Run("FailWorkflowRun", func(t *testing.T) {
-		t.Parallel()
-		retryHourly := backend.RetryPolicy{InitialInterval: 2 * time.Hour, BackoffCoefficient: 2, MaximumInterval: 10 * time.Hour}
-		retryMinutely := backend.RetryPolicy{InitialInterval: time.Minute, BackoffCoefficient: 2, MaximumInterval: 10 * time.Minute}
-		cases := []struct {
-			name      string
-			policy    backend.RetryPolicy
-			wantRetry time.Duration // 0: terminal failure with the run's error
-		}{
-			{"does not reschedule a run whose next retry would come after its deadline", retryHourly, 0},
-			{"reschedules a run whose next retry comes before its deadline", retryMinutely, time.Minute},
-		}
-		for _, c := range cases {
-			t.Run(c.name, func(t *testing.T) {
-				t.Parallel()
-				b := s.newBackend(t)
-				w := newWorkerID()
-				deadline := ms(time.Now().Add(farFuture))
-				claimed := startRun(t, b, w, backend.CreateWorkflowRunParams{DeadlineAt: &deadline})
-				start := time.Now()
-				got := failRun(t, b, claimed.ID, w, `{"message":"boom"}`, c.policy)
-				win := since(start)
-
-				want := *claimed
-				want.WorkerID = nil
-				want.StartedAt = nil
-				want.Error = []byte(`{"message":"boom"}`)
-				if c.wantRetry == 0 {
-					want.Status = backend.RunFailed
-					want.AvailableAt = nil
-					want.FinishedAt = requireTimeIn(t, "finished_at", got.FinishedAt, win)
-				} else {
-					want.Status = backend.RunPending
-					want.AvailableAt = requireTimeIn(t, "available_at", got.AvailableAt, win.add(c.wantRetry))
-				}
-				requireRun(t, "failed run", got, &want)
-				requireRun(t, "failed run read back", getRun(t, b, claimed.ID), &want)
-			})
-		}
-
-		t.Run("fails with the deadline error once the deadline has passed, whatever the policy", func(t *testing.T) {
-			t.Parallel()
-			b := s.newBackend(t)
-			w := newWorkerID()
-			deadline := ms(time.Now().Add(time.Second))
-			claimed := startRun(t, b, w, backend.CreateWorkflowRunParams{DeadlineAt: &deadline})
-			eventually(t, waitTimeout, func() bool { return time.Now().After(deadline.Add(20 * time.Millisecond)) })
-			got := failRun(t, b, claimed.ID, w, `{"message":"boom"}`, retryMinutely)
-			if got.Status != backend.RunFailed || !jsonEqual(got.Error, backend.DeadlineExceededError) || got.AvailableAt != nil {
-				t.Fatalf("run failed past its deadline = {status %s, error %s, available_at %v}, want {failed, %s, nil}",
-					got.Status, showJSON(got.Error), got.AvailableAt, backend.DeadlineExceededError)
-			}
-		})
-	})
 }
 
 func testNextDueAt(t *testing.T, s *suite) {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/openworkflow-go/openworkflow/backend"
+	"github.com/openworkflow-go/openworkflow/internal/clock"
 )
 
 const (
@@ -23,8 +24,6 @@ const (
 	clockSlack = 2 * time.Second
 	// waitTimeout bounds every wait on a condition or an event.
 	waitTimeout = 10 * time.Second
-	// tinyLease is a lease short enough to expire while the test polls.
-	tinyLease = 20 * time.Millisecond
 	// longLease is a lease that never expires during a test.
 	longLease = time.Hour
 	// farFuture is a park or delay that never comes due during a test.
@@ -53,10 +52,22 @@ func (s *suite) newBackend(t *testing.T) backend.Backend {
 	return s.backendIn(t, newNamespace())
 }
 
-// backendIn returns a backend bound to ns, closed when the test ends.
+// backendIn returns a backend bound to ns, on its own clock, closed when
+// the test ends.
 func (s *suite) backendIn(t *testing.T, ns string) backend.Backend {
 	t.Helper()
-	b := s.h.NewBackend(t, ns)
+	return s.backendInOn(t, ns, nil)
+}
+
+// backendInOn returns a backend bound to ns whose clock is clk (nil: its
+// own), closed when the test ends.
+func (s *suite) backendInOn(t *testing.T, ns string, clk *clock.Fake) backend.Backend {
+	t.Helper()
+	var now func() time.Time
+	if clk != nil {
+		now = clk.Now
+	}
+	b := s.h.NewBackend(t, ns, now)
 	if b == nil {
 		t.Fatalf("Harness.NewBackend(%q) returned nil", ns)
 	}
@@ -79,18 +90,6 @@ func (s *suite) ageRun(t *testing.T, b backend.Backend, runID string, d time.Dur
 		t.Skip("Harness.AgeRun is nil: cannot move created_at back")
 	}
 	s.h.AgeRun(t, b, runID, d)
-}
-
-// eventually polls cond until it holds, failing the test after timeout.
-func eventually(t testing.TB, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition still false after %v", timeout)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // requireErrorIs fails unless err wraps want.
@@ -178,11 +177,11 @@ func startRun(t testing.TB, b backend.Backend, worker string, p backend.CreateWo
 
 func createStep(t testing.TB, b backend.Backend, runID, worker, name string, kind backend.StepKind, context string) *backend.StepAttempt {
 	t.Helper()
-	p := backend.CreateStepAttemptParams{WorkflowRunID: runID, WorkerID: worker, StepName: name, Kind: kind}
+	p := CreateStepAttemptParams{WorkflowRunID: runID, WorkerID: worker, StepName: name, Kind: kind}
 	if context != "" {
 		p.Context = json.RawMessage(context)
 	}
-	a, err := b.CreateStepAttempt(t.Context(), p)
+	a, err := Single(b).CreateStepAttempt(t.Context(), p)
 	if err != nil {
 		t.Fatalf("CreateStepAttempt(%s, %s): %v", runID, name, err)
 	}
@@ -191,7 +190,7 @@ func createStep(t testing.TB, b backend.Backend, runID, worker, name string, kin
 
 func park(t testing.TB, b backend.Backend, runID, worker string, at time.Time) {
 	t.Helper()
-	err := b.SleepWorkflowRun(t.Context(), backend.SleepWorkflowRunParams{WorkflowRunID: runID, WorkerID: worker, AvailableAt: at})
+	err := Single(b).SleepWorkflowRun(t.Context(), SleepWorkflowRunParams{WorkflowRunID: runID, WorkerID: worker, AvailableAt: at})
 	if err != nil {
 		t.Fatalf("SleepWorkflowRun(%s): %v", runID, err)
 	}
@@ -199,18 +198,31 @@ func park(t testing.TB, b backend.Backend, runID, worker string, at time.Time) {
 
 func completeRun(t testing.TB, b backend.Backend, runID, worker, output string) *backend.WorkflowRun {
 	t.Helper()
-	r, err := b.CompleteWorkflowRun(t.Context(), backend.CompleteWorkflowRunParams{WorkflowRunID: runID, WorkerID: worker, Output: rawOrNil(output)})
+	r, err := Single(b).CompleteWorkflowRun(t.Context(), CompleteWorkflowRunParams{WorkflowRunID: runID, WorkerID: worker, Output: rawOrNil(output)})
 	if err != nil {
 		t.Fatalf("CompleteWorkflowRun(%s): %v", runID, err)
 	}
 	return r
 }
 
-func failRun(t testing.TB, b backend.Backend, runID, worker, errJSON string, policy backend.RetryPolicy) *backend.WorkflowRun {
+// failRun fails an owned run for good with errJSON (WriteFailRun).
+func failRun(t testing.TB, b backend.Backend, runID, worker, errJSON string) *backend.WorkflowRun {
 	t.Helper()
-	r, err := b.FailWorkflowRun(t.Context(), backend.FailWorkflowRunParams{WorkflowRunID: runID, WorkerID: worker, Error: json.RawMessage(errJSON), RetryPolicy: policy})
+	r, err := Single(b).FailWorkflowRun(t.Context(), FailWorkflowRunParams{WorkflowRunID: runID, WorkerID: worker, Error: json.RawMessage(errJSON)})
 	if err != nil {
-		t.Fatalf("FailWorkflowRun(%s): %v", runID, err)
+		t.Fatalf("fail run %s: %v", runID, err)
+	}
+	return r
+}
+
+// retryRun reschedules an owned run after a failure, pending again at
+// the given time (WriteRescheduleRun).
+func retryRun(t testing.TB, b backend.Backend, runID, worker, errJSON string, at time.Time) *backend.WorkflowRun {
+	t.Helper()
+	r, err := Single(b).RescheduleWorkflowRunAfterFailedStepAttempt(t.Context(), RescheduleWorkflowRunParams{
+		WorkflowRunID: runID, WorkerID: worker, Error: json.RawMessage(errJSON), AvailableAt: at})
+	if err != nil {
+		t.Fatalf("reschedule run %s: %v", runID, err)
 	}
 	return r
 }
@@ -263,7 +275,7 @@ func startFamily(t testing.TB, b backend.Backend, worker string) family {
 		ParentStepAttemptNamespaceID: &ns,
 		ParentStepAttemptID:          &step.ID,
 	})
-	linked, err := b.SetStepAttemptChildWorkflowRun(t.Context(), backend.SetStepAttemptChildWorkflowRunParams{
+	linked, err := Single(b).SetStepAttemptChildWorkflowRun(t.Context(), SetStepAttemptChildWorkflowRunParams{
 		WorkflowRunID: parent.ID, StepAttemptID: step.ID, WorkerID: worker,
 		ChildWorkflowRunNamespaceID: ns, ChildWorkflowRunID: child.ID,
 	})

@@ -121,8 +121,8 @@ func testListWorkflowRuns(t *testing.T, s *suite) {
 		t.Parallel()
 		b := s.newBackend(t)
 		page := listRuns(t, b, backend.ListWorkflowRunsParams{})
-		if len(page.Data) != 0 {
-			t.Fatalf("listed %d runs in an empty namespace", len(page.Data))
+		if page.Data == nil || len(page.Data) != 0 {
+			t.Fatalf("listed %#v in an empty namespace, want an empty, non-nil list", page.Data)
 		}
 		requireCursors(t, "empty page", page, false, false)
 	})
@@ -213,7 +213,7 @@ func testListWorkflowRuns(t *testing.T, s *suite) {
 		}
 	})
 
-	t.Run("rejects bad cursors with ErrInvalidArgument", func(t *testing.T) {
+	t.Run("rejects bad cursors and limits out of range with ErrInvalidArgument", func(t *testing.T) {
 		t.Parallel()
 		b := s.newBackend(t)
 		createRuns(t, b, 3, "wf")
@@ -225,10 +225,16 @@ func testListWorkflowRuns(t *testing.T, s *suite) {
 			{"both After and Before", backend.ListWorkflowRunsParams{After: *first.Next, Before: *first.Next}},
 			{"a cursor that is not base64", backend.ListWorkflowRunsParams{After: "%%%not-a-cursor%%%"}},
 			{"a base64 cursor that is not a list cursor", backend.ListWorkflowRunsParams{Before: "eyJmb28iOjF9"}},
+			{"a negative limit", backend.ListWorkflowRunsParams{Limit: -1}},
+			{"a limit above the largest page", backend.ListWorkflowRunsParams{Limit: backend.MaxPageSize + 1}},
 		}
 		for _, c := range cases {
 			_, err := b.ListWorkflowRuns(t.Context(), c.params)
 			requireErrorIs(t, c.name, err, backend.ErrInvalidArgument)
+		}
+		page := listRuns(t, b, backend.ListWorkflowRunsParams{Limit: backend.MaxPageSize})
+		if len(page.Data) != 3 {
+			t.Fatalf("a page of the largest size listed %d runs, want all 3", len(page.Data))
 		}
 	})
 }
@@ -260,7 +266,7 @@ func testCountWorkflowRuns(t *testing.T, s *suite) {
 		b := s.newBackend(t)
 		w := newWorkerID()
 		completeRun(t, b, startRun(t, b, w, backend.CreateWorkflowRunParams{}).ID, w, `1`)
-		failRun(t, b, startRun(t, b, w, backend.CreateWorkflowRunParams{}).ID, w, `{"message":"x"}`, backend.NoRetryPolicy)
+		failRun(t, b, startRun(t, b, w, backend.CreateWorkflowRunParams{}).ID, w, `{"message":"x"}`)
 		cancelRun(t, b, createRun(t, b, backend.CreateWorkflowRunParams{}).ID)
 		startRun(t, b, w, backend.CreateWorkflowRunParams{})
 		park(t, b, startRun(t, b, w, backend.CreateWorkflowRunParams{}).ID, w, time.Now().Add(farFuture))
@@ -284,7 +290,7 @@ func testCountWorkflowRuns(t *testing.T, s *suite) {
 		completeRun(t, b, claimed[0].ID, *claimed[0].WorkerID, `null`)
 		requireCounts(t, "after completing 1", b, backend.RunCounts{Pending: 2, Running: 1, Completed: 1})
 
-		failRun(t, b, claimed[1].ID, *claimed[1].WorkerID, `{"message":"x"}`, backend.NoRetryPolicy)
+		failRun(t, b, claimed[1].ID, *claimed[1].WorkerID, `{"message":"x"}`)
 		requireCounts(t, "after failing 1", b, backend.RunCounts{Pending: 2, Completed: 1, Failed: 1})
 
 		for _, id := range ids {

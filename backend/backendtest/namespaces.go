@@ -43,7 +43,7 @@ func testNamespaces(t *testing.T, s *suite) {
 		requireDelivery(t, b, inB.wait.ID, nil)
 		requireStillParked(t, b, inB)
 
-		_, err = a.CompleteWorkflowRun(t.Context(), backend.CompleteWorkflowRunParams{WorkflowRunID: inB.run.ID, WorkerID: *inB.run.WorkerID, Output: json.RawMessage(`1`)})
+		_, err = Single(a).CompleteWorkflowRun(t.Context(), CompleteWorkflowRunParams{WorkflowRunID: inB.run.ID, WorkerID: *inB.run.WorkerID, Output: json.RawMessage(`1`)})
 		requireErrorIsAny(t, "CompleteWorkflowRun of b's run from a", err, backend.ErrRunNotFound, backend.ErrNotOwner)
 
 		claimed := claim(t, a, longLease, newWorkerID(), newWorkerID(), newWorkerID())

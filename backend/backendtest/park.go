@@ -32,7 +32,7 @@ func requireParkedUntil(t testing.TB, b backend.Backend, claimed *backend.Workfl
 	requireNothingClaimable(t, b)
 }
 
-func testSleepWorkflowRun(t *testing.T, s *suite) {
+func testParkRun(t *testing.T, s *suite) {
 	t.Run("parks an owned run: still running, no worker, available at the given time", func(t *testing.T) {
 		t.Parallel()
 		b := s.newBackend(t)
@@ -45,12 +45,16 @@ func testSleepWorkflowRun(t *testing.T, s *suite) {
 
 	t.Run("makes a parked run claimable again when its time comes", func(t *testing.T) {
 		t.Parallel()
-		b := s.newBackend(t)
+		clk := newClock()
+		b := s.newBackendOn(t, clk)
 		w := newWorkerID()
 		claimed := startRun(t, b, w, backend.CreateWorkflowRunParams{})
-		park(t, b, claimed.ID, w, time.Now().Add(50*time.Millisecond))
+		park(t, b, claimed.ID, w, clk.Now().Add(time.Minute))
+		clk.Advance(time.Minute - time.Millisecond)
+		requireNothingClaimable(t, b)
+		clk.Advance(time.Millisecond)
 		next := newWorkerID()
-		again := claimEventually(t, b, next, longLease, claimed.ID)
+		again := claimRun(t, b, next, longLease, claimed.ID)
 		if again.Attempts != 2 || again.WorkerID == nil || *again.WorkerID != next || again.Status != backend.RunRunning {
 			t.Fatalf("reclaimed parked run = {attempts %d, worker %v, status %s}, want {2, %s, running}", again.Attempts, again.WorkerID, again.Status, next)
 		}
@@ -60,7 +64,7 @@ func testSleepWorkflowRun(t *testing.T, s *suite) {
 		t.Parallel()
 		b := s.newBackend(t)
 		claimed := startRun(t, b, newWorkerID(), backend.CreateWorkflowRunParams{})
-		err := b.SleepWorkflowRun(t.Context(), backend.SleepWorkflowRunParams{WorkflowRunID: claimed.ID, WorkerID: newWorkerID(), AvailableAt: time.Now()})
+		err := Single(b).SleepWorkflowRun(t.Context(), SleepWorkflowRunParams{WorkflowRunID: claimed.ID, WorkerID: newWorkerID(), AvailableAt: time.Now()})
 		requireErrorIs(t, "park by a stranger", err, backend.ErrNotOwner)
 		requireRun(t, "run after the refused park", getRun(t, b, claimed.ID), claimed)
 	})
@@ -71,7 +75,7 @@ func testSleepWorkflowRun(t *testing.T, s *suite) {
 		w := newWorkerID()
 		claimed := startRun(t, b, w, backend.CreateWorkflowRunParams{})
 		canceled := cancelRun(t, b, claimed.ID)
-		err := b.SleepWorkflowRun(t.Context(), backend.SleepWorkflowRunParams{WorkflowRunID: claimed.ID, WorkerID: w, AvailableAt: time.Now()})
+		err := Single(b).SleepWorkflowRun(t.Context(), SleepWorkflowRunParams{WorkflowRunID: claimed.ID, WorkerID: w, AvailableAt: time.Now()})
 		requireErrorIs(t, "park of a canceled run", err, backend.ErrNotOwner)
 		requireRun(t, "canceled run after the refused park", getRun(t, b, claimed.ID), canceled)
 	})
@@ -82,7 +86,7 @@ func testSleepWorkflowRun(t *testing.T, s *suite) {
 		w := newWorkerID()
 		claimed := startRun(t, b, w, backend.CreateWorkflowRunParams{})
 		park(t, b, claimed.ID, w, time.Now().Add(farFuture))
-		_, err := b.CreateStepAttempt(t.Context(), backend.CreateStepAttemptParams{WorkflowRunID: claimed.ID, WorkerID: w, StepName: "late", Kind: backend.StepFunction})
+		_, err := Single(b).CreateStepAttempt(t.Context(), CreateStepAttemptParams{WorkflowRunID: claimed.ID, WorkerID: w, StepName: "late", Kind: backend.StepFunction})
 		requireErrorIs(t, "step created after parking", err, backend.ErrNotOwner)
 	})
 
@@ -106,7 +110,7 @@ func testSleepWorkflowRun(t *testing.T, s *suite) {
 				f := startFamily(t, b, worker)
 				wc := newWorkerID()
 				claimRun(t, b, wc, longLease, f.child.ID)
-				failRun(t, b, f.child.ID, wc, `{"message":"child failed"}`, backend.NoRetryPolicy)
+				failRun(t, b, f.child.ID, wc, `{"message":"child failed"}`)
 				return f.parent
 			}, true},
 			{"wakes the run at once when its child was already canceled", func(t *testing.T, b backend.Backend, worker string) *backend.WorkflowRun {
@@ -129,7 +133,7 @@ func testSleepWorkflowRun(t *testing.T, s *suite) {
 				f := startFamily(t, b, worker)
 				wc := newWorkerID()
 				claimRun(t, b, wc, longLease, f.child.ID)
-				failRun(t, b, f.child.ID, wc, `{"message":"transient"}`, backend.RetryPolicy{InitialInterval: farFuture, BackoffCoefficient: 2, MaximumInterval: farFuture, MaximumAttempts: 5})
+				retryRun(t, b, f.child.ID, wc, `{"message":"transient"}`, time.Now().Add(farFuture))
 				return f.parent
 			}, false},
 			{"keeps the park time when a signal was sent before the wait existed", func(t *testing.T, b backend.Backend, worker string) *backend.WorkflowRun {
@@ -170,7 +174,7 @@ func testParentWakeUps(t *testing.T, s *suite) {
 			completeRun(t, b, child, wc, `{"child":"output"}`)
 		}, true, true},
 		{"wakes a parked parent at once when its child fails for good", func(t *testing.T, b backend.Backend, child, wc string) {
-			failRun(t, b, child, wc, `{"message":"child failed"}`, backend.NoRetryPolicy)
+			failRun(t, b, child, wc, `{"message":"child failed"}`)
 		}, true, true},
 		{"wakes a parked parent at once when its pending child is canceled", func(t *testing.T, b backend.Backend, child, wc string) {
 			cancelRun(t, b, child)
@@ -179,13 +183,13 @@ func testParentWakeUps(t *testing.T, s *suite) {
 			cancelRun(t, b, child)
 		}, true, true},
 		{"does not wake the parent when its child's failure will be retried", func(t *testing.T, b backend.Backend, child, wc string) {
-			got := failRun(t, b, child, wc, `{"message":"transient"}`, backend.RetryPolicy{InitialInterval: farFuture, BackoffCoefficient: 2, MaximumInterval: farFuture, MaximumAttempts: 5})
+			got := retryRun(t, b, child, wc, `{"message":"transient"}`, time.Now().Add(farFuture))
 			if got.Status != backend.RunPending {
 				t.Fatalf("child status after a retryable failure = %s, want pending", got.Status)
 			}
 		}, true, false},
 		{"does not wake the parent when its child is rescheduled after a failed step", func(t *testing.T, b backend.Backend, child, wc string) {
-			_, err := b.RescheduleWorkflowRunAfterFailedStepAttempt(t.Context(), backend.RescheduleWorkflowRunParams{
+			_, err := Single(b).RescheduleWorkflowRunAfterFailedStepAttempt(t.Context(), RescheduleWorkflowRunParams{
 				WorkflowRunID: child, WorkerID: wc, Error: json.RawMessage(`{"message":"step failed"}`), AvailableAt: time.Now().Add(farFuture)})
 			if err != nil {
 				t.Fatal(err)
@@ -228,7 +232,7 @@ func testParentWakeUps(t *testing.T, s *suite) {
 		b := s.newBackend(t)
 		wp, wc := newWorkerID(), newWorkerID()
 		f := startFamily(t, b, wp)
-		if _, err := b.FailStepAttempt(t.Context(), backend.FailStepAttemptParams{WorkflowRunID: f.parent.ID, StepAttemptID: f.step.ID, WorkerID: wp, Error: json.RawMessage(`{"message":"timed out"}`)}); err != nil {
+		if _, err := Single(b).FailStepAttempt(t.Context(), FailStepAttemptParams{WorkflowRunID: f.parent.ID, StepAttemptID: f.step.ID, WorkerID: wp, Error: json.RawMessage(`{"message":"timed out"}`)}); err != nil {
 			t.Fatal(err)
 		}
 		at := ms(time.Now().Add(farFuture))

@@ -73,11 +73,19 @@ func testCreateWorkflowRun(t *testing.T, s *suite) {
 		requireRun(t, "GetWorkflowRun of the created run", getRun(t, b, got.ID), want)
 	})
 
-	t.Run("stores timestamps in UTC with millisecond precision", func(t *testing.T) {
+	t.Run("stores timestamps in UTC with millisecond precision, even after a lease with microseconds", func(t *testing.T) {
 		t.Parallel()
 		b := s.newBackend(t)
-		r := getRun(t, b, createRun(t, b, backend.CreateWorkflowRunParams{}).ID)
-		for name, ts := range map[string]*time.Time{"created_at": &r.CreatedAt, "updated_at": &r.UpdatedAt, "available_at": r.AvailableAt} {
+		created := createRun(t, b, backend.CreateWorkflowRunParams{AvailableAt: ptr(time.Now().Add(-time.Second))})
+		r := getRun(t, b, created.ID)
+		claimed := claim(t, b, 1234*time.Microsecond, newWorkerID())
+		if len(claimed) != 1 {
+			t.Fatalf("claimed %d runs, want 1", len(claimed))
+		}
+		c := claimed[0]
+		for name, ts := range map[string]*time.Time{"created_at": &r.CreatedAt, "updated_at": &r.UpdatedAt, "available_at": r.AvailableAt,
+			"created_at as created": &created.CreatedAt, "available_at as created": created.AvailableAt,
+			"started_at as claimed": c.StartedAt, "available_at as claimed": c.AvailableAt, "updated_at as claimed": &c.UpdatedAt} {
 			if ts == nil {
 				t.Fatalf("%s is nil", name)
 			}
@@ -190,7 +198,7 @@ func testCreateWorkflowRun(t *testing.T, s *suite) {
 				completeRun(t, b, runID, worker, `"done"`)
 			}},
 			{"failed", backend.RunFailed, func(t *testing.T, b backend.Backend, runID, worker string) {
-				failRun(t, b, runID, worker, `{"message":"boom"}`, backend.NoRetryPolicy)
+				failRun(t, b, runID, worker, `{"message":"boom"}`)
 			}},
 			{"canceled", backend.RunCanceled, func(t *testing.T, b backend.Backend, runID, worker string) {
 				cancelRun(t, b, runID)
@@ -210,6 +218,20 @@ func testCreateWorkflowRun(t *testing.T, s *suite) {
 				again := createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: "order", IdempotencyKey: ptr("k")})
 				requireRun(t, "keyed create after the run finished", again, finished)
 			})
+		}
+	})
+
+	t.Run("honours the key up to exactly 24 hours on the backend's clock, and not a millisecond more", func(t *testing.T) {
+		t.Parallel()
+		clk := newClock()
+		b := s.newBackendOn(t, clk)
+		first := createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: "order", IdempotencyKey: ptr("k")})
+		requireTimeAt(t, "created_at", &first.CreatedAt, clk.Now())
+		clk.Advance(backend.IdempotencyPeriod)
+		requireRun(t, "keyed create at exactly 24 hours", createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: "order", IdempotencyKey: ptr("k")}), first)
+		clk.Advance(time.Millisecond)
+		if again := createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: "order", IdempotencyKey: ptr("k")}); again.ID == first.ID {
+			t.Fatalf("keyed create 24 hours and 1 ms later returned the first run")
 		}
 	})
 
@@ -267,6 +289,8 @@ var jsonValues = []struct{ name, json string }{
 	{"an empty string", `""`},
 	{"a NUL character inside a string", `"a\u0000b"`},
 	{"a NUL character inside an object key", `{"k\u0000":"v"}`},
+	{"strings starting with U+0001 beside a NUL", `{"a":"\u0000","b":"\u0001\u00010","\u0001":"\u00011","c":"\u0001"}`},
+	{"U+0001 U+0001 '0', without any NUL", `"\u0001\u00010"`},
 	{"a big integer", `12345678901234567890`},
 	{"a big negative integer", `-98765432109876543210`},
 	{"a fraction", `3.25`},
@@ -291,7 +315,7 @@ func testJSONRoundTrip(t *testing.T, s *suite) {
 
 			stepCtx := json.RawMessage(`{"kind":"custom","value":` + v.json + `}`)
 			step := createStep(t, b, run.ID, worker, "s", backend.StepFunction, string(stepCtx))
-			if _, err := b.CompleteStepAttempt(t.Context(), backend.CompleteStepAttemptParams{WorkflowRunID: run.ID, StepAttemptID: step.ID, WorkerID: worker, Output: value}); err != nil {
+			if _, err := Single(b).CompleteStepAttempt(t.Context(), CompleteStepAttemptParams{WorkflowRunID: run.ID, StepAttemptID: step.ID, WorkerID: worker, Output: value}); err != nil {
 				t.Fatal(err)
 			}
 			gotStep := getStep(t, b, step.ID)
@@ -299,7 +323,7 @@ func testJSONRoundTrip(t *testing.T, s *suite) {
 			requireJSON(t, "step output", gotStep.Output, value)
 
 			failing := createStep(t, b, run.ID, worker, "f", backend.StepFunction, "")
-			if _, err := b.FailStepAttempt(t.Context(), backend.FailStepAttemptParams{WorkflowRunID: run.ID, StepAttemptID: failing.ID, WorkerID: worker, Error: errJSON}); err != nil {
+			if _, err := Single(b).FailStepAttempt(t.Context(), FailStepAttemptParams{WorkflowRunID: run.ID, StepAttemptID: failing.ID, WorkerID: worker, Error: errJSON}); err != nil {
 				t.Fatal(err)
 			}
 			requireJSON(t, "step error", getStep(t, b, failing.ID).Error, errJSON)
@@ -318,7 +342,7 @@ func testJSONRoundTrip(t *testing.T, s *suite) {
 			requireJSON(t, "run output", getRun(t, b, run.ID).Output, value)
 
 			other := startRun(t, b, worker, backend.CreateWorkflowRunParams{})
-			failRun(t, b, other.ID, worker, string(errJSON), backend.NoRetryPolicy)
+			failRun(t, b, other.ID, worker, string(errJSON))
 			requireJSON(t, "run error", getRun(t, b, other.ID).Error, errJSON)
 		})
 	}

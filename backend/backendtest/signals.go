@@ -2,7 +2,9 @@ package backendtest
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -77,11 +79,12 @@ func startWaiter(t testing.TB, b backend.Backend, signal string, owned bool) wai
 }
 
 func testSendSignal(t *testing.T, s *suite) {
-	t.Run("returns no runs when nothing waits, and does not buffer the signal", func(t *testing.T) {
+	t.Run("returns an empty list when nothing waits, and does not buffer the signal", func(t *testing.T) {
 		t.Parallel()
 		b := s.newBackend(t)
-		if ids := sendSignal(t, b, "approve", `{"ok":true}`); len(ids) != 0 {
-			t.Fatalf("SendSignal with no waiter = %v, want no runs", ids)
+		ids, err := b.SendSignal(t.Context(), backend.SendSignalParams{Signal: "approve", Data: json.RawMessage(`{"ok":true}`)})
+		if err != nil || ids == nil || len(ids) != 0 {
+			t.Fatalf("SendSignal with no waiter = %#v, %v; want an empty, non-nil list", ids, err)
 		}
 		late := startWaiter(t, b, "approve", true)
 		requireDelivery(t, b, late.wait.ID, nil)
@@ -122,7 +125,7 @@ func testSendSignal(t *testing.T, s *suite) {
 		w := newWorkerID()
 		finished := startRun(t, b, w, backend.CreateWorkflowRunParams{})
 		finishedWait := createStep(t, b, finished.ID, w, "go", backend.StepSignalWait, signalWaitContext("go"))
-		if _, err := b.CompleteStepAttempt(t.Context(), backend.CompleteStepAttemptParams{WorkflowRunID: finished.ID, StepAttemptID: finishedWait.ID, WorkerID: w, Output: json.RawMessage(`null`)}); err != nil {
+		if _, err := Single(b).CompleteStepAttempt(t.Context(), CompleteStepAttemptParams{WorkflowRunID: finished.ID, StepAttemptID: finishedWait.ID, WorkerID: w, Output: json.RawMessage(`null`)}); err != nil {
 			t.Fatal(err)
 		}
 
@@ -133,6 +136,50 @@ func testSendSignal(t *testing.T, s *suite) {
 		requireDelivery(t, b, otherSignal.wait.ID, nil)
 		requireStillParked(t, b, otherSignal)
 		requireDelivery(t, b, finishedWait.ID, nil)
+	})
+
+	t.Run("delivers once per wait when many sends race, from two backends", func(t *testing.T) {
+		t.Parallel()
+		ns := newNamespace()
+		backends := []backend.Backend{s.backendIn(t, ns), s.backendIn(t, ns)}
+		var waits []waiter
+		for range 5 {
+			waits = append(waits, startWaiter(t, backends[0], "go", false))
+		}
+		const sends = 8
+		delivered := make([][]string, sends)
+		errs := make([]error, sends)
+		var wg sync.WaitGroup
+		for i := range sends {
+			wg.Go(func() {
+				delivered[i], errs[i] = backends[i%2].SendSignal(t.Context(), backend.SendSignalParams{Signal: "go", Data: json.RawMessage(fmt.Sprint(i))})
+			})
+		}
+		wg.Wait()
+		byRun := map[string]int{}
+		for i := range sends {
+			if errs[i] != nil {
+				t.Fatalf("send %d: %v", i, errs[i])
+			}
+			for _, id := range delivered[i] {
+				byRun[id]++
+			}
+		}
+		for _, wt := range waits {
+			if byRun[wt.run.ID] != 1 {
+				t.Fatalf("run %s was reported delivered to %d times, want once", wt.run.ID, byRun[wt.run.ID])
+			}
+			data, ok, err := backends[1].GetSignalDelivery(t.Context(), wt.wait.ID)
+			if err != nil || !ok {
+				t.Fatalf("GetSignalDelivery(%s) = %s, %v, %v; want a delivery", wt.wait.ID, data, ok, err)
+			}
+		}
+		if len(byRun) != len(waits) {
+			t.Fatalf("deliveries reported to %d runs, want the %d waiting", len(byRun), len(waits))
+		}
+		if got := claim(t, backends[1], longLease, newWorkerID(), newWorkerID(), newWorkerID(), newWorkerID(), newWorkerID(), newWorkerID()); len(got) != len(waits) {
+			t.Fatalf("claimed %d runs after the sends, want the %d woken", len(got), len(waits))
+		}
 	})
 
 	t.Run("delivers at most once per wait: a second send keeps the first data", func(t *testing.T) {
@@ -155,6 +202,46 @@ func testSendSignal(t *testing.T, s *suite) {
 		requireDelivery(t, b, first.wait.ID, json.RawMessage(`"first"`))
 		requireDelivery(t, b, second.wait.ID, nil)
 		requireStillParked(t, b, second)
+	})
+
+	// OpenWorkflow 0.10.1's sendSignal selects every running signal-wait
+	// attempt on the signal, whatever the status of its run, and the two
+	// SDKs share one database: they must agree on who received a signal
+	// and on when a sender's idempotency key is used up.
+	t.Run("delivers to every running wait whatever its run's status, waking only live runs", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		dead := finishedWaiters(t, b, "approve")
+		live := startWaiter(t, b, "approve", false)
+		start := time.Now()
+		want := []string{live.run.ID}
+		for _, d := range dead {
+			want = append(want, d.run.ID)
+		}
+		requireIDs(t, "runs delivered to", sendSignal(t, b, "approve", `"yes"`), slices.Sorted(slices.Values(want)))
+		requireDelivery(t, b, live.wait.ID, json.RawMessage(`"yes"`))
+		requireWoken(t, b, live.run, since(start))
+		for _, d := range dead {
+			requireDelivery(t, b, d.wait.ID, json.RawMessage(`"yes"`))
+			requireRun(t, "finished run after the delivery", getRun(t, b, d.run.ID), d.run)
+		}
+	})
+
+	t.Run("uses up an idempotency key on a send that reached only finished runs' waits", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		dead := finishedWaiters(t, b, "approve")
+		var want []string
+		for _, d := range dead {
+			want = append(want, d.run.ID)
+		}
+		slices.Sort(want)
+		key := ptr("to-the-dead")
+		requireIDs(t, "keyed send to finished runs' waits", sendSignalKeyed(t, b, "approve", `"first"`, key), want)
+		live := startWaiter(t, b, "approve", false)
+		requireIDs(t, "repeated keyed send", sendSignalKeyed(t, b, "approve", `"second"`, key), want)
+		requireDelivery(t, b, live.wait.ID, nil)
+		requireStillParked(t, b, live)
 	})
 
 	t.Run("scopes the idempotency key to the signal name", func(t *testing.T) {
@@ -192,4 +279,44 @@ func testGetSignalDelivery(t *testing.T, s *suite) {
 			}
 		})
 	}
+}
+
+// deadWaiter is a finished run whose signal-wait attempt is still running,
+// as read back.
+type deadWaiter struct {
+	run  *backend.WorkflowRun
+	wait *backend.StepAttempt
+}
+
+// finishedWaiters makes three runs waiting on signal that then finished
+// without ending their wait: one canceled while parked, one failed and one
+// completed by their worker (a workflow may return while a wait of an
+// abandoned branch is open).
+func finishedWaiters(t testing.TB, b backend.Backend, signal string) []deadWaiter {
+	t.Helper()
+	canceled := startWaiter(t, b, signal, false)
+	cancelRun(t, b, canceled.run.ID)
+	out := []deadWaiter{{getRun(t, b, canceled.run.ID), canceled.wait}}
+
+	w := newWorkerID()
+	failed := startRun(t, b, w, backend.CreateWorkflowRunParams{WorkflowName: "fails-waiting"})
+	failedWait := createStep(t, b, failed.ID, w, signal, backend.StepSignalWait, signalWaitContext(signal))
+	failRun(t, b, failed.ID, w, `{"message":"gave up"}`)
+	out = append(out, deadWaiter{getRun(t, b, failed.ID), failedWait})
+
+	w = newWorkerID()
+	done := startRun(t, b, w, backend.CreateWorkflowRunParams{WorkflowName: "returns-waiting"})
+	doneWait := createStep(t, b, done.ID, w, signal, backend.StepSignalWait, signalWaitContext(signal))
+	completeRun(t, b, done.ID, w, `"done"`)
+	out = append(out, deadWaiter{getRun(t, b, done.ID), doneWait})
+
+	for _, d := range out {
+		if !d.run.Status.Terminal() {
+			t.Fatalf("run %s is %s, want a finished run", d.run.ID, d.run.Status)
+		}
+		if got := getStep(t, b, d.wait.ID); got.Status != backend.StepRunning {
+			t.Fatalf("wait %s of finished run %s is %s, want running", d.wait.ID, d.run.ID, got.Status)
+		}
+	}
+	return out
 }

@@ -54,16 +54,9 @@ func testStepAttempts(t *testing.T, s *suite) {
 		t.Parallel()
 		b := s.newBackend(t)
 		run := startRun(t, b, newWorkerID(), backend.CreateWorkflowRunParams{})
-		_, err := b.CreateStepAttempt(t.Context(), backend.CreateStepAttemptParams{WorkflowRunID: run.ID, WorkerID: newWorkerID(), StepName: "s", Kind: backend.StepFunction})
+		_, err := Single(b).CreateStepAttempt(t.Context(), CreateStepAttemptParams{WorkflowRunID: run.ID, WorkerID: newWorkerID(), StepName: "s", Kind: backend.StepFunction})
 		requireErrorIs(t, "create by a stranger", err, backend.ErrNotOwner)
 		requireStepCount(t, b, run.ID, 0)
-	})
-
-	t.Run("refuses to create an attempt on an unknown run", func(t *testing.T) {
-		t.Parallel()
-		b := s.newBackend(t)
-		_, err := b.CreateStepAttempt(t.Context(), backend.CreateStepAttemptParams{WorkflowRunID: "wrun_missing", WorkerID: newWorkerID(), StepName: "s", Kind: backend.StepFunction})
-		requireErrorIsAny(t, "create on an unknown run", err, backend.ErrRunNotFound, backend.ErrNotOwner)
 	})
 
 	t.Run("returns ErrStepNotFound for an unknown attempt", func(t *testing.T) {
@@ -80,7 +73,7 @@ func testStepAttempts(t *testing.T, s *suite) {
 		run := startRun(t, b, w, backend.CreateWorkflowRunParams{})
 		step := createStep(t, b, run.ID, w, "s", backend.StepFunction, "")
 		start := time.Now()
-		got, err := b.CompleteStepAttempt(t.Context(), backend.CompleteStepAttemptParams{WorkflowRunID: run.ID, StepAttemptID: step.ID, WorkerID: w, Output: json.RawMessage(`{"rows":3}`)})
+		got, err := Single(b).CompleteStepAttempt(t.Context(), CompleteStepAttemptParams{WorkflowRunID: run.ID, StepAttemptID: step.ID, WorkerID: w, Output: json.RawMessage(`{"rows":3}`)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,11 +91,11 @@ func testStepAttempts(t *testing.T, s *suite) {
 		w := newWorkerID()
 		run := startRun(t, b, w, backend.CreateWorkflowRunParams{})
 		step := createStep(t, b, run.ID, w, "s", backend.StepFunction, "")
-		first, err := b.CompleteStepAttempt(t.Context(), backend.CompleteStepAttemptParams{WorkflowRunID: run.ID, StepAttemptID: step.ID, WorkerID: w, Output: json.RawMessage(`"first"`)})
+		first, err := Single(b).CompleteStepAttempt(t.Context(), CompleteStepAttemptParams{WorkflowRunID: run.ID, StepAttemptID: step.ID, WorkerID: w, Output: json.RawMessage(`"first"`)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		second, err := b.CompleteStepAttempt(t.Context(), backend.CompleteStepAttemptParams{WorkflowRunID: run.ID, StepAttemptID: step.ID, WorkerID: w, Output: json.RawMessage(`"second"`)})
+		second, err := Single(b).CompleteStepAttempt(t.Context(), CompleteStepAttemptParams{WorkflowRunID: run.ID, StepAttemptID: step.ID, WorkerID: w, Output: json.RawMessage(`"second"`)})
 		if err != nil {
 			t.Fatalf("completing a completed attempt again: %v", err)
 		}
@@ -116,7 +109,7 @@ func testStepAttempts(t *testing.T, s *suite) {
 		w := newWorkerID()
 		run := startRun(t, b, w, backend.CreateWorkflowRunParams{})
 		step := createStep(t, b, run.ID, w, "s", backend.StepFunction, "")
-		if _, err := b.CompleteStepAttempt(t.Context(), backend.CompleteStepAttemptParams{WorkflowRunID: run.ID, StepAttemptID: step.ID, WorkerID: w}); err != nil {
+		if _, err := Single(b).CompleteStepAttempt(t.Context(), CompleteStepAttemptParams{WorkflowRunID: run.ID, StepAttemptID: step.ID, WorkerID: w}); err != nil {
 			t.Fatal(err)
 		}
 		requireJSON(t, "output", getStep(t, b, step.ID).Output, json.RawMessage(`null`))
@@ -130,7 +123,7 @@ func testStepAttempts(t *testing.T, s *suite) {
 		step := createStep(t, b, run.ID, w, "s", backend.StepFunction, "")
 		errJSON := json.RawMessage(`{"name":"TypeError","message":"x is undefined","stack":"TypeError: x\n    at f"}`)
 		start := time.Now()
-		got, err := b.FailStepAttempt(t.Context(), backend.FailStepAttemptParams{WorkflowRunID: run.ID, StepAttemptID: step.ID, WorkerID: w, Error: errJSON})
+		got, err := Single(b).FailStepAttempt(t.Context(), FailStepAttemptParams{WorkflowRunID: run.ID, StepAttemptID: step.ID, WorkerID: w, Error: errJSON})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,12 +140,12 @@ func testStepAttempts(t *testing.T, s *suite) {
 		name  string
 		write func(b backend.Backend, t *testing.T, runID, stepID, worker string) error
 	}{
-		{"CompleteStepAttempt", func(b backend.Backend, t *testing.T, runID, stepID, worker string) error {
-			_, err := b.CompleteStepAttempt(t.Context(), backend.CompleteStepAttemptParams{WorkflowRunID: runID, StepAttemptID: stepID, WorkerID: worker, Output: json.RawMessage(`1`)})
+		{"WriteFinishStep completing an attempt", func(b backend.Backend, t *testing.T, runID, stepID, worker string) error {
+			_, err := Single(b).CompleteStepAttempt(t.Context(), CompleteStepAttemptParams{WorkflowRunID: runID, StepAttemptID: stepID, WorkerID: worker, Output: json.RawMessage(`1`)})
 			return err
 		}},
-		{"FailStepAttempt", func(b backend.Backend, t *testing.T, runID, stepID, worker string) error {
-			_, err := b.FailStepAttempt(t.Context(), backend.FailStepAttemptParams{WorkflowRunID: runID, StepAttemptID: stepID, WorkerID: worker, Error: json.RawMessage(`{"message":"x"}`)})
+		{"WriteFinishStep failing an attempt", func(b backend.Backend, t *testing.T, runID, stepID, worker string) error {
+			_, err := Single(b).FailStepAttempt(t.Context(), FailStepAttemptParams{WorkflowRunID: runID, StepAttemptID: stepID, WorkerID: worker, Error: json.RawMessage(`{"message":"x"}`)})
 			return err
 		}},
 	}
@@ -233,8 +226,8 @@ func testListStepAttempts(t *testing.T, s *suite) {
 		b := s.newBackend(t)
 		run := createRun(t, b, backend.CreateWorkflowRunParams{})
 		page := listSteps(t, b, backend.ListStepAttemptsParams{WorkflowRunID: run.ID})
-		if len(page.Data) != 0 {
-			t.Fatalf("listed %d attempts of a new run", len(page.Data))
+		if page.Data == nil || len(page.Data) != 0 {
+			t.Fatalf("listed %#v for a new run, want an empty, non-nil list", page.Data)
 		}
 		requireCursors(t, "empty page", page, false, false)
 	})
@@ -266,19 +259,25 @@ func testListStepAttempts(t *testing.T, s *suite) {
 		})
 	}
 
-	t.Run("rejects both After and Before with ErrInvalidArgument", func(t *testing.T) {
+	t.Run("rejects both After and Before, and limits out of range, with ErrInvalidArgument", func(t *testing.T) {
 		t.Parallel()
 		b := s.newBackend(t)
 		w := newWorkerID()
 		run := startRun(t, b, w, backend.CreateWorkflowRunParams{})
 		createSteps(t, b, run.ID, w, 3)
 		first := listSteps(t, b, backend.ListStepAttemptsParams{WorkflowRunID: run.ID, Limit: 1})
-		_, err := b.ListStepAttempts(t.Context(), backend.ListStepAttemptsParams{WorkflowRunID: run.ID, After: *first.Next, Before: *first.Next})
-		requireErrorIs(t, "both cursors", err, backend.ErrInvalidArgument)
+		for what, p := range map[string]backend.ListStepAttemptsParams{
+			"both cursors":                   {WorkflowRunID: run.ID, After: *first.Next, Before: *first.Next},
+			"a negative limit":               {WorkflowRunID: run.ID, Limit: -1},
+			"a limit above the largest page": {WorkflowRunID: run.ID, Limit: backend.MaxPageSize + 1},
+		} {
+			_, err := b.ListStepAttempts(t.Context(), p)
+			requireErrorIs(t, what, err, backend.ErrInvalidArgument)
+		}
 	})
 }
 
-func testSetStepAttemptChildWorkflowRun(t *testing.T, s *suite) {
+func testLinkChild(t *testing.T, s *suite) {
 	t.Run("links a running workflow attempt to its child run", func(t *testing.T) {
 		t.Parallel()
 		b := s.newBackend(t)
@@ -287,7 +286,7 @@ func testSetStepAttemptChildWorkflowRun(t *testing.T, s *suite) {
 		step := createStep(t, b, run.ID, w, "child", backend.StepWorkflow, `{"kind":"workflow","timeoutAt":null}`)
 		child := createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: "child"})
 		ns := b.NamespaceID()
-		got, err := b.SetStepAttemptChildWorkflowRun(t.Context(), backend.SetStepAttemptChildWorkflowRunParams{
+		got, err := Single(b).SetStepAttemptChildWorkflowRun(t.Context(), SetStepAttemptChildWorkflowRunParams{
 			WorkflowRunID: run.ID, StepAttemptID: step.ID, WorkerID: w, ChildWorkflowRunNamespaceID: ns, ChildWorkflowRunID: child.ID})
 		if err != nil {
 			t.Fatal(err)
@@ -306,7 +305,7 @@ func testSetStepAttemptChildWorkflowRun(t *testing.T, s *suite) {
 		run := startRun(t, b, w, backend.CreateWorkflowRunParams{})
 		step := createStep(t, b, run.ID, w, "child", backend.StepWorkflow, `{"kind":"workflow","timeoutAt":null}`)
 		child := createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: "child"})
-		_, err := b.SetStepAttemptChildWorkflowRun(t.Context(), backend.SetStepAttemptChildWorkflowRunParams{
+		_, err := Single(b).SetStepAttemptChildWorkflowRun(t.Context(), SetStepAttemptChildWorkflowRunParams{
 			WorkflowRunID: run.ID, StepAttemptID: step.ID, WorkerID: newWorkerID(), ChildWorkflowRunNamespaceID: b.NamespaceID(), ChildWorkflowRunID: child.ID})
 		requireErrorIs(t, "link by a stranger", err, backend.ErrNotOwner)
 		requireStep(t, "attempt after the refused link", getStep(t, b, step.ID), step)
@@ -318,12 +317,12 @@ func testSetStepAttemptChildWorkflowRun(t *testing.T, s *suite) {
 		w := newWorkerID()
 		run := startRun(t, b, w, backend.CreateWorkflowRunParams{})
 		step := createStep(t, b, run.ID, w, "child", backend.StepWorkflow, `{"kind":"workflow","timeoutAt":null}`)
-		done, err := b.CompleteStepAttempt(t.Context(), backend.CompleteStepAttemptParams{WorkflowRunID: run.ID, StepAttemptID: step.ID, WorkerID: w, Output: json.RawMessage(`1`)})
+		done, err := Single(b).CompleteStepAttempt(t.Context(), CompleteStepAttemptParams{WorkflowRunID: run.ID, StepAttemptID: step.ID, WorkerID: w, Output: json.RawMessage(`1`)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		child := createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: "child"})
-		_, err = b.SetStepAttemptChildWorkflowRun(t.Context(), backend.SetStepAttemptChildWorkflowRunParams{
+		_, err = Single(b).SetStepAttemptChildWorkflowRun(t.Context(), SetStepAttemptChildWorkflowRunParams{
 			WorkflowRunID: run.ID, StepAttemptID: step.ID, WorkerID: w, ChildWorkflowRunNamespaceID: b.NamespaceID(), ChildWorkflowRunID: child.ID})
 		requireErrorIs(t, "link of a completed attempt", err, backend.ErrStepNotRunning)
 		requireStep(t, "attempt after the refused link", getStep(t, b, step.ID), done)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -13,11 +14,9 @@ import (
 	"github.com/openworkflow-go/openworkflow/backend"
 )
 
-var _ backend.Batcher = (*Backend)(nil)
-
 // batchItem is one write of a batch, ready to queue.
 type batchItem struct {
-	i      int // index in the caller's slice
+	g      int // index of the write's group in the caller's slice
 	w      backend.Write
 	sql    string
 	args   []any
@@ -28,45 +27,50 @@ type batchItem struct {
 type batchResult struct {
 	applied            bool
 	parentNS, parentID *string
-	err                error // the write's own error, when retried alone
 }
 
-// ApplyWrites implements [backend.Batcher]. The writes are sent as one
-// pgx.Batch: a pipeline of statements (the writes of one kind from many
-// runs as one multi-row statement where planStatements can keep every
-// outcome, else one per write), executed by PostgreSQL as one implicit
-// transaction, so a batch costs one round trip and one commit. Each write
-// keeps its single twin's fence (status running, worker_id =
-// Write.WorkerID; step writes lock the run row FOR NO KEY UPDATE), and a
-// statement returns a row only for the writes it applied; a refused write
-// is explained afterwards (ErrNotOwner, ErrRunNotFound, ErrStepNotRunning,
-// naming the write kind and run) while the others commit. The batch's
-// notifications follow in a transaction of their own (announce).
+// ApplyWrites implements [backend.Batcher]. The writes of every group are
+// sent as one pgx.Batch: a pipeline of statements (the writes of one kind
+// from many runs as one multi-row statement where planStatements can keep
+// every outcome, else one per write), executed by PostgreSQL as one
+// implicit transaction, so a batch costs one round trip and one commit.
+// Each write keeps its fence (status running, worker_id = Write.WorkerID;
+// step writes lock the run row FOR NO KEY UPDATE, transitions update it),
+// and a statement returns a row only for the writes it applied; a refused
+// group is explained afterwards (ErrNotOwner, ErrRunNotFound,
+// ErrStepNotRunning, naming the write kind and run) while the others
+// commit. Since a group's first write locks its run row until the commit,
+// and only its last write may change the run's status, a group's fence
+// gives the same answer for all its writes: it applies whole or not at
+// all. The batch's notifications follow in a transaction of their own
+// (announce).
 //
-// Invalid writes (bad JSON, missing step, unknown kind) fail with
+// Groups of the wrong shape (see [backend.ValidateGroup]) and writes with
+// invalid arguments or values (see [backend.ValidateJSON]) fail with
 // [backend.ErrInvalidArgument] before anything is sent. When a statement
-// fails in the database (a duplicate id, a deadlock), the transaction
-// aborts as a whole; each write is then retried alone, so only the bad one
-// reports an error. After the commit, parked runs are reconciled and
-// parents of finished child runs woken, in one more pipelined round trip,
-// only when some write needs it.
-func (b *Backend) ApplyWrites(ctx context.Context, writes []backend.Write) []error {
-	errs := make([]error, len(writes))
+// fails in the database (a duplicate id, a value refused), the transaction
+// aborts as a whole; each group is then sent again alone, in a
+// transaction of its own, so only the group holding the bad write fails,
+// and it fails whole; a data exception (SQLSTATE class 22 or 54) is
+// reported as [backend.ErrInvalidArgument]. After the commit, parked runs
+// are reconciled and parents of finished child runs woken, in one more
+// pipelined round trip, only when some write needs it.
+func (b *Backend) ApplyWrites(ctx context.Context, groups [][]backend.Write) []error {
+	errs := make([]error, len(groups))
 	if err := ctx.Err(); err != nil {
-		for i, w := range writes {
-			errs[i] = writeError(w, err)
+		for g := range groups {
+			errs[g] = groupError(groups[g], err)
 		}
 		return errs
 	}
-	items := make([]batchItem, 0, len(writes))
-	for i, w := range writes {
-		it, err := b.prepareWrite(w)
+	items := make([]batchItem, 0, len(groups)*2)
+	for g, ws := range groups {
+		its, err := b.prepareGroup(g, ws)
 		if err != nil {
-			errs[i] = writeError(w, err)
+			errs[g] = err
 			continue
 		}
-		it.i = i
-		items = append(items, it)
+		items = append(items, its...)
 	}
 	if len(items) == 0 {
 		return errs
@@ -75,25 +79,25 @@ func (b *Backend) ApplyWrites(ctx context.Context, writes []backend.Write) []err
 	results, err := b.sendWrites(ctx, items)
 	if err != nil {
 		var pgErr *pgconn.PgError
-		if ctx.Err() != nil || !errors.As(err, &pgErr) || len(items) == 1 {
+		if ctx.Err() != nil || !errors.As(err, &pgErr) || items[0].g == items[len(items)-1].g {
 			if ctx.Err() != nil {
 				err = ctx.Err()
 			}
-			for _, it := range items {
-				errs[it.i] = writeError(it.w, err)
+			for _, span := range groupSpans(items) {
+				errs[span.g] = groupError(groups[span.g], classifyWriteError(err))
 			}
 			return errs
 		}
-		// One statement aborted the transaction: find it by applying each
-		// write alone.
+		// One statement aborted the transaction: send each group alone, so
+		// that only the group holding the bad write fails.
 		results = make([]batchResult, len(items))
-		for k := range items {
-			r, err := b.sendWrites(ctx, items[k:k+1])
+		for _, span := range groupSpans(items) {
+			r, err := b.sendWrites(ctx, items[span.from:span.to])
 			if err != nil {
-				results[k].err = err
+				errs[span.g] = groupError(groups[span.g], classifyWriteError(err))
 				continue
 			}
-			results[k] = r[0]
+			copy(results[span.from:span.to], r)
 		}
 	}
 
@@ -101,18 +105,95 @@ func (b *Backend) ApplyWrites(ctx context.Context, writes []backend.Write) []err
 	// the writes applied, and a missed wake-up would strand a parent.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wakeTimeout)
 	defer cancel()
-	for k, it := range items {
-		r := results[k]
-		switch {
-		case r.err != nil:
-			errs[it.i] = writeError(it.w, r.err)
-		case !r.applied:
-			errs[it.i] = b.refusedError(wctx, it.w)
+	for _, span := range groupSpans(items) {
+		if errs[span.g] != nil {
+			for k := span.from; k < span.to; k++ {
+				results[k].applied = false // not sent alone: nothing of it applied
+			}
+			continue
 		}
+		errs[span.g] = b.groupRefusal(wctx, items[span.from:span.to], results[span.from:span.to])
 	}
 	b.followUp(wctx, items, results, errs)
 	b.announce(wctx, items, results)
 	return errs
+}
+
+// groupSpan is the items [from, to) of group g.
+type groupSpan struct{ g, from, to int }
+
+// groupSpans cuts items, laid out group by group, into their groups.
+func groupSpans(items []batchItem) []groupSpan {
+	var spans []groupSpan
+	for k := 0; k < len(items); {
+		end := k + 1
+		for end < len(items) && items[end].g == items[k].g {
+			end++
+		}
+		spans = append(spans, groupSpan{g: items[k].g, from: k, to: end})
+		k = end
+	}
+	return spans
+}
+
+// prepareGroup validates group g and prepares its writes; any bad write
+// fails the group whole.
+func (b *Backend) prepareGroup(g int, ws []backend.Write) ([]batchItem, error) {
+	if err := backend.ValidateGroup(ws); err != nil {
+		return nil, err
+	}
+	items := make([]batchItem, 0, len(ws))
+	for _, w := range ws {
+		it, err := b.prepareWrite(w)
+		if err != nil {
+			return nil, writeError(w, err)
+		}
+		it.g = g
+		items = append(items, it)
+	}
+	return items, nil
+}
+
+// groupRefusal explains a group of which some write was refused by its
+// fence (nil when all applied). A group applies whole or not at all (see
+// ApplyWrites); should a committed group ever show both, that is reported
+// as an error naming what applied.
+func (b *Backend) groupRefusal(ctx context.Context, items []batchItem, results []batchResult) error {
+	refused, applied := -1, 0
+	for k := range items {
+		if results[k].applied {
+			applied++
+		} else if refused < 0 {
+			refused = k
+		}
+	}
+	if refused < 0 {
+		return nil
+	}
+	err := b.refusedError(ctx, items[refused].w)
+	if applied > 0 {
+		return fmt.Errorf("%w (but %d earlier writes of the same group applied: a bug, please report it)", err, applied)
+	}
+	return err
+}
+
+// classifyWriteError marks a data exception (SQLSTATE class 22, e.g. a
+// value out of range, or 54, e.g. a value nested too deep) as
+// [backend.ErrInvalidArgument]: sending the same value again fails again.
+func classifyWriteError(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "54")) {
+		return fmt.Errorf("%w: the database refused a value: %w", backend.ErrInvalidArgument, err)
+	}
+	return err
+}
+
+// groupError names the group's run in err.
+func groupError(ws []backend.Write, err error) error {
+	if len(ws) == 0 {
+		return err
+	}
+	return fmt.Errorf("writes of workflow run %s: %w", ws[0].WorkflowRunID, err)
 }
 
 // writeError names the write's kind and run.
@@ -123,7 +204,7 @@ func writeError(w backend.Write, err error) error {
 // refusedError explains a write whose fence matched no row, as its single
 // twin would.
 func (b *Backend) refusedError(ctx context.Context, w backend.Write) error {
-	if w.Kind == backend.WriteFinishStep {
+	if w.Kind == backend.WriteFinishStep || w.Kind == backend.WriteLinkChild {
 		return b.stepFenceError(ctx, w.Kind.String(), w.WorkflowRunID, w.Step.ID, w.WorkerID)
 	}
 	return b.fenceError(ctx, w.Kind.String(), w.WorkflowRunID, w.WorkerID)
@@ -151,12 +232,12 @@ func (b *Backend) prepareWrite(w backend.Write) (batchItem, error) {
 		}
 		output := jsonArg(s.Output)
 		if status == backend.StepCompleted {
-			output = jsonOr(s.Output, "null") // as CompleteStepAttempt
+			output = jsonOr(s.Output, "null") // a completed step's nil output is JSON null
 		}
-		it.sql = b.q.batchInsertStep
+		it.sql = b.q.InsertStep
 		it.args = append(base, s.ID, s.StepName, string(s.Kind), string(status),
 			jsonOr(s.Config, "{}"), jsonArg(s.Context), output, jsonArg(s.Error),
-			s.ChildWorkflowRunNamespaceID, s.ChildWorkflowRunID, msPtr(s.StartedAt), msPtr(s.FinishedAt))
+			s.ChildWorkflowRunNamespaceID, s.ChildWorkflowRunID, msPtr(s.StartedAt), msPtr(s.FinishedAt), b.at())
 	case backend.WriteFinishStep:
 		s := w.Step
 		if s == nil || s.ID == "" {
@@ -167,29 +248,32 @@ func (b *Backend) prepareWrite(w backend.Write) (batchItem, error) {
 		}
 		switch s.Status.Normalize() {
 		case backend.StepCompleted:
-			it.sql, it.args = b.q.completeStep, append(base, s.ID, jsonOr(s.Output, "null"))
+			it.sql, it.args = b.q.CompleteStep, append(base, s.ID, jsonOr(s.Output, "null"), b.at())
 		case backend.StepFailed:
-			it.sql, it.args = b.q.failStep, append(base, s.ID, jsonArg(s.Error))
+			it.sql, it.args = b.q.FailStep, append(base, s.ID, jsonArg(s.Error), b.at())
 		default:
 			return it, fmt.Errorf("%w: step attempt %s cannot finish as %q", backend.ErrInvalidArgument, s.ID, s.Status)
 		}
+	case backend.WriteLinkChild:
+		s := w.Step
+		it.sql, it.args = b.q.SetStepChild, append(base, s.ID, *s.ChildWorkflowRunNamespaceID, *s.ChildWorkflowRunID, b.at())
 	case backend.WriteCompleteRun:
 		if err := checkJSON("output", w.Output); err != nil {
 			return it, err
 		}
-		it.sql, it.args, it.parent = b.q.batchCompleteRun, append(base, jsonOr(w.Output, "null")), true
+		it.sql, it.args, it.parent = b.q.CompleteRun, append(base, jsonOr(w.Output, "null"), b.at()), true
 	case backend.WriteParkRun:
-		it.sql, it.args = b.q.batchParkRun, append(base, ms(w.AvailableAt))
+		it.sql, it.args = b.q.ParkRun, append(base, ms(w.AvailableAt), b.at())
 	case backend.WriteRescheduleRun:
 		if err := checkJSON("error", w.Error); err != nil {
 			return it, err
 		}
-		it.sql, it.args = b.q.batchRescheduleRun, append(base, ms(w.AvailableAt), jsonArg(w.Error))
+		it.sql, it.args = b.q.RescheduleRun, append(base, ms(w.AvailableAt), jsonArg(w.Error), b.at())
 	case backend.WriteFailRun:
 		if err := checkJSON("error", w.Error); err != nil {
 			return it, err
 		}
-		it.sql, it.args, it.parent = b.q.batchFailRun, append(base, jsonArg(w.Error)), true
+		it.sql, it.args, it.parent = b.q.FailRun, append(base, jsonArg(w.Error), b.at()), true
 	default:
 		return it, fmt.Errorf("%w: unknown write kind %d", backend.ErrInvalidArgument, int(w.Kind))
 	}
@@ -222,6 +306,8 @@ func (b *Backend) sendWrites(ctx context.Context, items []batchItem) ([]batchRes
 	for _, st := range stmts {
 		batch.Queue(st.sql, st.args...)
 	}
+	esc := batchEscapes(b.namespace, items)
+	recorded := b.queueRecord(batch, &esc) // escapes.go; last, after the writes
 	br := b.pool.SendBatch(ctx, batch)
 	results := make([]batchResult, len(items))
 	for _, st := range stmts {
@@ -236,182 +322,16 @@ func (b *Backend) sendWrites(ctx context.Context, items []batchItem) ([]batchRes
 			return nil, err
 		}
 	}
+	if recorded {
+		if _, err := br.Exec(); err != nil {
+			_ = br.Close()
+			return nil, err
+		}
+	}
 	if err := br.Close(); err != nil { // the commit
 		return nil, err
 	}
 	return results, nil
-}
-
-// statement is one statement of a sent batch: the write at items[ks[0]],
-// or (combined) the writes at positions ks as one multi-row statement that
-// returns the id of each row it changed and, for run completions, the
-// run's parent link.
-type statement struct {
-	ks       []int
-	combined bool
-	parent   bool
-	sql      string
-	args     []any
-}
-
-// planStatements orders the batch's statements. Step inserts, step
-// completions, run completions and parks of many runs each go as one
-// multi-row statement (a group commit of 100 runs' fast steps costs a few
-// statements, not 300 executions), where moving them keeps every write's
-// outcome:
-//   - the inserts go at the place of the first insert; an insert that a
-//     transition of its own run precedes in the batch must be refused (the
-//     run no longer runs), so it stays a statement of its own, in place,
-//     as does one of a step attempt an earlier write of the batch touched;
-//   - the step completions go at the place of the first one; one that a
-//     transition of its run precedes stays in place, as does one of a step
-//     inserted or finished again in the same batch;
-//   - the run completions and the parks each go at the place of the last
-//     one; a transition that some later write of its run follows (which
-//     it must refuse) stays a statement of its own, in place.
-//
-// A kind with fewer than two combinable writes keeps its single statements.
-func (b *Backend) planStatements(items []batchItem) []statement {
-	transitioned := make(map[string]bool)
-	lastWrite := make(map[string]int)  // run id → position of its last write
-	stepWrites := make(map[string]int) // step attempt id → writes of it
-	for k, it := range items {
-		lastWrite[it.w.WorkflowRunID] = k
-		if it.w.Step != nil {
-			stepWrites[it.w.Step.ID]++
-		}
-	}
-	groups := map[backend.WriteKind][]int{}
-	stepSeen := make(map[string]bool) // step attempt ids written before position k
-	for k, it := range items {
-		run := it.w.WorkflowRunID
-		switch kind := it.w.Kind; {
-		case kind == backend.WriteInsertStep && !transitioned[run] && !stepSeen[it.w.Step.ID]:
-			groups[kind] = append(groups[kind], k)
-		case kind == backend.WriteFinishStep && it.sql == b.q.completeStep && !transitioned[run] && stepWrites[it.w.Step.ID] == 1:
-			groups[kind] = append(groups[kind], k)
-		case (kind == backend.WriteCompleteRun || kind == backend.WriteParkRun) && lastWrite[run] == k:
-			groups[kind] = append(groups[kind], k)
-		}
-		if isRunWrite(it.w.Kind) {
-			transitioned[run] = true
-		}
-		if it.w.Step != nil {
-			stepSeen[it.w.Step.ID] = true
-		}
-	}
-	at := make(map[int]statement) // combined statements by the position they take
-	skip := make(map[int]bool)    // positions sent inside a combined statement
-	for kind, ks := range groups {
-		if len(ks) < 2 {
-			continue
-		}
-		st := statement{ks: ks, combined: true}
-		pos := ks[len(ks)-1]
-		switch kind {
-		case backend.WriteInsertStep:
-			st.sql, st.args, pos = b.q.batchInsertSteps, insertStepsArgs(b.namespace, items, ks), ks[0]
-		case backend.WriteFinishStep:
-			st.sql, st.args, pos = b.q.batchCompleteSteps, completeStepsArgs(b.namespace, items, ks), ks[0]
-		case backend.WriteCompleteRun:
-			st.sql, st.args, st.parent = b.q.batchCompleteRuns, completeRunsArgs(b.namespace, items, ks), true
-		case backend.WriteParkRun:
-			st.sql, st.args = b.q.batchParkRuns, parkRunsArgs(b.namespace, items, ks)
-		}
-		at[pos] = st
-		for _, k := range ks {
-			skip[k] = true
-		}
-	}
-	stmts := make([]statement, 0, len(items))
-	for k, it := range items {
-		if st, ok := at[k]; ok {
-			stmts = append(stmts, st)
-		} else if !skip[k] {
-			stmts = append(stmts, statement{ks: []int{k}, parent: it.parent, sql: it.sql, args: it.args})
-		}
-	}
-	return stmts
-}
-
-// completeRunsArgs lays out the run completions at positions ks (single
-// arguments: namespace, run id, worker id, output JSON) as
-// sqlBatchCompleteRuns's column arrays.
-func completeRunsArgs(namespace string, items []batchItem, ks []int) []any {
-	ids, workers := runsAndWorkers(items, ks)
-	outputs := make([]string, len(ks))
-	for i, k := range ks {
-		outputs[i], _ = items[k].args[3].(string) // jsonOr: never nil
-	}
-	return []any{namespace, ids, workers, outputs}
-}
-
-// parkRunsArgs lays out the parks at positions ks as sqlBatchParkRuns's
-// column arrays; the wake-up times come from the writes.
-func parkRunsArgs(namespace string, items []batchItem, ks []int) []any {
-	ids, workers := runsAndWorkers(items, ks)
-	at := make([]time.Time, len(ks))
-	for i, k := range ks {
-		at[i] = ms(items[k].w.AvailableAt)
-	}
-	return []any{namespace, ids, workers, at}
-}
-
-// runsAndWorkers are the run ids and worker ids of the writes at ks.
-func runsAndWorkers(items []batchItem, ks []int) (ids, workers []string) {
-	ids, workers = make([]string, len(ks)), make([]string, len(ks))
-	for i, k := range ks {
-		ids[i], workers[i] = items[k].w.WorkflowRunID, items[k].w.WorkerID
-	}
-	return ids, workers
-}
-
-// completeStepsArgs lays out the step completions at positions ks as
-// sqlBatchCompleteSteps's column arrays.
-func completeStepsArgs(namespace string, items []batchItem, ks []int) []any {
-	runs, workers := runsAndWorkers(items, ks)
-	ids := make([]string, len(ks))
-	outputs := make([]string, len(ks))
-	for i, k := range ks {
-		ids[i] = items[k].w.Step.ID
-		outputs[i], _ = items[k].args[4].(string) // the single statement's $5
-	}
-	return []any{namespace, runs, workers, ids, outputs}
-}
-
-// insertStepsArgs lays the single-insert arguments of the items at
-// positions ks out as sqlBatchInsertSteps's column arrays.
-func insertStepsArgs(namespace string, items []batchItem, ks []int) []any {
-	cols := make([][]any, 14)
-	for _, k := range ks {
-		for c := range cols {
-			cols[c] = append(cols[c], items[k].args[c+1]) // args[0] is the namespace
-		}
-	}
-	text := func(c int) []*string {
-		out := make([]*string, len(ks))
-		for i, v := range cols[c] {
-			switch v := v.(type) {
-			case string:
-				out[i] = &v
-			case *string:
-				out[i] = v
-			}
-		}
-		return out
-	}
-	times := func(c int) []*time.Time {
-		out := make([]*time.Time, len(ks))
-		for i, v := range cols[c] {
-			out[i], _ = v.(*time.Time)
-		}
-		return out
-	}
-	args := []any{namespace}
-	for c := 0; c < 12; c++ {
-		args = append(args, text(c))
-	}
-	return append(args, times(12), times(13))
 }
 
 // readCombined reads what a combined statement returned: a row per write
@@ -469,7 +389,7 @@ func (b *Backend) announce(ctx context.Context, items []batchItem, results []bat
 	for k, it := range items {
 		// A write followUp reports an error on (a parent not woken) did
 		// apply: it is announced like the others.
-		if !results[k].applied || results[k].err != nil {
+		if !results[k].applied {
 			continue
 		}
 		switch it.w.Kind {
@@ -485,16 +405,16 @@ func (b *Backend) announce(ctx context.Context, items []batchItem, results []bat
 		return
 	}
 	batch := &pgx.Batch{}
-	batch.Queue(sqlAsyncCommit)
+	batch.Queue(b.q.AsyncCommit)
 	for len(finished) > 0 {
 		n := min(len(finished), notifyChunk)
 		payload, _ := json.Marshal(notification{Schema: b.schema, Namespace: b.namespace, Kind: string(backend.EventRunFinished), IDs: finished[:n]})
-		batch.Queue(sqlNotify, string(payload))
+		batch.Queue(b.q.Notify, string(payload))
 		finished = finished[n:]
 	}
 	if work {
 		payload, _ := json.Marshal(notification{Schema: b.schema, Namespace: b.namespace, Kind: string(backend.EventWorkAvailable)})
-		batch.Queue(sqlNotify, string(payload))
+		batch.Queue(b.q.Notify, string(payload))
 	}
 	_ = b.pool.SendBatch(ctx, batch).Close() // hints: a failure only delays a subscriber to its next poll
 }
@@ -534,7 +454,7 @@ func (b *Backend) followUp(ctx context.Context, items []batchItem, results []bat
 	batch := &pgx.Batch{}
 	for k, it := range items {
 		r := results[k]
-		if !r.applied || r.err != nil {
+		if !r.applied {
 			continue
 		}
 		switch {
@@ -542,22 +462,22 @@ func (b *Backend) followUp(ctx context.Context, items []batchItem, results []bat
 			parked = append(parked, it.w.WorkflowRunID)
 			parkK = append(parkK, k)
 		case it.parent && r.parentNS != nil && r.parentID != nil:
-			batch.Queue(b.q.wakeParent, *r.parentNS, *r.parentID, b.namespace, it.w.WorkflowRunID)
+			batch.Queue(b.q.WakeParent, *r.parentNS, *r.parentID, b.namespace, it.w.WorkflowRunID, b.at())
 			wakeK = append(wakeK, k)
 		}
 	}
 	if len(parked) > 0 {
-		batch.Queue(b.q.reconcileParkedRuns, b.namespace, parked)
+		batch.Queue(b.q.ReconcileParkedRuns, b.namespace, parked, b.at())
 	}
 	if batch.Len() == 0 {
 		return
 	}
 	if err := b.pool.SendBatch(ctx, batch).Close(); err != nil {
 		for _, k := range wakeK {
-			errs[items[k].i] = fmt.Errorf("workflow run %s finished but its parent could not be woken: %w", items[k].w.WorkflowRunID, err)
+			errs[items[k].g] = fmt.Errorf("workflow run %s finished but its parent could not be woken: %w", items[k].w.WorkflowRunID, err)
 		}
 		for _, k := range parkK {
-			errs[items[k].i] = fmt.Errorf("park workflow run %s: reconcile wake-ups: %w", items[k].w.WorkflowRunID, err)
+			errs[items[k].g] = fmt.Errorf("park workflow run %s: reconcile wake-ups: %w", items[k].w.WorkflowRunID, err)
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/openworkflow-go/openworkflow/backend"
+	"github.com/openworkflow-go/openworkflow/backend/backendtest"
 	"github.com/openworkflow-go/openworkflow/backend/postgres"
 	"github.com/openworkflow-go/openworkflow/internal/id"
 )
@@ -31,7 +32,7 @@ func benchBackend(b *testing.B) *postgres.Backend {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		// step_attempts go with their runs (ON DELETE CASCADE).
-		if _, err := requirePool(b).Exec(ctx, `DELETE FROM openworkflow.workflow_runs WHERE namespace_id = $1`, be.NamespaceID()); err != nil {
+		if _, err := requirePool(b).Exec(ctx, `DELETE FROM `+table("workflow_runs")+` WHERE namespace_id = $1`, be.NamespaceID()); err != nil {
 			b.Errorf("clean up namespace %s: %v", be.NamespaceID(), err)
 		}
 	})
@@ -145,9 +146,9 @@ func BenchmarkApplyWrites(b *testing.B) {
 		b.ReportAllocs()
 		xids, ops := startXids(b), 0
 		for b.Loop() {
-			ws := make([]backend.Write, len(runs))
+			ws := make([][]backend.Write, len(runs))
 			for i, r := range runs {
-				ws[i] = stepWrite(r, fmt.Sprintf("s%d", ops))
+				ws[i] = []backend.Write{stepWrite(r, fmt.Sprintf("s%d", ops))}
 			}
 			requireAllApplied(b, be.ApplyWrites(ctx, ws))
 			ops++
@@ -160,10 +161,10 @@ func BenchmarkApplyWrites(b *testing.B) {
 		for b.Loop() {
 			b.StopTimer()
 			runs := claimedRuns(b, be, 50)
-			ws := make([]backend.Write, 0, 100)
+			ws := make([][]backend.Write, 0, 50)
 			for _, r := range runs {
-				ws = append(ws, stepWrite(r, "last"),
-					backend.Write{Kind: backend.WriteCompleteRun, WorkflowRunID: r.ID, WorkerID: *r.WorkerID, Output: json.RawMessage(`{"done":true}`)})
+				ws = append(ws, []backend.Write{stepWrite(r, "last"),
+					{Kind: backend.WriteCompleteRun, WorkflowRunID: r.ID, WorkerID: *r.WorkerID, Output: json.RawMessage(`{"done":true}`)}})
 			}
 			b.StartTimer()
 			requireAllApplied(b, be.ApplyWrites(ctx, ws))
@@ -175,8 +176,8 @@ func BenchmarkApplyWrites(b *testing.B) {
 		for b.Loop() {
 			b.StopTimer()
 			r := claimedRuns(b, be, 1)[0]
-			ws := []backend.Write{stepWrite(r, "only"),
-				{Kind: backend.WriteCompleteRun, WorkflowRunID: r.ID, WorkerID: *r.WorkerID, Output: json.RawMessage(`{"done":true}`)}}
+			ws := [][]backend.Write{{stepWrite(r, "only"),
+				{Kind: backend.WriteCompleteRun, WorkflowRunID: r.ID, WorkerID: *r.WorkerID, Output: json.RawMessage(`{"done":true}`)}}}
 			b.StartTimer()
 			requireAllApplied(b, be.ApplyWrites(ctx, ws))
 		}
@@ -188,7 +189,7 @@ func BenchmarkApplyWrites(b *testing.B) {
 		xids, ops := startXids(b), 0
 		for b.Loop() {
 			for _, r := range runs {
-				if _, err := be.CreateStepAttempt(ctx, backend.CreateStepAttemptParams{WorkflowRunID: r.ID, WorkerID: *r.WorkerID, StepName: fmt.Sprintf("s%d", ops), Kind: backend.StepFunction}); err != nil {
+				if _, err := backendtest.Single(be).CreateStepAttempt(ctx, backendtest.CreateStepAttemptParams{WorkflowRunID: r.ID, WorkerID: *r.WorkerID, StepName: fmt.Sprintf("s%d", ops), Kind: backend.StepFunction}); err != nil {
 					b.Fatal(err)
 				}
 			}

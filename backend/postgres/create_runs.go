@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/openworkflow-go/openworkflow/backend"
 	"github.com/openworkflow-go/openworkflow/internal/id"
@@ -48,10 +50,13 @@ func (b *Backend) CreateWorkflowRuns(ctx context.Context, ps []backend.CreateWor
 		// One round trip, one implicit transaction: insert, then notify
 		// and read the clock that stamped the runs, which are built from
 		// their inputs rather than read back.
-		ids, args := b.runArrays(ps, plain)
+		var esc escapes
+		ids, args := b.runArrays(ps, plain, &esc)
+		at := b.at() // one clock for the insert and the time it returns
 		batch := &pgx.Batch{}
-		batch.Queue(b.q.insertRunsUnread, args...)
-		batch.Queue(b.q.notifyWorkIfDue, b.namespace, earliestAvailable(ps, plain))
+		batch.Queue(b.q.InsertRunsUnread, append(args, at)...)
+		batch.Queue(b.q.NotifyWorkIfDue, b.namespace, earliestAvailable(ps, plain), at)
+		recorded := b.queueRecord(batch, &esc)
 		br := b.pool.SendBatch(ctx, batch)
 		tag, err := br.Exec()
 		if err == nil && tag.RowsAffected() != int64(len(plain)) {
@@ -61,11 +66,14 @@ func (b *Backend) CreateWorkflowRuns(ctx context.Context, ps []backend.CreateWor
 		if err == nil {
 			err = br.QueryRow().Scan(&now, nil)
 		}
+		if err == nil && recorded {
+			_, err = br.Exec()
+		}
 		if cerr := br.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
-			return nil, fmt.Errorf("create %d workflow runs: %w", len(ps), err)
+			return nil, fmt.Errorf("create %d workflow runs: %w", len(ps), missingParent(ps, err))
 		}
 		for k, i := range plain {
 			runs[i] = b.insertedRun(ids[k], ps[i], now)
@@ -77,15 +85,17 @@ func (b *Backend) CreateWorkflowRuns(ctx context.Context, ps []backend.CreateWor
 		return idempotencyLockKey(b.namespace, ps[keyed[a]].WorkflowName, *ps[keyed[a]].IdempotencyKey) <
 			idempotencyLockKey(b.namespace, ps[keyed[c]].WorkflowName, *ps[keyed[c]].IdempotencyKey)
 	})
+	var esc escapes
 	err := b.inTx(ctx, func(tx pgx.Tx) error {
+		esc = escapes{}
 		var inserted []int // positions in ps
 		for _, i := range keyed {
 			p := ps[i]
-			if _, err := tx.Exec(ctx, sqlLockIdempotencyKey, idempotencyLockKey(b.namespace, p.WorkflowName, *p.IdempotencyKey)); err != nil {
+			if _, err := tx.Exec(ctx, b.q.LockIdempotencyKey, idempotencyLockKey(b.namespace, p.WorkflowName, *p.IdempotencyKey)); err != nil {
 				return err
 			}
-			existing, err := queryRun(ctx, tx, b.q.getRunByIdempotencyKey,
-				b.namespace, p.WorkflowName, *p.IdempotencyKey, durationMs(backend.IdempotencyPeriod))
+			existing, err := queryRun(ctx, tx, b.q.GetRunByIdempotencyKey,
+				b.namespace, p.WorkflowName, *p.IdempotencyKey, durationMs(backend.IdempotencyPeriod), b.at())
 			if err == nil {
 				runs[i] = existing
 				continue
@@ -93,8 +103,8 @@ func (b *Backend) CreateWorkflowRuns(ctx context.Context, ps []backend.CreateWor
 			if !errors.Is(err, pgx.ErrNoRows) {
 				return err
 			}
-			_, args := b.runArrays(ps, []int{i})
-			rows, err := tx.Query(ctx, b.q.insertRuns, args...)
+			_, args := b.runArrays(ps, []int{i}, &esc)
+			rows, err := tx.Query(ctx, b.q.InsertRunsReadBack, append(args, b.at())...)
 			if err != nil {
 				return err
 			}
@@ -104,8 +114,8 @@ func (b *Backend) CreateWorkflowRuns(ctx context.Context, ps []backend.CreateWor
 			inserted = append(inserted, i)
 		}
 		if len(plain) > 0 {
-			_, args := b.runArrays(ps, plain)
-			rows, err := tx.Query(ctx, b.q.insertRuns, args...)
+			_, args := b.runArrays(ps, plain, &esc)
+			rows, err := tx.Query(ctx, b.q.InsertRunsReadBack, append(args, b.at())...)
 			if err != nil {
 				return err
 			}
@@ -124,34 +134,45 @@ func (b *Backend) CreateWorkflowRuns(ctx context.Context, ps []backend.CreateWor
 		if len(inserted) == 0 {
 			return nil
 		}
-		_, err := tx.Exec(ctx, b.q.notifyWorkIfDue, b.namespace, earliestAvailable(ps, inserted))
+		if err := b.recordEscapes(ctx, tx, &esc); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, b.q.NotifyWorkIfDue, b.namespace, earliestAvailable(ps, inserted), b.at())
 		return err
 	})
+	if err == nil {
+		err = b.decodeRuns(ctx, runs...)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("create %d workflow runs (%d with idempotency keys): %w", len(ps), len(keyed), err)
+		return nil, fmt.Errorf("create %d workflow runs (%d with idempotency keys): %w", len(ps), len(keyed), missingParent(ps, err))
 	}
 	return runs, nil
 }
 
-// validateCreate checks one entry as CreateWorkflowRun does.
-func validateCreate(p backend.CreateWorkflowRunParams) error {
-	if p.WorkflowName == "" {
-		return fmt.Errorf("%w: empty workflow name", backend.ErrInvalidArgument)
+// missingParent turns the violation of workflow_runs_parent_step_attempt_fk
+// (an entry naming a parent step attempt that does not exist) into an
+// error wrapping backend.ErrInvalidArgument that names the entry; other
+// errors are returned as they are. Nothing was inserted: the statement,
+// or the transaction, failed as a whole.
+func missingParent(ps []backend.CreateWorkflowRunParams, err error) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "23503" || pgErr.ConstraintName != "workflow_runs_parent_step_attempt_fk" {
+		return err
 	}
-	for _, j := range []struct {
-		what string
-		raw  []byte
-	}{{"config", p.Config}, {"context", p.Context}, {"input", p.Input}} {
-		if err := checkJSON(j.what, j.raw); err != nil {
-			return err
+	for i, p := range ps {
+		if p.ParentStepAttemptID != nil && strings.Contains(pgErr.Detail, *p.ParentStepAttemptID) {
+			return fmt.Errorf("entry %d: %w: parent step attempt %s does not exist", i, backend.ErrInvalidArgument, *p.ParentStepAttemptID)
 		}
 	}
-	return nil
+	return fmt.Errorf("%w: a parent step attempt does not exist (%s)", backend.ErrInvalidArgument, pgErr.Detail)
 }
 
+// validateCreate checks one entry as CreateWorkflowRun does.
+func validateCreate(p backend.CreateWorkflowRunParams) error { return p.Validate() }
+
 // runArrays returns new run ids for ps[idx...] and the arguments of
-// sqlInsertRuns: one array per column.
-func (b *Backend) runArrays(ps []backend.CreateWorkflowRunParams, idx []int) ([]string, []any) {
+// sqlInsertRuns: one array per column. The escaped values are noted in e.
+func (b *Backend) runArrays(ps []backend.CreateWorkflowRunParams, idx []int, e *escapes) ([]string, []any) {
 	n := len(idx)
 	ids := make([]string, n)
 	names := make([]string, n)
@@ -164,7 +185,9 @@ func (b *Backend) runArrays(ps []backend.CreateWorkflowRunParams, idx []int) ([]
 		ids[k] = id.New(id.PrefixRun)
 		names[k] = p.WorkflowName
 		versions[k], keys[k] = p.Version, p.IdempotencyKey
-		configs[k], contexts[k], inputs[k] = jsonText(p.Config), jsonText(p.Context), jsonText(p.Input)
+		configs[k] = e.jsonText(b.namespace, tableRuns, ids[k], "config", p.Config)
+		contexts[k] = e.jsonText(b.namespace, tableRuns, ids[k], "context", p.Context)
+		inputs[k] = e.jsonText(b.namespace, tableRuns, ids[k], "input", p.Input)
 		parentNS[k], parentID[k] = p.ParentStepAttemptNamespaceID, p.ParentStepAttemptID
 		availableAt[k], deadlineAt[k] = msPtr(p.AvailableAt), msPtr(p.DeadlineAt)
 	}
@@ -209,13 +232,4 @@ func (b *Backend) insertedRun(id string, p backend.CreateWorkflowRunParams, now 
 		r.AvailableAt = &now
 	}
 	return r
-}
-
-// jsonText is jsonArg as a nullable text array element.
-func jsonText(raw []byte) *string {
-	if raw == nil {
-		return nil
-	}
-	s := string(encodeJSON(raw))
-	return &s
 }

@@ -74,6 +74,10 @@
 //
 // JSON columns are jsonb, as upstream: values come back semantically equal
 // (jsonb normalizes whitespace and key order; big integers keep their
-// digits). jsonb cannot hold U+0000, so a string containing it (or starting
-// with U+0001) is stored escaped and unescaped on read; see encodeJSON.
+// digits). jsonb cannot hold U+0000, so a value holding it is stored with
+// its strings escaped, and the backend records in
+// openworkflow_go_escaped_json (go migration 3) which column of which row
+// holds such a value; a value is unescaped on read only when that record
+// names it, so whatever another SDK wrote reads back unchanged. See
+// jsonnul.go and escapes.go.
 package postgres

@@ -8,52 +8,87 @@ import (
 
 // PostgreSQL's jsonb refuses the character U+0000 in strings and keys
 // ("unsupported Unicode escape sequence"), yet the engine promises that any
-// JSON value round-trips. So before a value is written, every string (or
-// key) that contains U+0000 is stored escaped:
+// JSON value round-trips. So a value holding a string (or key) with U+0000
+// is stored with some of its strings escaped:
 //
-//	stored = U+0001 + s with U+0001 → U+0001 '1' and U+0000 → U+0001 '0'
+//	escaped(s) = U+0001 + s with U+0001 → U+0001 '1' and U+0000 → U+0001 '0'
 //
-// and a stored string is unescaped when read only if it is of exactly that
-// form and decodes to a string with U+0000 (see isEscaped), so strings the
-// TypeScript SDK writes, U+0001 prefix or not, read back unchanged.
-// Values without such strings — all but a vanishing few — are stored as
-// given and read back as PostgreSQL returns them, so their structure stays
-// queryable in SQL (context->>'signal'). The TypeScript SDK, which cannot
-// write U+0000 at all, would see the escaped form.
+// applied, in such a value only, to every string that contains U+0000 or
+// starts with U+0001, so that in a stored escaped value exactly the strings
+// starting with U+0001 are escaped ones, and decoding is unambiguous.
+//
+// What decoding cannot be is a rule on the value alone: jsonb refuses only
+// U+0000 and lone surrogates, neither of which a JavaScript JSON text that
+// PostgreSQL accepts can hold, so every string the escape produces is one
+// the TypeScript SDK can store too ("\u0001\u00010", three characters, is
+// the escaped form of "\u0000"). The mark that a value is escaped lives
+// outside it: the Go SDK records each escaped value it stores, in the same
+// transaction, in openworkflow_go_escaped_json (go migration 3; escapes.go),
+// and a value read back is decoded only when that record names its row, its
+// column and its exact text. Everything else — whatever the TypeScript SDK
+// wrote, a TypeScript write over a Go value included — reads back as
+// stored. Values without U+0000, all but a vanishing few, are stored as
+// given and never recorded, so writes cost nothing more and their structure
+// stays queryable in SQL (context->>'signal'); a read costs one lookup only
+// for a value holding a string that starts with U+0001.
+//
+// The TypeScript SDK, which cannot store U+0000 at all, reads a Go value
+// holding it in the escaped form.
 
 const escapeChar = '\x01'
 
 var (
-	nulEscape  = []byte(`\u0000`)
-	markEscape = []byte(`\u0001`)
+	// nulEscape is how U+0000 appears in JSON text (jsonb never renders
+	// it, and Go's encoders write it so).
+	nulEscape = []byte(`\u0000`)
+	// escapedStart is how a string starting with U+0001 begins in the text
+	// of a jsonb value: only a value containing it may need decoding.
+	escapedStart = []byte(`"\u0001`)
 )
 
-// encodeJSON returns raw made storable in jsonb (raw itself when nothing
-// needs escaping, the common case).
-func encodeJSON(raw []byte) []byte {
-	if !bytes.Contains(raw, nulEscape) && !bytes.Contains(raw, markEscape) {
-		return raw
+// encodeJSON returns raw made storable in jsonb, and whether it had to
+// escape anything: raw itself, false, for a value without U+0000 (checked
+// first with a byte search, so the common case costs no parse). raw must
+// be valid JSON.
+func encodeJSON(raw []byte) ([]byte, bool) {
+	if !bytes.Contains(raw, nulEscape) || !hasNUL(raw) {
+		return raw, false
 	}
-	return rewriteStrings(raw, escapeString)
+	return rewriteStrings(raw, escapeString), true
 }
 
-// decodeJSON undoes encodeJSON on a value read from the database.
-func decodeJSON(raw []byte) []byte {
-	if raw == nil || !bytes.Contains(raw, markEscape) {
-		return raw
-	}
+// decodeEscaped undoes encodeJSON on a value read back, which the caller
+// knows Go stored escaped (escapes.go): every string starting with U+0001
+// is decoded.
+func decodeEscaped(raw []byte) []byte {
 	return rewriteStrings(raw, unescapeString)
 }
 
-// escapeString escapes s if it contains U+0000, or if it already reads as
-// an escaped string (so that reading it back cannot change it). Any other
-// string — one starting with U+0001 included, such as the TypeScript SDK
-// may write — is stored as is.
+// mayBeEscaped reports whether a value read back holds a string starting
+// with U+0001, the only kind of value that may be one Go stored escaped.
+func mayBeEscaped(raw []byte) bool {
+	return raw != nil && bytes.Contains(raw, escapedStart)
+}
+
+// hasNUL reports whether a string or key of the JSON text raw contains
+// U+0000 (rather than, say, the six characters `\u0000` escaped).
+func hasNUL(raw []byte) bool {
+	found := false
+	rewriteStrings(raw, func(s string) (string, bool) {
+		found = found || strings.IndexByte(s, 0) >= 0
+		return s, false
+	})
+	return found
+}
+
+// escapeString escapes s if it contains U+0000 or starts with U+0001 (in a
+// value that holds U+0000 somewhere); any other string is kept.
 func escapeString(s string) (string, bool) {
-	if !strings.ContainsRune(s, 0) && !isEscaped(s) {
+	if strings.IndexByte(s, 0) < 0 && !strings.HasPrefix(s, string(escapeChar)) {
 		return s, false
 	}
 	var sb strings.Builder
+	sb.Grow(len(s) + 2)
 	sb.WriteByte(escapeChar)
 	for i := 0; i < len(s); i++ {
 		switch s[i] {
@@ -68,38 +103,21 @@ func escapeString(s string) (string, bool) {
 	return sb.String(), true
 }
 
-// unescapeString undoes escapeString: only a string that reads as escaped
-// is changed.
+// unescapeString undoes escapeString. A string not of the escaped form —
+// which a value Go stored escaped does not hold — is kept.
 func unescapeString(s string) (string, bool) {
-	if !isEscaped(s) {
+	if s == "" || s[0] != escapeChar {
 		return s, false
 	}
-	d, _ := decodeEscaped(s)
-	return d, true
-}
-
-// isEscaped reports whether s is what escapeString makes: U+0001, then text
-// in which every U+0001 is followed by '0' or '1', decoding to a string that
-// contains U+0000 or is itself escaped.
-func isEscaped(s string) bool {
-	d, ok := decodeEscaped(s)
-	return ok && (strings.ContainsRune(d, 0) || isEscaped(d))
-}
-
-// decodeEscaped decodes an escaped string; ok is false when s is not of the
-// escaped form.
-func decodeEscaped(s string) (string, bool) {
-	if s == "" || s[0] != escapeChar {
-		return "", false
-	}
 	var sb strings.Builder
+	sb.Grow(len(s))
 	for i := 1; i < len(s); i++ {
 		if s[i] != escapeChar {
 			sb.WriteByte(s[i])
 			continue
 		}
 		if i+1 >= len(s) || (s[i+1] != '0' && s[i+1] != '1') {
-			return "", false
+			return s, false
 		}
 		sb.WriteByte(s[i+1] - '0') // '0' → U+0000, '1' → U+0001
 		i++
@@ -128,16 +146,20 @@ func rewriteStrings(raw []byte, f func(string) (string, bool)) []byte {
 		end++ // past the closing quote
 		token := raw[i:min(end, len(raw))]
 		var s string
-		if err := json.Unmarshal(token, &s); err == nil {
-			if r, changed := f(s); changed {
-				var sb strings.Builder
-				writeJSString(&sb, r)
-				out = append(out, sb.String()...)
-				i = end
-				continue
-			}
+		if bytes.IndexByte(token, '\\') < 0 && len(token) >= 2 {
+			s = string(token[1 : len(token)-1]) // no escapes: the text is the string
+		} else if err := json.Unmarshal(token, &s); err != nil {
+			out = append(out, token...)
+			i = end
+			continue
 		}
-		out = append(out, token...)
+		if r, changed := f(s); changed {
+			var sb strings.Builder
+			writeJSString(&sb, r)
+			out = append(out, sb.String()...)
+		} else {
+			out = append(out, token...)
+		}
 		i = end
 	}
 	return out

@@ -3,10 +3,12 @@ package postgres
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
-func TestNULEscapingRoundTrips(t *testing.T) {
+func TestEscapingRoundTripsAndLeavesValuesWithoutNULAlone(t *testing.T) {
 	for _, v := range []string{
 		`"plain"`,
 		`"a\u0000b"`,
@@ -15,36 +17,102 @@ func TestNULEscapingRoundTrips(t *testing.T) {
 		`"\u0001\u0000\u0001"`,
 		`["\\u0000 is not a NUL", "x\u00010"]`,
 		`{"nested":[{"\u0000":"\u0000\u0000"}]}`,
+		`{"a":"\u0000","b":"\u0001\u00010","\u0001":"\u00011","c":"\u0001"}`,
+		`"\u0001\u00010"`,
+		`{"\u0001k":["\u0001\u00011"]}`,
 	} {
-		stored := encodeJSON([]byte(v))
-		var probe any
+		stored, escaped := encodeJSON([]byte(v))
+		var want, probe any
+		must(t, json.Unmarshal([]byte(v), &want))
 		if err := json.Unmarshal(stored, &probe); err != nil {
 			t.Fatalf("%s: stored form %s is not JSON: %v", v, stored, err)
 		}
 		if containsNUL(probe) {
 			t.Errorf("%s: stored form %s still holds U+0000", v, stored)
 		}
-		back := decodeJSON(stored)
-		var want, got any
-		_ = json.Unmarshal([]byte(v), &want)
-		_ = json.Unmarshal(back, &got)
+		if escaped != containsNUL(want) {
+			t.Errorf("%s: escaped = %v, want %v (only values holding U+0000 are escaped)", v, escaped, containsNUL(want))
+		}
+		if !escaped {
+			if string(stored) != v {
+				t.Errorf("%s without U+0000 stored as %s: it must be stored as given", v, stored)
+			}
+			continue
+		}
+		var got any
+		must(t, json.Unmarshal(decodeEscaped(stored), &got))
 		if !reflect.DeepEqual(want, got) {
-			t.Errorf("%s: read back as %s", v, back)
+			t.Errorf("%s: stored as %s, decoded as %v", v, stored, got)
 		}
 	}
-	if got := encodeJSON([]byte(`{"a": 1}`)); string(got) != `{"a": 1}` {
-		t.Errorf("a value without NUL was rewritten: %s", got)
+}
+
+// Every value holding a string that starts with U+0001 is a candidate for
+// decoding (no false negative); most others are not.
+func TestOnlyTheBytesOfAStringStartingWithU0001MarkACandidate(t *testing.T) {
+	for v, want := range map[string]bool{
+		`"\u0001x"`:         true,
+		`{"\u0001":1}`:      true,
+		`"x\u0001"`:         false, // U+0001 not first: never an escaped string
+		`"\\u0001"`:         false, // a backslash, then "u0001"
+		`{"a":"b"}`:         false,
+		`["a","\u00010"]`:   true,
+		`"\"\u0001"`:        true, // a false positive: it costs a lookup, no more
+		`null`:              false,
+		`"\u00011\u00010x"`: true,
+	} {
+		if got := mayBeEscaped([]byte(v)); got != want {
+			t.Errorf("mayBeEscaped(%s) = %v, want %v", v, got, want)
+		}
 	}
+	if mayBeEscaped(nil) {
+		t.Error("mayBeEscaped(nil)")
+	}
+}
+
+// FuzzEscaping: for any JSON value built around a string s, escaping then
+// decoding gives the value back, the stored form holds no U+0000, and a
+// value without U+0000 is stored byte for byte as given.
+func FuzzEscaping(f *testing.F) {
+	for _, s := range []string{"", "\x00", "\x01", "\x01\x010", "\x010", "\x011", "a\x00b\x01c", "\U0001F600\x00", "\ufffd", "\x01\x01\x01"} {
+		f.Add(s, s+"k")
+	}
+	f.Fuzz(func(t *testing.T, s, k string) {
+		if !utf8.ValidString(s) || !utf8.ValidString(k) {
+			t.Skip("Go's JSON encoders write invalid UTF-8 as U+FFFD")
+		}
+		v := map[string]any{k: []any{s, map[string]any{s: k}, "\x01" + s, 1.5}, "plain": s + k}
+		raw, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored, escaped := encodeJSON(raw)
+		if strings.Contains(string(stored), `\u0000`) {
+			t.Fatalf("stored form %s holds U+0000", stored)
+		}
+		hasNUL := strings.ContainsRune(s+k, 0)
+		if escaped != hasNUL {
+			t.Fatalf("escaped = %v for a value with U+0000 %v", escaped, hasNUL)
+		}
+		back := stored
+		if escaped {
+			back = decodeEscaped(stored)
+		} else if string(stored) != string(raw) {
+			t.Fatalf("a value without U+0000 was rewritten: %s → %s", raw, stored)
+		}
+		var want, got any
+		must(t, json.Unmarshal(raw, &want))
+		must(t, json.Unmarshal(back, &got))
+		if !reflect.DeepEqual(want, got) {
+			t.Fatalf("%s stored as %s read back as %s", raw, stored, back)
+		}
+	})
 }
 
 func containsNUL(v any) bool {
 	switch v := v.(type) {
 	case string:
-		for _, r := range v {
-			if r == 0 {
-				return true
-			}
-		}
+		return strings.ContainsRune(v, 0)
 	case []any:
 		for _, e := range v {
 			if containsNUL(e) {
@@ -61,25 +129,9 @@ func containsNUL(v any) bool {
 	return false
 }
 
-func TestStringsWithoutNULAreStoredAsGivenSoOtherSDKsReadThemUnchanged(t *testing.T) {
-	for _, v := range []string{
-		`"\u0001abc"`,                   // what the TypeScript SDK may write
-		`"\u00010"`,                     // looks escaped but decodes to no NUL
-		`{"\u0001k":["\u0001\u00011"]}`, // escaped form, decoding to "\u0001" only
-	} {
-		if got := encodeJSON([]byte(v)); string(got) != v {
-			t.Errorf("%s stored as %s: a string without U+0000 must be stored as given", v, got)
-		}
-		if got := decodeJSON([]byte(v)); string(got) != v {
-			t.Errorf("%s written by another SDK read back as %s", v, got)
-		}
-	}
-	// A string that reads as escaped is itself escaped, so it round-trips.
-	tricky := `"\u0001\u00010"` // decodes to "\u0000"
-	var want, got any
-	_ = json.Unmarshal([]byte(tricky), &want)
-	_ = json.Unmarshal(decodeJSON(encodeJSON([]byte(tricky))), &got)
-	if !reflect.DeepEqual(want, got) {
-		t.Errorf("%s read back as %v", tricky, got)
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/openworkflow-go/openworkflow/backend"
-	"github.com/openworkflow-go/openworkflow/internal/notify"
+	"github.com/openworkflow-go/openworkflow/internal/hub"
 )
 
 // Reconnection backoff of the listener: doubling from listenMinBackoff up to
@@ -61,7 +61,7 @@ func (b *Backend) Subscribe(ctx context.Context) (<-chan backend.Event, error) {
 type listener struct {
 	connConfig        *pgx.ConnConfig
 	schema, namespace string
-	hub               *notify.Hub
+	hub               *hub.Hub
 
 	cancel       context.CancelFunc
 	done         chan struct{} // closed when the goroutine returned
@@ -69,7 +69,7 @@ type listener struct {
 	pid          atomic.Uint32 // backend PID of the current connection, 0 if none (tests)
 }
 
-func startListener(cfg *pgx.ConnConfig, schema, namespace string, hub *notify.Hub) *listener {
+func startListener(cfg *pgx.ConnConfig, schema, namespace string, hub *hub.Hub) *listener {
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &listener{
 		connConfig:   cfg,
@@ -153,13 +153,16 @@ func (l *listener) listen(ctx context.Context, listening func()) {
 }
 
 // notification is the payload the queries build with json_build_object:
-// one run (id), or the runs of a batch (ids).
+// one run (id), or the runs of a batch (ids); a chunk's also names its
+// stream and number (append_chunk in sql/streams.sql).
 type notification struct {
 	Schema    string   `json:"schema"`
 	Namespace string   `json:"ns"`
 	Kind      string   `json:"kind"`
 	ID        string   `json:"id"`
 	IDs       []string `json:"ids"`
+	Stream    string   `json:"stream"`
+	Seq       int64    `json:"seq"`
 }
 
 // decode parses a payload into its events (one per run of a batch
@@ -173,7 +176,11 @@ func (l *listener) decode(payload string) []backend.Event {
 		return nil
 	}
 	kind := backend.EventKind(n.Kind)
-	if kind != backend.EventWorkAvailable && kind != backend.EventRunFinished {
+	switch kind {
+	case backend.EventWorkAvailable, backend.EventRunFinished:
+	case backend.EventChunk:
+		return []backend.Event{{Kind: kind, WorkflowRunID: n.ID, Stream: n.Stream, Seq: n.Seq}}
+	default:
 		return nil
 	}
 	if n.IDs == nil {

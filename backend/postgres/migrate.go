@@ -47,14 +47,21 @@ var migrationFiles embed.FS
 // openworkflow_migrations, exactly as the TypeScript SDK writes them) and
 // ours (openworkflow_go_migrations), applied after theirs so that neither
 // SDK ever sees a version it does not know in its own table.
+//
+// OpenWorkflow's line is contiguous and applies the versions above
+// MAX(version), as the TypeScript SDK does. Ours may have gaps (changes
+// developed side by side take their numbers ahead of landing) and applies
+// every version it has not recorded, in order, so a version that lands
+// after a higher one is still applied.
 type migrationLine struct {
 	dir   string // embedded directory of the scripts
 	table string // the version table, created by the line's script 0
+	gaps  bool   // versions may skip numbers; apply each one not recorded
 }
 
 var (
 	openworkflowLine = migrationLine{dir: "migrations", table: "openworkflow_migrations"}
-	goLine           = migrationLine{dir: "migrations_go", table: "openworkflow_go_migrations"}
+	goLine           = migrationLine{dir: "migrations_go", table: goMigrationsTable, gaps: true}
 )
 
 // migration is one numbered script of a line; its index is its version.
@@ -89,8 +96,11 @@ func (l migrationLine) migrations() ([]migration, error) {
 	}
 	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
 	for i, m := range ms {
-		if m.version != int64(i) {
+		switch {
+		case !l.gaps && m.version != int64(i):
 			return nil, fmt.Errorf("migration %s/%s: expected version %d", l.dir, m.name, i)
+		case l.gaps && (i == 0 && m.version != 0 || i > 0 && m.version == ms[i-1].version):
+			return nil, fmt.Errorf("migration %s/%s: version %d is not the first (0) or is taken twice", l.dir, m.name, m.version)
 		}
 	}
 	return ms, nil
@@ -104,7 +114,7 @@ const LatestMigrationVersion = 5
 // LatestGoMigrationVersion is the version of the newest migration of this
 // SDK's own line, the value MAX(version) of openworkflow_go_migrations has
 // after [Migrate].
-const LatestGoMigrationVersion = 2
+const LatestGoMigrationVersion = 5
 
 // Migrate creates or upgrades the OpenWorkflow tables in schema (empty means
 // [DefaultSchema]): first OpenWorkflow's line, applying every embedded
@@ -121,57 +131,110 @@ const LatestGoMigrationVersion = 2
 // migrating the same database at once wait for each other instead of
 // colliding. Migrate is idempotent.
 func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
-	return migrate(ctx, pool, schema, openworkflowLine, goLine)
+	_, err := MigrateWithReport(ctx, pool, schema)
+	return err
 }
 
-// migrate applies the lines in order under the schema's advisory lock.
-func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, lines ...migrationLine) error {
+// MigrationReport says what [MigrateWithReport] did to each migration line.
+type MigrationReport struct {
+	// OpenWorkflow is OpenWorkflow's line (openworkflow_migrations), shared
+	// with the TypeScript SDK.
+	OpenWorkflow LineReport `json:"openworkflow"`
+	// Go is this SDK's own line (openworkflow_go_migrations). A schema the
+	// TypeScript SDK migrated has OpenWorkflow's line only, so the first Go
+	// migration of it applies this line alone.
+	Go LineReport `json:"go"`
+}
+
+// LineReport says what [MigrateWithReport] did to one migration line.
+type LineReport struct {
+	// Table is the line's version table.
+	Table string `json:"table"`
+	// Before and After are MAX(version) of Table before and after the
+	// migration, read under the migration lock; -1 means the table did not
+	// exist (no migration of this line had run).
+	Before int64 `json:"before"`
+	After  int64 `json:"after"`
+	// Applied lists the versions this call applied, oldest first; empty
+	// (not nil) when the line was up to date.
+	Applied []int64 `json:"applied"`
+}
+
+// MigrateWithReport is [Migrate], reporting the versions of each line
+// before and after and the migrations it applied, as `ow migrate` prints
+// them.
+func MigrateWithReport(ctx context.Context, pool *pgxpool.Pool, schema string) (MigrationReport, error) {
+	reports, err := migrate(ctx, pool, schema, openworkflowLine, goLine)
+	if err != nil {
+		return MigrationReport{}, err
+	}
+	return MigrationReport{OpenWorkflow: reports[0], Go: reports[1]}, nil
+}
+
+// migrate applies the lines in order under the schema's advisory lock and
+// reports what it did to each.
+func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, lines ...migrationLine) ([]LineReport, error) {
 	if schema == "" {
 		schema = DefaultSchema
 	}
 	if err := ValidateSchema(schema); err != nil {
-		return err
+		return nil, err
+	}
+	q, err := loadQueries(schema)
+	if err != nil {
+		return nil, err
 	}
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
-		return fmt.Errorf("migrate schema %s: acquire connection: %w", schema, err)
+		return nil, fmt.Errorf("migrate schema %s: acquire connection: %w", schema, err)
 	}
 	defer conn.Release()
 
 	lockKey := "openworkflow:migrate:" + schema
-	if _, err := conn.Exec(ctx, sqlMigrationLock, lockKey); err != nil {
-		return fmt.Errorf("migrate schema %s: take advisory lock: %w", schema, err)
+	if _, err := conn.Exec(ctx, q.MigrationLock, lockKey); err != nil {
+		return nil, fmt.Errorf("migrate schema %s: take advisory lock: %w", schema, err)
 	}
 	defer func() {
 		// A session lock outlives errors; if it cannot be released, the
 		// connection must not go back to the pool still holding it.
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lockReleaseTimeout)
 		defer cancel()
-		if _, err := conn.Exec(uctx, sqlMigrationUnlock, lockKey); err != nil {
+		if _, err := conn.Exec(uctx, q.MigrationUnlock, lockKey); err != nil {
 			_ = conn.Hijack().Close(uctx)
 		}
 	}()
+	reports := make([]LineReport, 0, len(lines))
 	for _, l := range lines {
-		if err := l.apply(ctx, conn.Conn(), schema); err != nil {
-			return err
+		r, err := l.apply(ctx, conn.Conn(), &q, schema)
+		if err != nil {
+			return nil, err
 		}
+		reports = append(reports, r)
 	}
-	return nil
+	return reports, nil
 }
 
 // apply runs the line's migrations above its current version, each in its
-// own transaction.
-func (l migrationLine) apply(ctx context.Context, conn *pgx.Conn, schema string) error {
+// own transaction, and reports the versions before and after.
+func (l migrationLine) apply(ctx context.Context, conn *pgx.Conn, q *queries, schema string) (LineReport, error) {
+	r := LineReport{Table: l.table, Applied: []int64{}}
 	ms, err := l.migrations()
 	if err != nil {
-		return err
+		return r, err
 	}
-	current, err := currentMigrationVersion(ctx, conn, schema, l.table)
+	current, err := currentMigrationVersion(ctx, conn, q, schema, l.table)
 	if err != nil {
-		return fmt.Errorf("migrate schema %s: read current version of %s: %w", schema, l.table, err)
+		return r, fmt.Errorf("migrate schema %s: read current version of %s: %w", schema, l.table, err)
+	}
+	r.Before, r.After = current, current
+	var recorded map[int64]bool
+	if l.gaps && current >= 0 {
+		if recorded, err = recordedMigrationVersions(ctx, conn, schema, l.table); err != nil {
+			return r, fmt.Errorf("migrate schema %s: read versions of %s: %w", schema, l.table, err)
+		}
 	}
 	for _, m := range ms {
-		if m.version <= current {
+		if (l.gaps && recorded[m.version]) || (!l.gaps && m.version <= current) {
 			continue
 		}
 		script := strings.ReplaceAll(m.sql, "{{schema}}", quoteIdent(schema))
@@ -179,26 +242,30 @@ func (l migrationLine) apply(ctx context.Context, conn *pgx.Conn, schema string)
 			_, err := tx.Exec(ctx, script) // no arguments: simple protocol, several statements
 			return err
 		}); err != nil {
-			return fmt.Errorf("migrate schema %s: migration %s/%s: %w", schema, l.dir, m.name, err)
+			return r, fmt.Errorf("migrate schema %s: migration %s/%s: %w", schema, l.dir, m.name, err)
 		}
+		r.Applied = append(r.Applied, m.version)
+		r.After = max(r.After, m.version)
 	}
-	return nil
+	return r, nil
 }
 
 // currentMigrationVersion is MAX(version) of the version table, or -1
 // when that table does not exist yet.
-func currentMigrationVersion(ctx context.Context, conn *pgx.Conn, schema, table string) (int64, error) {
+func currentMigrationVersion(ctx context.Context, conn *pgx.Conn, q *queries, schema, table string) (int64, error) {
 	var exists bool
-	if err := conn.QueryRow(ctx, sqlMigrationsTableExists, schema, table).Scan(&exists); err != nil {
+	if err := conn.QueryRow(ctx, q.MigrationsTableExists, schema, table).Scan(&exists); err != nil {
 		return 0, err
 	}
 	if !exists {
 		return -1, nil
 	}
+	version := q.OpenWorkflowMigrationVersion
+	if table == goMigrationsTable {
+		version = q.GoMigrationVersion
+	}
 	var v *int64
-	q := strings.ReplaceAll(sqlCurrentMigrationVersion, "{{schema}}", quoteIdent(schema))
-	q = strings.ReplaceAll(q, "{{table}}", quoteIdent(table))
-	if err := conn.QueryRow(ctx, q).Scan(&v); err != nil {
+	if err := conn.QueryRow(ctx, version).Scan(&v); err != nil {
 		return 0, err
 	}
 	if v == nil {
@@ -206,6 +273,28 @@ func currentMigrationVersion(ctx context.Context, conn *pgx.Conn, schema, table 
 	}
 	return *v, nil
 }
+
+// recordedMigrationVersions is the set of versions in the version table,
+// which exists.
+func recordedMigrationVersions(ctx context.Context, conn *pgx.Conn, schema, table string) (map[int64]bool, error) {
+	q := "SELECT \"version\" FROM " + quoteIdent(schema) + "." + quoteIdent(table)
+	rows, err := conn.Query(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	vs, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, err
+	}
+	set := make(map[int64]bool, len(vs))
+	for _, v := range vs {
+		set[v] = true
+	}
+	return set, nil
+}
+
+// goMigrationsTable is the version table of this SDK's own line.
+const goMigrationsTable = "openworkflow_go_migrations"
 
 // quoteIdent quotes an identifier already checked by ValidateSchema.
 func quoteIdent(s string) string { return `"` + s + `"` }

@@ -37,7 +37,7 @@ func TestLookupsByIDProbeWithoutStatistics(t *testing.T) {
 	// Then r11 and r14 are parked (r14 due in 5 s, for the claim's
 	// lookahead, and r11 waiting on its child r12, which completed), and
 	// autovacuum is off so that the tables keep no statistics.
-	if _, err := pool.Exec(ctx, expandQuery(`
+	if _, err := pool.Exec(ctx, withSchema(`
 ALTER TABLE {{schema}}."workflow_runs" SET (autovacuum_enabled = false);
 ALTER TABLE {{schema}}."step_attempts" SET (autovacuum_enabled = false);
 INSERT INTO {{schema}}."workflow_runs" (
@@ -65,8 +65,41 @@ UPDATE {{schema}}."workflow_runs" SET "worker_id" = NULL, "available_at" = NOW()
 WHERE "namespace_id" = 'n' AND "id" = 'r14'`, schema)); err != nil {
 		t.Fatal(err)
 	}
+	// Hooks and streams (go migration 5): a hook per run (token t<n>,
+	// hook h<n>, two payloads each), and a stream "out" per run of three
+	// chunks, the third closing it; r11 also waits in a hook-wait attempt
+	// on its hook, after payload 1.
+	if _, err := pool.Exec(ctx, withSchema(`
+ALTER TABLE {{schema}}."workflow_hooks" SET (autovacuum_enabled = false);
+ALTER TABLE {{schema}}."workflow_hook_payloads" SET (autovacuum_enabled = false);
+ALTER TABLE {{schema}}."workflow_streams" SET (autovacuum_enabled = false);
+ALTER TABLE {{schema}}."workflow_stream_chunks" SET (autovacuum_enabled = false);
+INSERT INTO {{schema}}."workflow_hooks" (
+  "namespace_id", "id", "token", "workflow_run_id", "step_name", "step_attempt_id", "payloads", "created_at", "updated_at")
+SELECT 'n', 'h' || g, 't' || g, 'r' || g, 'approval', 'ha' || g, 2, NOW(), NOW()
+FROM generate_series(1, 20000) AS g;
+INSERT INTO {{schema}}."workflow_hook_payloads" ("namespace_id", "hook_id", "seq", "data", "created_at")
+SELECT 'n', 'h' || g, s, 'true', NOW()
+FROM generate_series(1, 20000) AS g, generate_series(1, 2) AS s;
+INSERT INTO {{schema}}."step_attempts" (
+  "namespace_id", "id", "workflow_run_id", "step_name", "kind", "status", "config", "context",
+  "started_at", "created_at", "updated_at")
+VALUES ('n', 'hw11', 'r11', 'approval/receive', 'hook-wait', 'running', '{}',
+  '{"kind":"hook-wait","hookId":"h11","afterSeq":1,"timeoutAt":null}', NOW(), NOW(), NOW());
+INSERT INTO {{schema}}."workflow_streams" (
+  "namespace_id", "workflow_run_id", "stream", "chunks", "close_seq", "close_step_attempt_id",
+  "close_worker_id", "close_run_attempts", "created_at", "updated_at")
+SELECT 'n', 'r' || g, 'out', 3, 3, 'sa' || g, 'w' || g, 1, NOW(), NOW()
+FROM generate_series(1, 20000) AS g;
+INSERT INTO {{schema}}."workflow_stream_chunks" (
+  "namespace_id", "workflow_run_id", "stream", "seq", "data", "closes", "step_attempt_id",
+  "worker_id", "run_attempts", "created_at")
+SELECT 'n', 'r' || g, 'out', s, '\x00ff'::bytea, s = 3, 'sa' || g, 'w' || g, 1, NOW()
+FROM generate_series(1, 20000) AS g, generate_series(1, 3) AS s`, schema)); err != nil {
+		t.Fatal(err)
+	}
 
-	q := newQueries(schema)
+	q := mustLoadQueries(t, schema)
 	ids := func(p string, ns ...int) []string {
 		out := make([]string, len(ns))
 		for i, n := range ns {
@@ -85,6 +118,7 @@ WHERE "namespace_id" = 'n' AND "id" = 'r14'`, schema)); err != nil {
 		return out
 	}
 	noTimes := []*time.Time{nil, nil}
+	var noClock *time.Time // the database's clock
 	for _, c := range []struct {
 		name string
 		sql  string
@@ -92,19 +126,37 @@ WHERE "namespace_id" = 'n' AND "id" = 'r14'`, schema)); err != nil {
 		want int // rows the statement returns: the runs or attempts it changed; -1: no RETURNING
 	}{
 		// Two pending runs, then r14 ahead of its wake-up.
-		{"claim", q.claimRuns, []any{"n", []string{"x1", "x2", "x3"}, int64(60000), []string(nil), []*string(nil), int64(60000)}, 3},
-		{"insert steps", q.batchInsertSteps, []any{"n", texts("r3", "r4"), texts("w3", "w4"), texts("b3", "b4"),
+		{"claim", q.ClaimRuns, []any{"n", []string{"x1", "x2", "x3"}, int64(60000), []string(nil), []*string(nil), int64(60000), noClock}, 3},
+		{"insert steps", q.InsertSteps, []any{"n", texts("r3", "r4"), texts("w3", "w4"), texts("b3", "b4"),
 			texts("s", "s"), texts("function", "function"), texts("completed", "completed"), texts("{}", "{}"),
-			texts("", ""), texts("1", "2"), texts("", ""), texts("", ""), texts("", ""), noTimes, noTimes}, 2},
-		{"complete steps", q.batchCompleteSteps, []any{"n", ids("r", 1, 2), ids("w", 1, 2), ids("a", 1, 2), []string{"1", "2"}}, 2},
-		{"complete runs", q.batchCompleteRuns, []any{"n", ids("r", 5, 6), ids("w", 5, 6), []string{"1", "2"}}, 2},
-		{"park runs", q.batchParkRuns, []any{"n", ids("r", 7, 8), ids("w", 7, 8), soon}, 2},
-		{"complete run", q.batchCompleteRun, []any{"n", "r9", "w9", "1"}, 1},
-		{"step write fence", q.completeStep, []any{"n", "r1", "w1", "a1", "1"}, 1},
-		{"heartbeat", q.extendLease, []any{"n", "r10", "w10", int64(60000)}, -1},
-		{"cancel", q.cancelRun, []any{"n", "r13"}, 1},
-		{"wake a parent", q.wakeParent, []any{"n", "a11", "n", "r12"}, 1},
-		{"reconcile parked runs", q.reconcileParkedRuns, []any{"n", []string{"r11", "r14"}}, -1},
+			texts("", ""), texts("1", "2"), texts("", ""), texts("", ""), texts("", ""), noTimes, noTimes, noClock}, 2},
+		{"complete steps", q.CompleteSteps, []any{"n", ids("r", 1, 2), ids("w", 1, 2), ids("a", 1, 2), []string{"1", "2"}, noClock}, 2},
+		{"complete runs", q.CompleteRuns, []any{"n", ids("r", 5, 6), ids("w", 5, 6), []string{"1", "2"}, noClock}, 2},
+		{"park runs", q.ParkRuns, []any{"n", ids("r", 7, 8), ids("w", 7, 8), soon, noClock}, 2},
+		{"complete run", q.CompleteRun, []any{"n", "r9", "w9", "1", noClock}, 1},
+		{"step write fence", q.CompleteStep, []any{"n", "r1", "w1", "a1", "1", noClock}, 1},
+		{"heartbeat", q.ExtendLease, []any{"n", "r10", "w10", int64(60000), noClock}, -1},
+		{"cancel", q.CancelRun, []any{"n", "r13", noClock}, 1},
+		{"wake a parent", q.WakeParent, []any{"n", "a11", "n", "r12", noClock}, 1},
+		{"reconcile parked runs", q.ReconcileParkedRuns, []any{"n", []string{"r11", "r14"}, noClock}, -1},
+		// Hooks: the fence, the lookups by step and by token, the insert,
+		// a delivery (r11 is parked on h11 but waits after payload 1, so
+		// payload 3 wakes it), the payload read and the run's list.
+		{"hook fence", q.LockOwnedRun, []any{"n", "r3", "w3"}, 1},
+		{"hook by step", q.GetHookByStep, []any{"n", "r3", "approval"}, 1},
+		{"hook token lock", q.LockHookToken, []any{`{"hookNamespaceId":"n","token":"t3"}`}, 1},
+		{"hook by token", q.GetHookByToken, []any{"n", "t5"}, 1},
+		{"insert hook", q.InsertHook, []any{"n", "hnew", "tnew", "r3", "second", "a3", nil, noClock}, 1},
+		{"lock live hook", q.LockLiveHook, []any{"n", "t11"}, 1},
+		{"deliver hook payload", q.DeliverHookPayload, []any{"n", "h11", "r11", `{"ok":true}`, noClock}, 1},
+		{"next hook payload", q.NextHookPayload, []any{"n", "h7", int64(1)}, 1},
+		{"list hooks", q.ListHooks, []any{"n", "r7"}, 1},
+		// Streams: an append to r5's closed stream (closed by its own
+		// claim, so refused), to a new stream of r6, a read and a list.
+		{"append to a closed stream", q.AppendChunk, []any{"n", "r5", "w5", "out", "sa5", []byte{0}, false, noClock}, 1},
+		{"append chunk", q.AppendChunk, []any{"n", "r6", "w6", "log", "sa6", []byte{0}, false, noClock}, 1},
+		{"read stream", q.ReadStream, []any{"n", "r8", "out", int64(0), 100}, 3},
+		{"list streams", q.ListStreams, []any{"n", "r8"}, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			pages, rows := explainBuffers(t, ctx, pool, c.sql, c.args)
@@ -184,7 +236,7 @@ func explainBuffers(t *testing.T, ctx context.Context, pool *pgxpool.Pool, sql s
 // step attempt that an earlier write of the batch finished is not moved
 // ahead of that write into the batch's multi-row insert.
 func TestPlanKeepsAStepsWritesInOrder(t *testing.T) {
-	b := &Backend{q: newQueries(DefaultSchema), namespace: "n"}
+	b := &Backend{q: mustLoadQueries(t, DefaultSchema), namespace: "n"}
 	step := func(id string, st backend.StepStatus) *backend.StepAttempt {
 		return &backend.StepAttempt{ID: id, StepName: id, Kind: backend.StepFunction, Status: st, Output: json.RawMessage(`1`)}
 	}
@@ -199,7 +251,7 @@ func TestPlanKeepsAStepsWritesInOrder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		it.i = i
+		it.g = i
 		items = append(items, it)
 	}
 	var order [][]int

@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/openworkflow-go/openworkflow/backend"
-	"github.com/openworkflow-go/openworkflow/internal/notify"
+	"github.com/openworkflow-go/openworkflow/internal/hub"
 )
 
 // Options configure a [Backend]. The zero value is usable: the default
@@ -30,6 +30,12 @@ type Options struct {
 	// SkipMigrations makes [Open] not run [Migrate]; the tables must then
 	// exist already. [FromPool] never migrates.
 	SkipMigrations bool
+	// Now, when set, is the clock of every time the backend writes or
+	// compares with the present (claims, leases, deadlines, timestamps),
+	// in place of the database's NOW(): tests move time by injecting
+	// their own, as with sqlite.Options.Now. Nil (the default) means the
+	// database's clock, which a deployment should keep.
+	Now func() time.Time
 	// MaxConns is the size of the pool [Open] creates; 0 means the URL's
 	// pool_max_conns if it sets one, else [DefaultMaxConns]. A worker needs
 	// connections for its concurrent group commits, claims, heartbeats and
@@ -69,9 +75,10 @@ type Backend struct {
 	namespace string
 	schema    string
 	q         queries
-	now       func() time.Time // this process's clock: FailWorkflowRun's retry maths, NextDueAt's answer
+	clock     func() time.Time // Options.Now: nil for the database's clock
+	now       func() time.Time // this process's clock (NextDueAt's answer): clock, or time.Now
 
-	hub notify.Hub
+	hub hub.Hub
 
 	mu       sync.Mutex
 	closed   bool
@@ -112,7 +119,11 @@ func Open(ctx context.Context, url string, opts Options) (*Backend, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres backend: %w", err)
 	}
-	b := newBackend(pool, opts)
+	b, err := newBackend(pool, opts)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
 	b.ownsPool = true
 	return b, nil
 }
@@ -128,17 +139,19 @@ func FromPool(pool *pgxpool.Pool, opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newBackend(pool, opts), nil
+	return newBackend(pool, opts)
 }
 
-func newBackend(pool *pgxpool.Pool, opts Options) *Backend {
-	return &Backend{
-		pool:      pool,
-		namespace: opts.NamespaceID,
-		schema:    opts.Schema,
-		q:         newQueries(opts.Schema),
-		now:       time.Now,
+func newBackend(pool *pgxpool.Pool, opts Options) (*Backend, error) {
+	q, err := loadQueries(opts.Schema)
+	if err != nil {
+		return nil, err
 	}
+	b := &Backend{pool: pool, namespace: opts.NamespaceID, schema: opts.Schema, q: q, clock: opts.Now, now: opts.Now}
+	if b.now == nil {
+		b.now = time.Now
+	}
+	return b, nil
 }
 
 // NamespaceID returns the namespace this backend reads and writes.
@@ -180,8 +193,8 @@ func (b *Backend) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 }
 
 // fenceError explains why a write fenced on (status running, worker_id =
-// workerID) matched no row: the run is missing (ErrRunNotFound) or not
-// running under this worker (ErrNotOwner).
+// workerID) matched no row: the run is missing (ErrRunNotFound, and
+// ErrNotOwner) or not running under this worker (ErrNotOwner).
 func (b *Backend) fenceError(ctx context.Context, op, runID, workerID string) error {
 	status, owner, err := b.runOwnership(ctx, runID)
 	return ownershipError(op, runID, workerID, status, owner, err)
@@ -189,14 +202,16 @@ func (b *Backend) fenceError(ctx context.Context, op, runID, workerID string) er
 
 // runOwnership reads a run's stored status and worker id.
 func (b *Backend) runOwnership(ctx context.Context, runID string) (status string, owner *string, err error) {
-	err = b.pool.QueryRow(ctx, b.q.runOwnership, b.namespace, runID).Scan(&status, &owner)
+	err = b.pool.QueryRow(ctx, b.q.RunOwnership, b.namespace, runID).Scan(&status, &owner)
 	return status, owner, err
 }
 
 // ownershipError is fenceError's message for what runOwnership read.
 func ownershipError(op, runID, workerID, status string, owner *string, err error) error {
 	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("%s: workflow run %s: %w", op, runID, backend.ErrRunNotFound)
+		// A missing run is not this worker's either: a fenced write to it
+		// is refused as to another's (backend.Worker promises both).
+		return fmt.Errorf("%s: workflow run %s: %w: %w", op, runID, backend.ErrNotOwner, backend.ErrRunNotFound)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: workflow run %s: %w", op, runID, err)
@@ -218,7 +233,7 @@ func (b *Backend) stepFenceError(ctx context.Context, op, runID, stepID, workerI
 		return ownershipError(op, runID, workerID, status, owner, err)
 	}
 	var stepStatus string
-	err = b.pool.QueryRow(ctx, b.q.stepStatus, b.namespace, runID, stepID).Scan(&stepStatus)
+	err = b.pool.QueryRow(ctx, b.q.StepStatus, b.namespace, runID, stepID).Scan(&stepStatus)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("%s: step attempt %s of workflow run %s: %w", op, stepID, runID, backend.ErrStepNotFound)
 	}
@@ -229,27 +244,33 @@ func (b *Backend) stepFenceError(ctx context.Context, op, runID, stepID, workerI
 		backend.StepStatus(stepStatus).Normalize(), backend.ErrStepNotRunning)
 }
 
-// jsonArg converts a raw JSON value to a query argument: nil is SQL NULL.
-// Strings jsonb cannot hold are escaped (see encodeJSON).
+// jsonArg converts a raw JSON value to a query argument: nil (or empty) is
+// SQL NULL. Strings jsonb cannot hold are escaped (see encodeJSON); the
+// write must record the escaped values it stores (escapes.json does both,
+// and ApplyWrites records its writes' with batchEscapes), else they read
+// back escaped.
 func jsonArg(raw json.RawMessage) any {
-	if raw == nil {
+	if len(raw) == 0 {
 		return nil
 	}
-	return string(encodeJSON(raw))
+	s, _ := encodeJSON(raw)
+	return string(s)
 }
 
 // jsonOr is jsonArg with def standing in for nil.
 func jsonOr(raw json.RawMessage, def string) any {
-	if raw == nil {
+	if len(raw) == 0 {
 		return def
 	}
-	return string(encodeJSON(raw))
+	s, _ := encodeJSON(raw)
+	return string(s)
 }
 
-// checkJSON rejects malformed JSON before it reaches the database.
+// checkJSON rejects, before it reaches the database, a value the store
+// would refuse or change (see [backend.ValidateJSON]), naming what.
 func checkJSON(what string, raw json.RawMessage) error {
-	if raw != nil && !json.Valid(raw) {
-		return fmt.Errorf("%w: %s is not valid JSON", backend.ErrInvalidArgument, what)
+	if err := backend.ValidateJSON(raw); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
 }

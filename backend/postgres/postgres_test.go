@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/goleak"
 
@@ -15,25 +16,25 @@ import (
 	"github.com/openworkflow-go/openworkflow/backend/backendtest"
 	"github.com/openworkflow-go/openworkflow/backend/postgres"
 	"github.com/openworkflow-go/openworkflow/internal/id"
+	"github.com/openworkflow-go/openworkflow/internal/pgtest"
 )
 
-// defaultTestURL is used when OPENWORKFLOW_TEST_POSTGRES_URL is not set.
-const defaultTestURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-
-// sharedPool is the pool every test backend uses (FromPool); the default
-// schema is migrated once by TestMain. It is nil when
+// sharedPool is the pool every test backend uses (FromPool), on the
+// schema testSchema that TestMain creates and migrates once, and drops at
+// the end: a name of this process's own, so that other processes using
+// the server are never touched. sharedPool is nil when
 // OPENWORKFLOW_SKIP_POSTGRES=1 and the server is unreachable.
-var sharedPool *pgxpool.Pool
+var (
+	sharedPool *pgxpool.Pool
+	testSchema = "owt_" + strings.ToLower(id.New("pg"))[3:]
+)
 
-func testURL() string {
-	if u := os.Getenv("OPENWORKFLOW_TEST_POSTGRES_URL"); u != "" {
-		return u
-	}
-	return defaultTestURL
-}
+// table is the quoted name of a table of testSchema, for raw SQL.
+func table(name string) string { return pgx.Identifier{testSchema, name}.Sanitize() }
 
-// TestMain migrates the default schema once. An unreachable server fails
-// the package, unless OPENWORKFLOW_SKIP_POSTGRES=1, which skips every test.
+// TestMain creates and migrates the test schema once. An unreachable
+// server fails the package, unless OPENWORKFLOW_SKIP_POSTGRES=1, which
+// skips every test.
 func TestMain(m *testing.M) {
 	os.Exit(runTests(m))
 }
@@ -41,23 +42,32 @@ func TestMain(m *testing.M) {
 func runTests(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	pool, err := pgxpool.New(ctx, testURL())
+	pool, err := pgxpool.New(ctx, pgtest.URL())
 	if err == nil {
-		err = postgres.Migrate(ctx, pool, postgres.DefaultSchema)
+		_, err = pool.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{testSchema}.Sanitize())
+	}
+	if err == nil {
+		err = postgres.Migrate(ctx, pool, testSchema)
 	}
 	if err != nil {
 		if pool != nil {
 			pool.Close()
 		}
-		if os.Getenv("OPENWORKFLOW_SKIP_POSTGRES") == "1" {
+		if pgtest.Skipped() {
 			fmt.Fprintf(os.Stderr, "postgres unreachable, tests skipped (OPENWORKFLOW_SKIP_POSTGRES=1): %v\n", err)
 			return m.Run()
 		}
-		fmt.Fprintf(os.Stderr, "postgres backend tests need a server at %s (set OPENWORKFLOW_TEST_POSTGRES_URL, or OPENWORKFLOW_SKIP_POSTGRES=1 to skip): %v\n", testURL(), err)
+		fmt.Fprintf(os.Stderr, "postgres backend tests need a server at %s (set OPENWORKFLOW_TEST_POSTGRES_URL, or OPENWORKFLOW_SKIP_POSTGRES=1 to skip): %v\n", pgtest.URL(), err)
 		return 1
 	}
 	sharedPool = pool
 	code := m.Run()
+	dctx, dcancel := context.WithTimeout(context.Background(), time.Minute)
+	if _, err := pool.Exec(dctx, "DROP SCHEMA "+pgx.Identifier{testSchema}.Sanitize()+" CASCADE"); err != nil {
+		fmt.Fprintf(os.Stderr, "drop test schema %s: %v\n", testSchema, err)
+		code = 1
+	}
+	dcancel()
 	pool.Close()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
@@ -90,7 +100,14 @@ func newBackend(t testing.TB) *postgres.Backend {
 
 func newBackendIn(t testing.TB, namespaceID string) *postgres.Backend {
 	t.Helper()
-	b, err := postgres.FromPool(requirePool(t), postgres.Options{NamespaceID: namespaceID})
+	return newBackendOn(t, namespaceID, nil)
+}
+
+// newBackendOn is newBackendIn with the backend's clock now (nil: the
+// database's NOW()).
+func newBackendOn(t testing.TB, namespaceID string, now func() time.Time) *postgres.Backend {
+	t.Helper()
+	b, err := postgres.FromPool(requirePool(t), postgres.Options{Schema: testSchema, NamespaceID: namespaceID, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +119,7 @@ func newBackendIn(t testing.TB, namespaceID string) *postgres.Backend {
 func ageRun(t testing.TB, b backend.Backend, runID string, d time.Duration) {
 	t.Helper()
 	tag, err := requirePool(t).Exec(context.Background(),
-		`UPDATE openworkflow.workflow_runs SET created_at = created_at - $3::bigint * INTERVAL '1 millisecond'
+		`UPDATE `+table("workflow_runs")+` SET created_at = created_at - $3::bigint * INTERVAL '1 millisecond'
 		 WHERE namespace_id = $1 AND id = $2`, b.NamespaceID(), runID, d.Milliseconds())
 	if err != nil {
 		t.Fatal(err)
@@ -112,12 +129,60 @@ func ageRun(t testing.TB, b backend.Backend, runID string, d time.Duration) {
 	}
 }
 
+// storeStatus writes status as is into a run's status column.
+func storeStatus(t testing.TB, b backend.Backend, runID, status string) {
+	t.Helper()
+	tag, err := requirePool(t).Exec(context.Background(),
+		`UPDATE `+table("workflow_runs")+` SET status = $3 WHERE namespace_id = $1 AND id = $2`, b.NamespaceID(), runID, status)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tag.RowsAffected() != 1 {
+		t.Fatalf("store status of run %s: no such run in namespace %s", runID, b.NamespaceID())
+	}
+}
+
 // TestConformance runs the shared backend suite, one backend per namespace
 // on the shared pool.
 func TestConformance(t *testing.T) {
 	requirePool(t)
 	backendtest.Run(t, backendtest.Harness{
-		NewBackend: func(t testing.TB, namespaceID string) backend.Backend { return newBackendIn(t, namespaceID) },
-		AgeRun:     ageRun,
+		NewBackend: func(t testing.TB, namespaceID string, now func() time.Time) backend.Backend {
+			return newBackendOn(t, namespaceID, now)
+		},
+		AgeRun:      ageRun,
+		StoreStatus: storeStatus,
 	})
+}
+
+// createRun creates a run, defaulting the workflow name to "wf".
+func createRun(t testing.TB, b backend.Backend, p backend.CreateWorkflowRunParams) *backend.WorkflowRun {
+	t.Helper()
+	if p.WorkflowName == "" {
+		p.WorkflowName = "wf"
+	}
+	run, err := b.CreateWorkflowRun(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run
+}
+
+// claim claims up to one run per worker id.
+func claim(t testing.TB, b backend.Backend, lease time.Duration, workers ...string) []*backend.WorkflowRun {
+	t.Helper()
+	runs, err := b.ClaimWorkflowRuns(context.Background(), backend.ClaimWorkflowRunsParams{WorkerIDs: workers, LeaseDuration: lease})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runs
+}
+
+// must drops the error of a query whose rows are collected next (the
+// collect reports it).
+func must(rows pgx.Rows, err error) pgx.Rows {
+	if err != nil {
+		panic(err)
+	}
+	return rows
 }

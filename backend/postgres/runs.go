@@ -31,28 +31,38 @@ func (b *Backend) CreateWorkflowRun(ctx context.Context, p backend.CreateWorkflo
 	if err := validateCreate(p); err != nil {
 		return nil, fmt.Errorf("create workflow run: %w", err)
 	}
+	runID := id.New(id.PrefixRun)
+	var esc escapes
 	args := []any{
-		b.namespace, id.New(id.PrefixRun), p.WorkflowName, p.Version, p.IdempotencyKey,
-		jsonOr(p.Config, "{}"), jsonArg(p.Context), jsonArg(p.Input),
+		b.namespace, runID, p.WorkflowName, p.Version, p.IdempotencyKey,
+		esc.jsonOr(b.namespace, tableRuns, runID, "config", p.Config, "{}"),
+		esc.json(b.namespace, tableRuns, runID, "context", p.Context),
+		esc.json(b.namespace, tableRuns, runID, "input", p.Input),
 		p.ParentStepAttemptNamespaceID, p.ParentStepAttemptID,
-		msPtr(p.AvailableAt), msPtr(p.DeadlineAt),
+		msPtr(p.AvailableAt), msPtr(p.DeadlineAt), b.at(),
 	}
+	var run *backend.WorkflowRun
 	if p.IdempotencyKey == nil {
-		run, err := queryRun(ctx, b.pool, b.q.insertRun, args...)
+		err := b.withEscapes(ctx, &esc, func(q querier) (err error) {
+			run, err = queryRun(ctx, q, b.q.InsertRun, args...)
+			return err
+		})
+		if err == nil {
+			err = b.decodeRuns(ctx, run)
+		}
 		if err != nil {
-			return nil, fmt.Errorf("create workflow run %q: %w", p.WorkflowName, err)
+			return run, fmt.Errorf("create workflow run %q: %w", p.WorkflowName, missingParent([]backend.CreateWorkflowRunParams{p}, err))
 		}
 		return run, nil
 	}
 
-	var run *backend.WorkflowRun
 	err := b.inTx(ctx, func(tx pgx.Tx) error {
 		lockKey := idempotencyLockKey(b.namespace, p.WorkflowName, *p.IdempotencyKey)
-		if _, err := tx.Exec(ctx, sqlLockIdempotencyKey, lockKey); err != nil {
+		if _, err := tx.Exec(ctx, b.q.LockIdempotencyKey, lockKey); err != nil {
 			return err
 		}
-		existing, err := queryRun(ctx, tx, b.q.getRunByIdempotencyKey,
-			b.namespace, p.WorkflowName, *p.IdempotencyKey, durationMs(backend.IdempotencyPeriod))
+		existing, err := queryRun(ctx, tx, b.q.GetRunByIdempotencyKey,
+			b.namespace, p.WorkflowName, *p.IdempotencyKey, durationMs(backend.IdempotencyPeriod), b.at())
 		if err == nil {
 			run = existing
 			return nil
@@ -60,11 +70,16 @@ func (b *Backend) CreateWorkflowRun(ctx context.Context, p backend.CreateWorkflo
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
-		run, err = queryRun(ctx, tx, b.q.insertRun, args...)
-		return err
+		if run, err = queryRun(ctx, tx, b.q.InsertRun, args...); err != nil {
+			return err
+		}
+		return b.recordEscapes(ctx, tx, &esc)
 	})
+	if err == nil {
+		err = b.decodeRuns(ctx, run)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("create workflow run %q with idempotency key %q: %w", p.WorkflowName, *p.IdempotencyKey, err)
+		return run, fmt.Errorf("create workflow run %q with idempotency key %q: %w", p.WorkflowName, *p.IdempotencyKey, err)
 	}
 	return run, nil
 }
@@ -121,9 +136,15 @@ func writeJSString(sb *strings.Builder, s string) {
 
 // GetWorkflowRun implements [backend.Backend].
 func (b *Backend) GetWorkflowRun(ctx context.Context, workflowRunID string) (*backend.WorkflowRun, error) {
-	run, err := queryRun(ctx, b.pool, b.q.getRun, b.namespace, workflowRunID)
+	if !backend.ValidText(workflowRunID) { // no stored id has such bytes (and PostgreSQL refuses them)
+		return nil, fmt.Errorf("get workflow run %q: %w", workflowRunID, backend.ErrRunNotFound)
+	}
+	run, err := queryRun(ctx, b.pool, b.q.GetRun, b.namespace, workflowRunID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("get workflow run %s: %w", workflowRunID, backend.ErrRunNotFound)
+	}
+	if err == nil {
+		err = b.decodeRuns(ctx, run)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get workflow run %s: %w", workflowRunID, err)
@@ -138,12 +159,18 @@ func (b *Backend) ListWorkflowRuns(ctx context.Context, p backend.ListWorkflowRu
 	if err != nil {
 		return nil, fmt.Errorf("list workflow runs: %w", err)
 	}
+	if !backend.ValidText(p.WorkflowName) { // no run has such a name
+		return &backend.Page[backend.WorkflowRun]{Data: []backend.WorkflowRun{}}, nil
+	}
 	sql, args := b.listRunsQuery(p, after, before, limit)
 	rows, err := b.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list workflow runs: %w", err)
 	}
 	runs, err := pgx.CollectRows(rows, scanRun)
+	if err == nil {
+		err = b.decodeRuns(ctx, runs...)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("list workflow runs: %w", err)
 	}
@@ -205,7 +232,7 @@ func listedStatuses(status backend.RunStatus) []backend.RunStatus {
 // them (docs/scale.md); go migration 2 dropped them.
 func (b *Backend) listRunsQuery(p backend.ListWorkflowRunsParams, after, before *backend.Cursor, limit int) (string, []any) {
 	if p.Status == "" && p.WorkflowName == "" {
-		q := newPageQuery(b.q.listRuns, b.namespace)
+		q := newPageQuery(b.q.ListRuns, b.namespace)
 		return q.finish("wr", true, after, before, limit), q.args
 	}
 	dir, cur, op := scanDirection(true, after, before)
@@ -222,13 +249,13 @@ func (b *Backend) listRunsQuery(p backend.ListWorkflowRunsParams, after, before 
 		fmt.Fprintf(&filter, "\n    AND (wr.\"created_at\", wr.\"id\") %s (%s, %s)", op, param(cur.CreatedAt), param(cur.ID))
 	}
 	var sql strings.Builder
-	sql.WriteString("SELECT " + runColumns + "\nFROM (")
+	sql.WriteString("SELECT wr.*\nFROM (") // the branches select the run columns, in order
 	for i, s := range listedStatuses(p.Status) {
 		if i > 0 {
 			sql.WriteString("\nUNION ALL")
 		}
 		fmt.Fprintf(&sql, "\n  (%s\n    AND wr.\"status\" = %s%s\n  ORDER BY wr.\"created_at\" %s\n  FETCH FIRST %d ROWS WITH TIES)",
-			strings.ReplaceAll(strings.TrimSpace(b.q.listRuns), "\n", "\n  "), param(string(s)), filter.String(), dir, limit+1)
+			strings.ReplaceAll(strings.TrimSpace(b.q.ListRuns), "\n", "\n  "), param(string(s)), filter.String(), dir, limit+1)
 	}
 	sql.WriteString("\n) AS wr" + orderAndLimit("wr", dir, limit))
 	return sql.String(), args
@@ -237,7 +264,7 @@ func (b *Backend) listRunsQuery(p backend.ListWorkflowRunsParams, after, before 
 // CountWorkflowRuns implements [backend.Backend].
 func (b *Backend) CountWorkflowRuns(ctx context.Context) (backend.RunCounts, error) {
 	var counts backend.RunCounts
-	rows, err := b.pool.Query(ctx, b.q.countRuns, b.namespace)
+	rows, err := b.pool.Query(ctx, b.q.CountRuns, b.namespace)
 	if err != nil {
 		return counts, fmt.Errorf("count workflow runs: %w", err)
 	}
@@ -259,8 +286,8 @@ func (b *Backend) CountWorkflowRuns(ctx context.Context) (backend.RunCounts, err
 // run. The runs are returned in claim order: the i-th has worker id
 // p.WorkerIDs[i].
 func (b *Backend) ClaimWorkflowRuns(ctx context.Context, p backend.ClaimWorkflowRunsParams) ([]*backend.WorkflowRun, error) {
-	if len(p.WorkerIDs) == 0 {
-		return nil, nil
+	if p.WorkerIDs == nil {
+		p.WorkerIDs = []string{} // with none, the statement only runs its deadline sweep
 	}
 	var names []string
 	var versions []*string
@@ -272,10 +299,14 @@ func (b *Backend) ClaimWorkflowRuns(ctx context.Context, p backend.ClaimWorkflow
 	}
 	// One statement, its own implicit transaction, committed asynchronously
 	// when it claimed a run (sqlClaimRuns, step 4).
-	rows, err := b.pool.Query(ctx, b.q.claimRuns, b.namespace, p.WorkerIDs, durationMs(p.LeaseDuration), names, versions, durationMs(max(p.Lookahead, 0)))
+	rows, err := b.pool.Query(ctx, b.q.ClaimRuns, b.namespace, p.WorkerIDs, durationMs(p.LeaseDuration), names, versions, durationMs(max(p.Lookahead, 0)), b.at())
 	var runs []*backend.WorkflowRun
 	if err == nil {
 		runs, err = pgx.CollectRows(rows, scanRun)
+	}
+	if err == nil {
+		// A failed lookup leaves the runs claimed: their leases run out.
+		err = b.decodeRuns(ctx, runs...)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("claim workflow runs: %w", err)
@@ -285,7 +316,7 @@ func (b *Backend) ClaimWorkflowRuns(ctx context.Context, p backend.ClaimWorkflow
 
 // ExtendWorkflowRunLease implements [backend.Backend].
 func (b *Backend) ExtendWorkflowRunLease(ctx context.Context, p backend.ExtendWorkflowRunLeaseParams) error {
-	tag, err := b.pool.Exec(ctx, b.q.extendLease, b.namespace, p.WorkflowRunID, p.WorkerID, durationMs(p.LeaseDuration))
+	tag, err := b.pool.Exec(ctx, b.q.ExtendLease, b.namespace, p.WorkflowRunID, p.WorkerID, durationMs(p.LeaseDuration), b.at())
 	if err != nil {
 		return fmt.Errorf("extend lease of workflow run %s: %w", p.WorkflowRunID, err)
 	}
@@ -295,99 +326,23 @@ func (b *Backend) ExtendWorkflowRunLease(ctx context.Context, p backend.ExtendWo
 	return nil
 }
 
-// SleepWorkflowRun implements [backend.Backend]: the park, then, as a
-// separate statement, the reconciliation that makes the run due now if its
-// child finished or its signal arrived meanwhile. A run due now is
+// ReleaseWorkflowRuns implements [backend.Backend]; each released run is
 // announced.
-func (b *Backend) SleepWorkflowRun(ctx context.Context, p backend.SleepWorkflowRunParams) error {
+func (b *Backend) ReleaseWorkflowRuns(ctx context.Context, workerIDs []string) (int, error) {
 	var n int
-	err := b.pool.QueryRow(ctx, b.q.sleepRun, b.namespace, p.WorkflowRunID, p.WorkerID, ms(p.AvailableAt)).Scan(&n)
-	if err != nil {
-		return fmt.Errorf("park workflow run %s: %w", p.WorkflowRunID, err)
+	if err := b.pool.QueryRow(ctx, b.q.ReleaseWorkerRuns, b.namespace, workerIDs, b.at()).Scan(&n); err != nil {
+		return 0, fmt.Errorf("release the runs of workers %v: %w", workerIDs, err)
 	}
-	if n == 0 {
-		return b.fenceError(ctx, "park", p.WorkflowRunID, p.WorkerID)
-	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wakeTimeout)
-	defer cancel()
-	if _, err := b.pool.Exec(wctx, b.q.reconcileParkedRuns, b.namespace, []string{p.WorkflowRunID}); err != nil {
-		return fmt.Errorf("park workflow run %s: reconcile wake-ups: %w", p.WorkflowRunID, err)
-	}
-	return nil
-}
-
-// CompleteWorkflowRun implements [backend.Backend]; nil output is stored as
-// JSON null. Subscribers are told the run finished.
-func (b *Backend) CompleteWorkflowRun(ctx context.Context, p backend.CompleteWorkflowRunParams) (*backend.WorkflowRun, error) {
-	if err := checkJSON("output", p.Output); err != nil {
-		return nil, fmt.Errorf("complete workflow run %s: %w", p.WorkflowRunID, err)
-	}
-	run, err := queryRun(ctx, b.pool, b.q.completeRun, b.namespace, p.WorkflowRunID, p.WorkerID, jsonOr(p.Output, "null"))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, b.fenceError(ctx, "complete", p.WorkflowRunID, p.WorkerID)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("complete workflow run %s: %w", p.WorkflowRunID, err)
-	}
-	return run, b.wakeParent(ctx, run)
-}
-
-// FailWorkflowRun implements [backend.Backend]. When p.Attempts is nil the
-// run is read first for its attempts and deadline. A terminal failure is
-// announced as finished and wakes a parked parent.
-func (b *Backend) FailWorkflowRun(ctx context.Context, p backend.FailWorkflowRunParams) (*backend.WorkflowRun, error) {
-	if err := checkJSON("error", p.Error); err != nil {
-		return nil, fmt.Errorf("fail workflow run %s: %w", p.WorkflowRunID, err)
-	}
-	attempts, deadline := 0, p.DeadlineAt
-	if p.Attempts != nil {
-		attempts = *p.Attempts
-	} else {
-		run, err := b.GetWorkflowRun(ctx, p.WorkflowRunID)
-		if err != nil {
-			return nil, fmt.Errorf("fail workflow run: %w", err)
-		}
-		attempts, deadline = run.Attempts, run.DeadlineAt
-	}
-	u := backend.ComputeFailedRunUpdate(p.RetryPolicy, attempts, deadline, p.Error, b.now())
-	var retryAt *time.Time
-	if !u.Terminal {
-		retryAt = msPtr(&u.RetryAt)
-	}
-	run, err := queryRun(ctx, b.pool, b.q.failRun, b.namespace, p.WorkflowRunID, p.WorkerID,
-		u.Terminal, retryAt, jsonArg(u.Error))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, b.fenceError(ctx, "fail", p.WorkflowRunID, p.WorkerID)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("fail workflow run %s: %w", p.WorkflowRunID, err)
-	}
-	if run.Status == backend.RunFailed {
-		return run, b.wakeParent(ctx, run)
-	}
-	return run, nil
-}
-
-// RescheduleWorkflowRunAfterFailedStepAttempt implements [backend.Backend].
-func (b *Backend) RescheduleWorkflowRunAfterFailedStepAttempt(ctx context.Context, p backend.RescheduleWorkflowRunParams) (*backend.WorkflowRun, error) {
-	if err := checkJSON("error", p.Error); err != nil {
-		return nil, fmt.Errorf("reschedule workflow run %s: %w", p.WorkflowRunID, err)
-	}
-	run, err := queryRun(ctx, b.pool, b.q.rescheduleRun, b.namespace, p.WorkflowRunID, p.WorkerID,
-		ms(p.AvailableAt), jsonArg(p.Error))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, b.fenceError(ctx, "reschedule", p.WorkflowRunID, p.WorkerID)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reschedule workflow run %s: %w", p.WorkflowRunID, err)
-	}
-	return run, nil
+	return n, nil
 }
 
 // CancelWorkflowRun implements [backend.Backend]. The cancellation is
 // announced as finished and wakes a parked parent.
 func (b *Backend) CancelWorkflowRun(ctx context.Context, workflowRunID string) (*backend.WorkflowRun, error) {
-	run, err := queryRun(ctx, b.pool, b.q.cancelRun, b.namespace, workflowRunID)
+	if !backend.ValidText(workflowRunID) {
+		return nil, fmt.Errorf("cancel workflow run %q: %w", workflowRunID, backend.ErrRunNotFound)
+	}
+	run, err := b.writeRun(ctx, nil, b.q.CancelRun, b.namespace, workflowRunID, b.at())
 	if errors.Is(err, pgx.ErrNoRows) {
 		existing, err := b.GetWorkflowRun(ctx, workflowRunID)
 		if err != nil {
@@ -398,10 +353,16 @@ func (b *Backend) CancelWorkflowRun(ctx context.Context, workflowRunID string) (
 		}
 		return nil, fmt.Errorf("cannot cancel workflow run %s with status %s: %w", workflowRunID, existing.Status, backend.ErrRunTerminal)
 	}
-	if err != nil {
+	if run == nil {
 		return nil, fmt.Errorf("cancel workflow run %s: %w", workflowRunID, err)
 	}
-	return run, b.wakeParent(ctx, run)
+	if werr := b.wakeParent(ctx, run); werr != nil {
+		return run, werr
+	}
+	if err != nil {
+		return run, fmt.Errorf("cancel workflow run %s: %w", workflowRunID, err)
+	}
+	return run, nil
 }
 
 // wakeParent makes run's parent due now if it is parked waiting on run. It
@@ -412,8 +373,8 @@ func (b *Backend) wakeParent(ctx context.Context, run *backend.WorkflowRun) erro
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wakeTimeout)
 	defer cancel()
-	_, err := b.pool.Exec(wctx, b.q.wakeParent, *run.ParentStepAttemptNamespaceID, *run.ParentStepAttemptID,
-		run.NamespaceID, run.ID)
+	_, err := b.pool.Exec(wctx, b.q.WakeParent, *run.ParentStepAttemptNamespaceID, *run.ParentStepAttemptID,
+		run.NamespaceID, run.ID, b.at())
 	if err != nil {
 		return fmt.Errorf("workflow run %s finished but its parent could not be woken: %w", run.ID, err)
 	}
@@ -425,7 +386,24 @@ type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
+// writeRun runs a write returning at most one run (pgx.ErrNoRows when
+// none), recording the escaped values it stores (e may be nil), and
+// decodes the run read back. A failed decoding returns the run (the write
+// applied) with the error.
+func (b *Backend) writeRun(ctx context.Context, e *escapes, sql string, args ...any) (*backend.WorkflowRun, error) {
+	var run *backend.WorkflowRun
+	err := b.withEscapes(ctx, e, func(q querier) (err error) {
+		run, err = queryRun(ctx, q, sql, args...)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return run, b.decodeRuns(ctx, run)
+}
+
 // queryRun runs a query returning at most one run; pgx.ErrNoRows when none.
+// Its JSON values are as stored (see decodeRuns).
 func queryRun(ctx context.Context, q querier, sql string, args ...any) (*backend.WorkflowRun, error) {
 	rows, err := q.Query(ctx, sql, args...)
 	if err != nil {
@@ -439,7 +417,7 @@ func queryRun(ctx context.Context, q querier, sql string, args ...any) (*backend
 func (b *Backend) NextDueAt(ctx context.Context) (time.Time, bool, error) {
 	var t *time.Time
 	var dbNow time.Time
-	if err := b.pool.QueryRow(ctx, b.q.nextDue, b.namespace).Scan(&t, &dbNow); err != nil {
+	if err := b.pool.QueryRow(ctx, b.q.NextDue, b.namespace, b.at()).Scan(&t, &dbNow); err != nil {
 		return time.Time{}, false, fmt.Errorf("next due run: %w", err)
 	}
 	if t == nil {

@@ -63,7 +63,7 @@ func TestScalePlans(t *testing.T) {
 	pool, schema := scratchSchema(t, "ow_scale_")
 	if os.Getenv("OPENWORKFLOW_SCALE_BEFORE") == "1" {
 		// Only OpenWorkflow's migrations: the plans before ours.
-		if err := migrate(ctx, pool, schema, openworkflowLine); err != nil {
+		if _, err := migrate(ctx, pool, schema, openworkflowLine); err != nil {
 			t.Fatal(err)
 		}
 	} else if err := Migrate(ctx, pool, schema); err != nil {
@@ -83,7 +83,7 @@ func TestScalePlans(t *testing.T) {
 		LOOP EXECUTE format('DROP INDEX %I.%I', '`+schema+`', i); END LOOP; END $$`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pool.Exec(ctx, expandQuery(scaleLoad, schema)); err != nil {
+	if _, err := pool.Exec(ctx, withSchema(scaleLoad, schema)); err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range defs {
@@ -96,7 +96,10 @@ func TestScalePlans(t *testing.T) {
 	}
 	t.Logf("loaded 1,005,000 runs in %v", time.Since(start).Round(time.Millisecond))
 
-	b := newBackend(pool, Options{NamespaceID: "scale", Schema: schema})
+	b, err := newBackend(pool, Options{NamespaceID: "scale", Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
 	workers := make([]string, 10)
 	for i := range workers {
 		workers[i] = fmt.Sprintf("scale-w%d", i)
@@ -112,7 +115,7 @@ func TestScalePlans(t *testing.T) {
 	}
 	var plans []plan
 	add := func(name string, sql string, args []any) { plans = append(plans, plan{name, sql, args}) }
-	add("claim 10 runs", b.q.claimRuns, []any{b.namespace, workers, int64(60000), []string(nil), []*string(nil), int64(0)})
+	add("claim 10 runs", b.q.ClaimRuns, []any{b.namespace, workers, int64(60000), []string(nil), []*string(nil), int64(0)})
 	for _, c := range []struct {
 		name          string
 		p             backend.ListWorkflowRunsParams
@@ -138,7 +141,7 @@ func TestScalePlans(t *testing.T) {
 		sql, args := list(c.p, c.after, c.before)
 		add(c.name, sql, args)
 	}
-	add("count runs per status", b.q.countRuns, []any{b.namespace})
+	add("count runs per status", b.q.CountRuns, []any{b.namespace})
 
 	var out strings.Builder
 	for _, p := range plans {

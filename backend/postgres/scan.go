@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -12,7 +11,8 @@ import (
 )
 
 // scanRun reads one row of {{run_columns}}. Legacy statuses are read with
-// their current names and times in UTC.
+// their current names and times in UTC. JSON values are as stored: the
+// caller decodes escaped ones (decodeRuns).
 func scanRun(row pgx.CollectableRow) (*backend.WorkflowRun, error) {
 	var r backend.WorkflowRun
 	var status string
@@ -27,16 +27,14 @@ func scanRun(row pgx.CollectableRow) (*backend.WorkflowRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, j := range []*json.RawMessage{&r.Config, &r.Context, &r.Input, &r.Output, &r.Error} {
-		*j = decodeJSON(*j)
-	}
 	r.Status = backend.RunStatus(status).Normalize()
 	r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
 	utc(r.AvailableAt, r.DeadlineAt, r.StartedAt, r.FinishedAt)
 	return &r, nil
 }
 
-// scanStep reads one row of {{step_columns}}.
+// scanStep reads one row of {{step_columns}}, JSON values as stored (see
+// decodeSteps).
 func scanStep(row pgx.CollectableRow) (*backend.StepAttempt, error) {
 	var s backend.StepAttempt
 	var kind, status string
@@ -48,9 +46,6 @@ func scanStep(row pgx.CollectableRow) (*backend.StepAttempt, error) {
 	)
 	if err != nil {
 		return nil, err
-	}
-	for _, j := range []*json.RawMessage{&s.Config, &s.Context, &s.Output, &s.Error} {
-		*j = decodeJSON(*j)
 	}
 	s.Kind = backend.StepKind(kind)
 	s.Status = backend.StepStatus(status).Normalize()
@@ -119,34 +114,7 @@ func orderAndLimit(alias, dir string, limit int) string {
 
 // pageParams validates and decodes the pagination inputs.
 func pageParams(limit int, after, before string) (int, *backend.Cursor, *backend.Cursor, error) {
-	if after != "" && before != "" {
-		return 0, nil, nil, fmt.Errorf("%w: cannot specify both after and before cursors", backend.ErrInvalidArgument)
-	}
-	if limit < 0 {
-		return 0, nil, nil, fmt.Errorf("%w: negative limit %d", backend.ErrInvalidArgument, limit)
-	}
-	if limit == 0 {
-		limit = backend.DefaultPageSize
-	}
-	decode := func(s string) (*backend.Cursor, error) {
-		if s == "" {
-			return nil, nil
-		}
-		c, err := backend.DecodeCursor(s)
-		if err != nil {
-			return nil, err
-		}
-		return &c, nil
-	}
-	a, err := decode(after)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	b, err := decode(before)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	return limit, a, b, nil
+	return backend.ResolvePage(limit, after, before)
 }
 
 // buildPage trims the over-fetched row and sets the cursors, as

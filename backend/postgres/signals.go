@@ -24,10 +24,7 @@ import (
 // With no waiters nothing is written. The result lists each run delivered
 // to once, in id order.
 func (b *Backend) SendSignal(ctx context.Context, p backend.SendSignalParams) ([]string, error) {
-	if p.Signal == "" {
-		return nil, fmt.Errorf("send signal: %w: empty signal name", backend.ErrInvalidArgument)
-	}
-	if err := checkJSON("signal data", p.Data); err != nil {
+	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("send signal %q: %w", p.Signal, err)
 	}
 	var runIDs []string
@@ -36,16 +33,16 @@ func (b *Backend) SendSignal(ctx context.Context, p backend.SendSignalParams) ([
 		if p.IdempotencyKey != nil {
 			key := `{"signalNamespaceId":` + jsString(b.namespace) + `,"signal":` + jsString(p.Signal) +
 				`,"idempotencyKey":` + jsString(*p.IdempotencyKey) + `}`
-			if _, err := tx.Exec(ctx, sqlLockSignalKey, key); err != nil {
+			if _, err := tx.Exec(ctx, b.q.LockSignalKey, key); err != nil {
 				return err
 			}
-			ids, err := collectStrings(tx.Query(ctx, b.q.signalDeliveriesByKey, b.namespace, p.Signal, *p.IdempotencyKey))
+			ids, err := collectStrings(tx.Query(ctx, b.q.SignalDeliveriesByKey, b.namespace, p.Signal, *p.IdempotencyKey))
 			if err != nil || len(ids) > 0 {
 				runIDs = ids
 				return err
 			}
 		}
-		rows, err := tx.Query(ctx, b.q.lockSignalWaiters, b.namespace, p.Signal)
+		rows, err := tx.Query(ctx, b.q.LockSignalWaiters, b.namespace, p.Signal)
 		if err != nil {
 			return err
 		}
@@ -62,9 +59,17 @@ func (b *Backend) SendSignal(ctx context.Context, p backend.SendSignalParams) ([
 		if len(waitSteps) == 0 {
 			return nil // signals are not buffered
 		}
-		runIDs, err = collectStrings(tx.Query(ctx, b.q.deliverSignal, b.namespace, p.Signal, jsonArg(p.Data),
-			sigIDs, waitRuns, waitSteps, p.IdempotencyKey))
-		return err
+		var esc escapes
+		data := esc.json(b.namespace, tableSignals, sigIDs[0], "data", p.Data)
+		for _, id := range sigIDs[1:] {
+			esc.json(b.namespace, tableSignals, id, "data", p.Data)
+		}
+		runIDs, err = collectStrings(tx.Query(ctx, b.q.DeliverSignal, b.namespace, p.Signal, data,
+			sigIDs, waitRuns, waitSteps, p.IdempotencyKey, b.at()))
+		if err != nil {
+			return err
+		}
+		return b.recordEscapes(ctx, tx, &esc)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("send signal %q: %w", p.Signal, err)
@@ -78,10 +83,19 @@ func (b *Backend) SendSignal(ctx context.Context, p backend.SendSignalParams) ([
 // GetSignalDelivery implements [backend.Backend]: delivered is false when no
 // delivery row exists; NULL data reads as JSON null.
 func (b *Backend) GetSignalDelivery(ctx context.Context, stepAttemptID string) (json.RawMessage, bool, error) {
-	var data []byte
-	err := b.pool.QueryRow(ctx, b.q.getSignalDelivery, b.namespace, stepAttemptID).Scan(&data)
+	if !backend.ValidText(stepAttemptID) {
+		return nil, false, nil
+	}
+	var sigID string
+	var data json.RawMessage
+	err := b.pool.QueryRow(ctx, b.q.GetSignalDelivery, b.namespace, stepAttemptID).Scan(&sigID, (*[]byte)(&data))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, false, nil
+	}
+	if err == nil {
+		var cs candidates
+		cs.add(b.namespace, tableSignals, sigID, "data", &data)
+		err = b.decode(ctx, cs)
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("get signal delivery of step attempt %s: %w", stepAttemptID, err)
@@ -89,7 +103,7 @@ func (b *Backend) GetSignalDelivery(ctx context.Context, stepAttemptID string) (
 	if data == nil {
 		return json.RawMessage("null"), true, nil
 	}
-	return json.RawMessage(decodeJSON(data)), true, nil
+	return data, true, nil
 }
 
 // collectStrings reads a one-column text result.

@@ -11,61 +11,65 @@ import (
 	"github.com/openworkflow-go/openworkflow/internal/id"
 )
 
-var _ backend.Batcher = (*Backend)(nil)
-
-// ApplyWrites applies the worker writes in order in one BEGIN IMMEDIATE
-// transaction (one commit, one fsync, for the whole batch) and returns one
-// error per write. Each write runs the statement of its single-write twin
-// (WriteInsertStep: the insert of CreateStepAttempt; WriteFinishStep:
-// CompleteStepAttempt or FailStepAttempt; WriteCompleteRun:
-// CompleteWorkflowRun; WriteParkRun: SleepWorkflowRun;
-// WriteRescheduleRun: RescheduleWorkflowRunAfterFailedStepAttempt;
-// WriteFailRun: a terminal FailWorkflowRun), fenced the same way, with the
-// same parent wake-ups and events, published after the commit.
+// ApplyWrites applies the groups of worker writes in order in one BEGIN
+// IMMEDIATE transaction (one commit, one fsync, for the whole batch) and
+// returns one error per group. Each write runs the statement of the
+// transition it names (WriteInsertStep: an attempt insert;
+// WriteFinishStep: a step completion or failure; WriteCompleteRun: a run
+// completion, or its deadline failure; WriteParkRun: a park;
+// WriteRescheduleRun and WriteFailRun: a retry or a terminal failure),
+// fenced on the run's ownership, with the same parent wake-ups and
+// events, published after the commit.
 //
-// A write its fence refuses gets an error wrapping [backend.ErrNotOwner]
-// (and [backend.ErrRunNotFound] too when the run does not exist), naming
-// the write's kind and run; one with invalid arguments (invalid JSON, an
-// empty step name, an unknown kind) wraps [backend.ErrInvalidArgument];
-// one the database rejects (a duplicate step id) gets that error. None of
-// these prevents the other writes: each write runs inside its own
-// savepoint. When ctx ends before the commit, or the commit fails, every
-// write reports that error and none applied.
+// Each group runs inside a savepoint and applies whole or not at all: a
+// write its fence refuses (an error wrapping [backend.ErrNotOwner], and
+// [backend.ErrRunNotFound] too when the run does not exist), one with
+// invalid arguments or values ([backend.ErrInvalidArgument]: a group of
+// the wrong shape, invalid JSON, a value [backend.ValidateJSON] refuses)
+// and one the database rejects (a duplicate step id) roll its whole group
+// back and name the write's kind and run, without preventing the other
+// groups. When ctx ends before the commit, or the commit fails, every
+// group reports that error and none applied.
 //
-// WriteInsertStep stores Write.Step as given (a new id, written back to
-// Step.ID, when Step.ID is empty; status running when Step.Status is empty, config {} and, for a
-// completed attempt, output JSON null when nil); started_at is
-// Step.StartedAt or now, finished_at Step.FinishedAt, or now for a
-// completed or failed attempt.
-func (b *Backend) ApplyWrites(ctx context.Context, writes []backend.Write) []error {
-	errs := make([]error, len(writes))
-	if len(writes) == 0 {
+// WriteInsertStep stores Write.Step as given (status running when
+// Step.Status is empty, config {} and, for a completed attempt, output
+// JSON null when nil); started_at is Step.StartedAt or now, finished_at
+// Step.FinishedAt, or now for a completed or failed attempt.
+func (b *Backend) ApplyWrites(ctx context.Context, groups [][]backend.Write) []error {
+	errs := make([]error, len(groups))
+	if len(groups) == 0 {
 		return errs
 	}
-	args := make([]writeArgs, len(writes))
-	valid := make([]bool, len(writes))
-	for i := range writes {
-		var err error
-		if args[i], err = newWriteArgs(&writes[i]); err != nil {
-			errs[i] = writeError(&writes[i], err)
+	args := make([][]writeArgs, len(groups))
+	for g, ws := range groups {
+		if err := backend.ValidateGroup(ws); err != nil {
+			errs[g] = err
 			continue
 		}
-		valid[i] = true
+		args[g] = make([]writeArgs, len(ws))
+		for i := range ws {
+			var err error
+			if args[g][i], err = newWriteArgs(&ws[i]); err != nil {
+				errs[g] = writeError(&ws[i], err)
+				args[g] = nil
+				break
+			}
+		}
 	}
 	err := b.write(ctx, func(tx *txn, now time.Time, ev *events) error {
-		for i := range writes {
-			if !valid[i] {
+		for g := range groups {
+			if args[g] == nil {
 				continue
 			}
-			errs[i] = nil
+			errs[g] = nil
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if err := b.applyInSavepoint(ctx, tx, now, ev, &writes[i], &args[i]); err != nil {
+			if err := b.applyGroup(ctx, tx, now, ev, groups[g], args[g]); err != nil {
 				if isBusy(err) || ctx.Err() != nil {
 					return err // the transaction as a whole must stop
 				}
-				errs[i] = writeError(&writes[i], err)
+				errs[g] = err
 			}
 		}
 		return ctx.Err()
@@ -74,8 +78,10 @@ func (b *Backend) ApplyWrites(ctx context.Context, writes []backend.Write) []err
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}
-		for i := range writes {
-			errs[i] = writeError(&writes[i], err)
+		for g := range groups {
+			if args[g] != nil {
+				errs[g] = fmt.Errorf("writes of workflow run %s: %w", groups[g][0].WorkflowRunID, err)
+			}
 		}
 	}
 	return errs
@@ -86,43 +92,59 @@ func writeError(w *backend.Write, err error) error {
 	return fmt.Errorf("%s of workflow run %s: %w", w.Kind, w.WorkflowRunID, err)
 }
 
-// applyInSavepoint applies one write of a batch inside a savepoint, so a
-// write that fails half-way (a completion whose parent wake-up failed)
-// leaves neither rows nor events behind.
-func (b *Backend) applyInSavepoint(ctx context.Context, tx *txn, now time.Time, ev *events, w *backend.Write, a *writeArgs) error {
-	if _, err := tx.ExecContext(ctx, qSavepoint); err != nil {
+// applyGroup applies one group of a batch inside a savepoint, so a group
+// whose write fails half-way (a refused fence, a completion whose parent
+// wake-up failed) leaves neither rows nor events behind.
+func (b *Backend) applyGroup(ctx context.Context, tx *txn, now time.Time, ev *events, ws []backend.Write, as []writeArgs) error {
+	if _, err := tx.ExecContext(ctx, b.q.Savepoint); err != nil {
 		return err
 	}
 	mark := len(*ev)
-	err := b.applyWrite(ctx, tx, now, ev, w, a)
+	var err error
+	for i := range ws {
+		if err = b.applyWrite(ctx, tx, now, ev, &ws[i], &as[i]); err != nil {
+			err = writeError(&ws[i], err)
+			break
+		}
+	}
 	if err != nil {
 		*ev = (*ev)[:mark]
-		if _, rbErr := tx.ExecContext(ctx, qRollbackToSavepoint); rbErr != nil {
+		if _, rbErr := tx.ExecContext(ctx, b.q.RollbackToSavepoint); rbErr != nil {
 			return errors.Join(err, rbErr)
 		}
 	}
-	if _, relErr := tx.ExecContext(ctx, qReleaseSavepoint); relErr != nil {
+	if _, relErr := tx.ExecContext(ctx, b.q.ReleaseSavepoint); relErr != nil {
 		return errors.Join(err, relErr)
 	}
 	return err
 }
 
-// applyWrite runs the transaction body of the write's single-write twin.
+// applyWrite runs the transaction body of the write's transition.
 func (b *Backend) applyWrite(ctx context.Context, tx *txn, now time.Time, ev *events, w *backend.Write, a *writeArgs) error {
 	var err error
 	switch w.Kind {
 	case backend.WriteInsertStep:
-		_, err = b.insertStep(ctx, tx, now, w.WorkflowRunID, w.WorkerID, &a.insert, false)
+		err = b.insertStep(ctx, tx, now, w.WorkflowRunID, w.WorkerID, &a.insert)
 	case backend.WriteFinishStep:
-		_, err = b.updateStep(ctx, tx, now, w.WorkflowRunID, w.Step.ID, w.WorkerID, a.finishQuery, a.finishArg)
+		query := b.q.CompleteStep
+		if a.finishFailed {
+			query = b.q.FailStep
+		}
+		err = b.updateStep(ctx, tx, now, w.WorkflowRunID, w.Step.ID, w.WorkerID, query, a.finishArg)
+	case backend.WriteLinkChild:
+		err = b.updateStep(ctx, tx, now, w.WorkflowRunID, w.Step.ID, w.WorkerID, b.q.SetStepChild,
+			sql.Named("child_ns", *w.Step.ChildWorkflowRunNamespaceID), sql.Named("child_id", *w.Step.ChildWorkflowRunID))
+		if isConstraint(err) {
+			err = fmt.Errorf("child workflow run %s/%s: %w", *w.Step.ChildWorkflowRunNamespaceID, *w.Step.ChildWorkflowRunID, backend.ErrRunNotFound)
+		}
 	case backend.WriteCompleteRun:
-		_, err = b.completeRun(ctx, tx, now, ev, w.WorkflowRunID, w.WorkerID, a.output)
+		err = b.completeRun(ctx, tx, now, ev, w.WorkflowRunID, w.WorkerID, a.output)
 	case backend.WriteParkRun:
-		err = b.sleepRun(ctx, tx, now, ev, w.WorkflowRunID, w.WorkerID, w.AvailableAt)
+		err = b.parkRun(ctx, tx, now, ev, w.WorkflowRunID, w.WorkerID, w.AvailableAt)
 	case backend.WriteRescheduleRun:
-		_, err = b.failRun(ctx, tx, now, ev, w.WorkflowRunID, w.WorkerID, backend.FailedRunUpdate{RetryAt: w.AvailableAt, Error: w.Error})
+		err = b.rescheduleRun(ctx, tx, now, ev, w.WorkflowRunID, w.WorkerID, w.AvailableAt, w.Error)
 	case backend.WriteFailRun:
-		_, err = b.failRun(ctx, tx, now, ev, w.WorkflowRunID, w.WorkerID, backend.FailedRunUpdate{Terminal: true, Error: w.Error})
+		err = b.failRun(ctx, tx, now, ev, w.WorkflowRunID, w.WorkerID, w.Error)
 	default:
 		err = fmt.Errorf("%w: unknown write kind %d", backend.ErrInvalidArgument, int(w.Kind))
 	}
@@ -136,10 +158,10 @@ func (b *Backend) applyWrite(ctx context.Context, tx *txn, now time.Time, ev *ev
 
 // writeArgs are the validated arguments of one write.
 type writeArgs struct {
-	insert      insertStepArgs // WriteInsertStep
-	finishQuery string         // WriteFinishStep: qCompleteStep or qFailStep
-	finishArg   sql.NamedArg   // WriteFinishStep: its output or error
-	output      any            // WriteCompleteRun
+	insert       insertStepArgs // WriteInsertStep
+	finishFailed bool           // WriteFinishStep: fail_step, else complete_step
+	finishArg    sql.NamedArg   // WriteFinishStep: its output or error
+	output       any            // WriteCompleteRun
 }
 
 // newWriteArgs validates w before the transaction, so an invalid write
@@ -159,20 +181,20 @@ func newWriteArgs(w *backend.Write) (writeArgs, error) {
 		case backend.StepCompleted:
 			var out any
 			out, err = jsonArgOr("output", s.Output, "null")
-			a.finishQuery, a.finishArg = qCompleteStep, sql.Named("output", out)
+			a.finishArg = sql.Named("output", out)
 		case backend.StepFailed:
 			var e any
 			e, err = jsonArg("error", s.Error)
-			a.finishQuery, a.finishArg = qFailStep, sql.Named("error", e)
+			a.finishFailed, a.finishArg = true, sql.Named("error", e)
 		default:
 			err = fmt.Errorf("%w: step attempt %s finished with status %q (want completed or failed)",
 				backend.ErrInvalidArgument, s.ID, s.Status)
 		}
 	case backend.WriteCompleteRun:
 		a.output, err = jsonArgOr("output", w.Output, "null")
-	case backend.WriteParkRun:
+	case backend.WriteParkRun, backend.WriteLinkChild:
 	case backend.WriteRescheduleRun, backend.WriteFailRun:
-		_, err = jsonArg("error", w.Error) // validated; failRun stores it
+		_, err = jsonArg("error", w.Error) // validated; the write stores it
 	default:
 		err = fmt.Errorf("%w: unknown write kind %d", backend.ErrInvalidArgument, int(w.Kind))
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/openworkflow-go/openworkflow/backend"
+	"github.com/openworkflow-go/openworkflow/backend/backendtest"
 )
 
 // The write path's benchmarks. Each opens a fresh file with the default
@@ -142,13 +143,13 @@ func BenchmarkSingleWriteSteps100(b *testing.B) {
 	cpu0 := cpuTime()
 	for b.Loop() {
 		for _, r := range runs {
-			s, err := be.CreateStepAttempt(b.Context(), backend.CreateStepAttemptParams{
+			s, err := backendtest.Single(be).CreateStepAttempt(b.Context(), backendtest.CreateStepAttemptParams{
 				WorkflowRunID: r.ID, WorkerID: *r.WorkerID, StepName: fmt.Sprintf("step-%d", i), Kind: backend.StepFunction,
 			})
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := be.CompleteStepAttempt(b.Context(), backend.CompleteStepAttemptParams{
+			if _, err := backendtest.Single(be).CompleteStepAttempt(b.Context(), backendtest.CompleteStepAttemptParams{
 				WorkflowRunID: r.ID, StepAttemptID: s.ID, WorkerID: *r.WorkerID, Output: benchOutput,
 			}); err != nil {
 				b.Fatal(err)
@@ -181,23 +182,23 @@ func BenchmarkCreateWorkflowRunLoop1000(b *testing.B) {
 func BenchmarkApplyWrites100(b *testing.B) {
 	be := openBench(b)
 	runs := claimOwned(b, be, 100)
-	ws := make([]backend.Write, len(runs))
+	ws := make([][]backend.Write, len(runs))
 	b.ReportAllocs()
 	i := 0
 	cpu0 := cpuTime()
 	for b.Loop() {
 		for j, r := range runs {
-			ws[j] = backend.Write{
+			ws[j] = []backend.Write{{
 				Kind: backend.WriteInsertStep, WorkflowRunID: r.ID, WorkerID: *r.WorkerID,
 				Step: &backend.StepAttempt{
 					ID: fmt.Sprintf("step_bench_%d_%d", i, j), StepName: fmt.Sprintf("step-%d", i),
 					Kind: backend.StepFunction, Status: backend.StepCompleted, Output: benchOutput,
 				},
-			}
+			}}
 		}
 		for j, err := range be.ApplyWrites(b.Context(), ws) {
 			if err != nil {
-				b.Fatalf("write %d: %v", j, err)
+				b.Fatalf("group %d: %v", j, err)
 			}
 		}
 		i++

@@ -11,7 +11,9 @@
 // fixed-width ISO-8601 UTC text ([backend.TimeLayout]) compared as
 // strings, JSON is text, and absent values are SQL NULL. [Open] creates
 // the file, switches it to WAL and applies the embedded migrations
-// (migrations/NNNN_*.sql).
+// (migrations/NNNN_*.sql). The backend's statements are embedded too
+// (sql/*.sql, named as the PostgreSQL backend's), loaded and checked once
+// per process by the first Open.
 //
 //	b, err := sqlite.Open(ctx, "data/openworkflow.db", sqlite.Options{})
 //	if err != nil { … }

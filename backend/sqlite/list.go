@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -13,11 +14,12 @@ import (
 // ListWorkflowRuns lists the namespace's runs newest first (created_at
 // DESC, id DESC), optionally filtered by status (a legacy status matches
 // its current name) and workflow name. Pages hold p.Limit runs (100 when
-// 0); p.After / p.Before are the Next / Prev cursors of a previous page.
-// Setting both, a negative limit or a malformed cursor fails with
-// [backend.ErrInvalidArgument].
+// 0, at most [backend.MaxPageSize]); p.After / p.Before are the Next /
+// Prev cursors of a previous page. Setting both, a limit out of range or
+// a malformed cursor fails with [backend.ErrInvalidArgument] (see
+// [backend.ResolvePage]).
 func (b *Backend) ListWorkflowRuns(ctx context.Context, p backend.ListWorkflowRunsParams) (*backend.Page[backend.WorkflowRun], error) {
-	where := []string{`"namespace_id" = :ns`}
+	var where []string
 	args := []any{sql.Named("ns", b.ns)}
 	if p.Status != "" {
 		statuses := statusesMatching(p.Status)
@@ -34,7 +36,7 @@ func (b *Backend) ListWorkflowRuns(ctx context.Context, p backend.ListWorkflowRu
 		args = append(args, sql.Named("workflow_name", p.WorkflowName))
 	}
 	page, err := listPage(ctx, b, listQuery{
-		table: "workflow_runs", columns: runColumns, descending: true,
+		base: b.q.ListRuns, descending: true,
 		where: where, args: args,
 		limit: p.Limit, after: p.After, before: p.Before,
 	}, scanRun, func(r *backend.WorkflowRun) backend.Cursor { return backend.Cursor{CreatedAt: r.CreatedAt, ID: r.ID} })
@@ -61,8 +63,7 @@ func statusesMatching(s backend.RunStatus) []string {
 // or a missing run, gives an empty page.
 func (b *Backend) ListStepAttempts(ctx context.Context, p backend.ListStepAttemptsParams) (*backend.Page[backend.StepAttempt], error) {
 	page, err := listPage(ctx, b, listQuery{
-		table: "step_attempts", columns: stepColumns,
-		where: []string{`"namespace_id" = :ns`, `"workflow_run_id" = :run_id`},
+		base:  b.q.ListSteps,
 		args:  []any{sql.Named("ns", b.ns), sql.Named("run_id", p.WorkflowRunID)},
 		limit: p.Limit, after: p.After, before: p.Before,
 	}, scanStep, func(a *backend.StepAttempt) backend.Cursor { return backend.Cursor{CreatedAt: a.CreatedAt, ID: a.ID} })
@@ -74,9 +75,13 @@ func (b *Backend) ListStepAttempts(ctx context.Context, p backend.ListStepAttemp
 
 // listQuery describes one cursor-paginated SELECT.
 type listQuery struct {
-	table, columns string
+	// base is the SELECT … WHERE of list_runs or list_steps, which listPage
+	// completes.
+	base string
 	// descending is the table's natural order (runs: newest first).
-	descending    bool
+	descending bool
+	// where are more conditions, each ANDed to base's; args are the named
+	// arguments of base and where.
 	where         []string
 	args          []any
 	limit         int
@@ -90,17 +95,11 @@ type listQuery struct {
 // the page was reached backwards), Prev when the page was reached forwards
 // with a cursor (or a row precedes it, backwards).
 func listPage[T any](ctx context.Context, b *Backend, q listQuery, scan func(scanner) (*T, error), cursorOf func(*T) backend.Cursor) (*backend.Page[T], error) {
-	if q.after != "" && q.before != "" {
-		return nil, fmt.Errorf("%w: after and before cursors both set", backend.ErrInvalidArgument)
+	limit, after, before, err := backend.ResolvePage(q.limit, q.after, q.before)
+	if err != nil {
+		return nil, err
 	}
-	if q.limit < 0 {
-		return nil, fmt.Errorf("%w: negative limit %d", backend.ErrInvalidArgument, q.limit)
-	}
-	limit := q.limit
-	if limit == 0 {
-		limit = backend.DefaultPageSize
-	}
-	hasAfter, hasBefore := q.after != "", q.before != ""
+	hasAfter, hasBefore := after != nil, before != nil
 
 	ascending := !q.descending
 	if hasBefore {
@@ -111,22 +110,22 @@ func listPage[T any](ctx context.Context, b *Backend, q listQuery, scan func(sca
 		dir, op = "ASC", ">"
 	}
 	where, args := q.where, q.args
-	if hasAfter || hasBefore {
-		c, err := backend.DecodeCursor(q.after + q.before)
-		if err != nil {
-			return nil, err
-		}
+	if c := cmp.Or(after, before); c != nil {
 		where = append(where[:len(where):len(where)], `("created_at", "id") `+op+` (:cursor_created_at, :cursor_id)`)
 		args = append(args[:len(args):len(args)], sql.Named("cursor_created_at", timeArg(c.CreatedAt)), sql.Named("cursor_id", c.ID))
 	}
 	args = append(args[:len(args):len(args)], sql.Named("limit", limit+1))
-	query := `SELECT ` + q.columns + ` FROM "` + q.table + `" WHERE ` + strings.Join(where, " AND ") +
-		` ORDER BY "created_at" ` + dir + `, "id" ` + dir + ` LIMIT :limit`
+	var query strings.Builder
+	query.WriteString(q.base)
+	for _, cond := range where {
+		query.WriteString("\n  AND " + cond)
+	}
+	query.WriteString("\nORDER BY \"created_at\" " + dir + ", \"id\" " + dir + " LIMIT :limit")
 
 	var items []T
-	err := b.read(ctx, func() error {
+	err = b.read(ctx, func() error {
 		items = items[:0]
-		rows, err := b.db.QueryContext(ctx, query, args...)
+		rows, err := b.db.QueryContext(ctx, query.String(), args...)
 		if err != nil {
 			return err
 		}
@@ -190,12 +189,9 @@ func (b *Backend) ListStepHistories(ctx context.Context, workflowRunIDs []string
 	if err != nil {
 		return nil, err
 	}
-	query := `SELECT ` + stepColumns + ` FROM "step_attempts"
-WHERE "namespace_id" = :ns AND "workflow_run_id" IN (SELECT "value" FROM json_each(:ids))
-ORDER BY "workflow_run_id", "created_at", "id"`
 	err = b.read(ctx, func() error {
 		clear(out)
-		rows, err := b.db.QueryContext(ctx, query, sql.Named("ns", b.ns), sql.Named("ids", string(ids)))
+		rows, err := b.db.QueryContext(ctx, b.q.ListStepHistories, sql.Named("ns", b.ns), sql.Named("ids", string(ids)))
 		if err != nil {
 			return err
 		}

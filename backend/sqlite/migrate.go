@@ -12,11 +12,14 @@ import (
 )
 
 // migrationFiles holds the schema, one numbered script per version
-// (0000_init.sql, …); each inserts its own version into
-// openworkflow_migrations. They mirror OpenWorkflow's SQLite migrations
-// 0–5, so a file is shared with the TypeScript SDK.
+// (0000_init.sql, …), in two lines. migrations/ mirrors OpenWorkflow's
+// SQLite migrations 0–5, each inserting its own version into
+// openworkflow_migrations, so a file is shared with the TypeScript SDK.
+// migrations_go/ is this SDK's own line (tables OpenWorkflow does not
+// have), recorded in openworkflow_go_migrations, so the TypeScript SDK
+// never sees a version it does not know in its table.
 //
-//go:embed migrations/*.sql
+//go:embed migrations/*.sql migrations_go/*.sql
 var migrationFiles embed.FS
 
 // migration is one numbered script.
@@ -26,15 +29,16 @@ type migration struct {
 	sql     string
 }
 
-// loadMigrations returns the embedded scripts in version order.
-func loadMigrations() ([]migration, error) {
-	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
+// loadMigrations returns the embedded scripts of the line in directory dir
+// in version order.
+func loadMigrations(dir string) ([]migration, error) {
+	names, err := fs.Glob(migrationFiles, dir+"/*.sql")
 	if err != nil {
 		return nil, err
 	}
 	var ms []migration
 	for _, name := range names {
-		base := strings.TrimPrefix(name, "migrations/")
+		base := strings.TrimPrefix(name, dir+"/")
 		prefix, _, ok := strings.Cut(base, "_")
 		v, err := strconv.Atoi(prefix)
 		if !ok || err != nil {
@@ -50,23 +54,30 @@ func loadMigrations() ([]migration, error) {
 	return ms, nil
 }
 
-// migrate applies every migration above the database's version in one
-// BEGIN IMMEDIATE transaction: the first of several processes opening a
-// fresh file migrates it, the others wait for the lock and then find
-// nothing left to do.
+// migrate applies, in one BEGIN IMMEDIATE transaction, every migration of
+// OpenWorkflow's line above the database's version, then every migration
+// of this SDK's line whose version is not recorded (that line may have
+// gaps: see migrations_go/0000_init.sql): the first of several processes
+// opening a fresh file migrates it, the others wait for the lock and then
+// find nothing left to do. It then creates this SDK's own deadline index
+// if missing (create_deadline_index in sql/migrate.sql says why).
 func (b *Backend) migrate(ctx context.Context) error {
-	ms, err := loadMigrations()
+	ms, err := loadMigrations("migrations")
+	if err != nil {
+		return err
+	}
+	goMs, err := loadMigrations("migrations_go")
 	if err != nil {
 		return err
 	}
 	return b.write(ctx, func(tx *txn, _ time.Time, _ *events) error {
 		current := -1
 		var exists int
-		if err := tx.QueryRowContext(ctx, qMigrationsTableExists).Scan(&exists); err != nil {
+		if err := tx.QueryRowContext(ctx, b.q.MigrationsTableExists).Scan(&exists); err != nil {
 			return fmt.Errorf("read schema version: %w", err)
 		}
 		if exists > 0 {
-			if err := tx.QueryRowContext(ctx, qMigrationVersion).Scan(&current); err != nil {
+			if err := tx.QueryRowContext(ctx, b.q.OpenWorkflowMigrationVersion).Scan(&current); err != nil {
 				return fmt.Errorf("read schema version: %w", err)
 			}
 		}
@@ -78,23 +89,49 @@ func (b *Backend) migrate(ctx context.Context) error {
 				return fmt.Errorf("apply migration %s: %w", m.name, err)
 			}
 		}
-		if _, err := tx.ExecContext(ctx, qCreateDeadlineIndex); err != nil {
-			return fmt.Errorf("create %s: %w", deadlineIndex, err)
+		if err := b.applyGoMigrations(ctx, tx, goMs); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, b.q.CreateDeadlineIndex); err != nil {
+			return fmt.Errorf("create workflow_runs_go_deadline_idx: %w", err)
 		}
 		return nil
 	})
 }
 
-// deadlineIndex keeps the claim's deadline sweep (qFailExpiredRuns) an
-// index probe: without it every claim read every live run of the namespace
-// (about 45 ms with 200,000 pending runs). It is this SDK's own, outside
-// the numbered line OpenWorkflow's SQLite migrations share with the
-// TypeScript SDK, so it is created if missing at every open (as the
-// PostgreSQL backend's workflow_runs_go_deadline_idx, in its own line).
-// Its predicate repeats the sweep's terms, which SQLite requires to use a
-// partial index.
-const deadlineIndex = "workflow_runs_go_deadline_idx"
-
-const qCreateDeadlineIndex = `CREATE INDEX IF NOT EXISTS "` + deadlineIndex + `"
-ON "workflow_runs" ("namespace_id", "deadline_at")
-WHERE "deadline_at" IS NOT NULL AND "status" IN ` + nonTerminalStatuses
+// applyGoMigrations applies the migrations of this SDK's line whose
+// versions openworkflow_go_migrations does not record (all of them on a
+// file that has no such table yet), in version order.
+func (b *Backend) applyGoMigrations(ctx context.Context, tx *txn, ms []migration) error {
+	recorded := map[int]bool{}
+	var exists int
+	if err := tx.QueryRowContext(ctx, b.q.GoMigrationsTableExists).Scan(&exists); err != nil {
+		return fmt.Errorf("read versions of this SDK's migrations: %w", err)
+	}
+	if exists > 0 {
+		rows, err := tx.QueryContext(ctx, b.q.GoMigrationVersions)
+		if err != nil {
+			return fmt.Errorf("read versions of this SDK's migrations: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var v int
+			if err := rows.Scan(&v); err != nil {
+				return err
+			}
+			recorded[v] = true
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+	}
+	for _, m := range ms {
+		if recorded[m.version] {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+			return fmt.Errorf("apply migration migrations_go/%s: %w", m.name, err)
+		}
+	}
+	return nil
+}

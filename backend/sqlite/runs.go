@@ -44,8 +44,8 @@ type createArgs struct {
 // newCreateArgs validates p: a workflow name and valid JSON are required.
 func newCreateArgs(p *backend.CreateWorkflowRunParams) (createArgs, error) {
 	var a createArgs
-	if p.WorkflowName == "" {
-		return a, fmt.Errorf("%w: empty workflow name", backend.ErrInvalidArgument)
+	if err := p.Validate(); err != nil {
+		return a, err
 	}
 	var err error
 	if a.config, err = jsonArgOr("config", p.Config, "{}"); err != nil {
@@ -66,7 +66,7 @@ func newCreateArgs(p *backend.CreateWorkflowRunParams) (createArgs, error) {
 // pending run, recording EventWorkAvailable when it is claimable now.
 func (b *Backend) createRun(ctx context.Context, tx *txn, now time.Time, ev *events, p *backend.CreateWorkflowRunParams, a *createArgs) (*backend.WorkflowRun, error) {
 	if p.IdempotencyKey != nil {
-		row := tx.QueryRowContext(ctx, qFindRunByIdempotencyKey,
+		row := tx.QueryRowContext(ctx, b.q.GetRunByIdempotencyKey,
 			sql.Named("ns", b.ns),
 			sql.Named("workflow_name", p.WorkflowName),
 			sql.Named("idempotency_key", *p.IdempotencyKey),
@@ -83,7 +83,7 @@ func (b *Backend) createRun(ctx context.Context, tx *txn, now time.Time, ev *eve
 	if p.AvailableAt != nil {
 		availableAt = *p.AvailableAt
 	}
-	row := tx.QueryRowContext(ctx, qInsertRun,
+	row := tx.QueryRowContext(ctx, b.q.InsertRun,
 		sql.Named("ns", b.ns),
 		sql.Named("id", id.New(id.PrefixRun)),
 		sql.Named("workflow_name", p.WorkflowName),
@@ -132,7 +132,7 @@ type querier interface {
 // getRun reads one run; a missing run is an error wrapping
 // backend.ErrRunNotFound.
 func (b *Backend) getRun(ctx context.Context, q querier, runID string) (*backend.WorkflowRun, error) {
-	run, err := scanRun(q.QueryRowContext(ctx, qGetRun, sql.Named("ns", b.ns), sql.Named("run_id", runID)))
+	run, err := scanRun(q.QueryRowContext(ctx, b.q.GetRun, sql.Named("ns", b.ns), sql.Named("run_id", runID)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, backend.ErrRunNotFound
 	}
@@ -145,7 +145,7 @@ func (b *Backend) CountWorkflowRuns(ctx context.Context) (backend.RunCounts, err
 	var counts backend.RunCounts
 	err := b.read(ctx, func() error {
 		counts = backend.RunCounts{}
-		rows, err := b.db.QueryContext(ctx, qCountRuns, sql.Named("ns", b.ns))
+		rows, err := b.db.QueryContext(ctx, b.q.CountRuns, sql.Named("ns", b.ns))
 		if err != nil {
 			return err
 		}
@@ -170,11 +170,9 @@ func (b *Backend) CountWorkflowRuns(ctx context.Context) (backend.RunCounts, err
 // (publishing EventRunFinished for each, and waking their parked parents),
 // then claims up to len(p.WorkerIDs) claimable runs, pending first, in one
 // BEGIN IMMEDIATE transaction. The i-th claimed run is leased to
-// p.WorkerIDs[i] until now + p.LeaseDuration (30 s when <= 0).
+// p.WorkerIDs[i] until now + p.LeaseDuration (30 s when <= 0). With no
+// WorkerIDs it only fails the expired runs.
 func (b *Backend) ClaimWorkflowRuns(ctx context.Context, p backend.ClaimWorkflowRunsParams) ([]*backend.WorkflowRun, error) {
-	if len(p.WorkerIDs) == 0 {
-		return nil, nil
-	}
 	lease := p.LeaseDuration
 	if lease <= 0 {
 		lease = defaultLeaseDuration
@@ -185,12 +183,15 @@ func (b *Backend) ClaimWorkflowRuns(ctx context.Context, p backend.ClaimWorkflow
 		if err := b.failExpiredRuns(ctx, tx, now, ev); err != nil {
 			return err
 		}
+		if len(p.WorkerIDs) == 0 {
+			return nil
+		}
 		ids, err := b.claimCandidates(ctx, tx, now, max(p.Lookahead, 0), len(p.WorkerIDs), p.Workflows)
 		if err != nil {
 			return err
 		}
 		for i, runID := range ids {
-			run, err := scanRun(tx.QueryRowContext(ctx, qClaimRun,
+			run, err := scanRun(tx.QueryRowContext(ctx, b.q.ClaimRun,
 				sql.Named("ns", b.ns),
 				sql.Named("run_id", runID),
 				sql.Named("worker_id", p.WorkerIDs[i]),
@@ -211,21 +212,21 @@ func (b *Backend) ClaimWorkflowRuns(ctx context.Context, p backend.ClaimWorkflow
 
 // failExpiredRuns is the claim's deadline sweep.
 func (b *Backend) failExpiredRuns(ctx context.Context, tx *txn, now time.Time, ev *events) error {
-	rows, err := tx.QueryContext(ctx, qFailExpiredRuns,
+	rows, err := tx.QueryContext(ctx, b.q.FailExpiredRuns,
 		sql.Named("ns", b.ns),
-		sql.Named("error", string(backend.DeadlineExceededError)),
+		sql.Named("error", string(backend.DeadlineExceededError())),
 		sql.Named("now", timeArg(now)))
 	if err != nil {
 		return fmt.Errorf("fail expired runs: %w", err)
 	}
 	var expired []*backend.WorkflowRun
 	for rows.Next() {
-		var r backend.WorkflowRun
-		if err := rows.Scan(&r.NamespaceID, &r.ID, &r.ParentStepAttemptNamespaceID, &r.ParentStepAttemptID); err != nil {
+		r, err := scanParentLink(rows)
+		if err != nil {
 			rows.Close()
 			return err
 		}
-		expired = append(expired, &r)
+		expired = append(expired, r)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -233,7 +234,7 @@ func (b *Backend) failExpiredRuns(ctx context.Context, tx *txn, now time.Time, e
 	}
 	for _, r := range expired {
 		ev.runFinished(b.ns, r.ID)
-		if err := wakeParent(ctx, tx, r, now, ev); err != nil {
+		if err := b.wakeParent(ctx, tx, r, now, ev); err != nil {
 			return err
 		}
 	}
@@ -252,31 +253,23 @@ func (b *Backend) claimCandidates(ctx context.Context, tx *txn, now time.Time, l
 		b, _ := json.Marshal(pairs)
 		filter = string(b)
 	}
-	rows, err := tx.QueryContext(ctx, qClaimCandidates,
+	ids, err := queryStrings(ctx, tx, b.q.ClaimCandidates,
 		sql.Named("ns", b.ns), sql.Named("now", timeArg(now)), sql.Named("ahead", timeArg(now.Add(lookahead))),
 		sql.Named("limit", n), sql.Named("workflows", filter))
 	if err != nil {
 		return nil, fmt.Errorf("select claim candidates: %w", err)
 	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var runID string
-		if err := rows.Scan(&runID); err != nil {
-			return nil, err
-		}
-		ids = append(ids, runID)
-	}
-	return ids, rows.Err()
+	return ids, nil
 }
 
 // wakeParent makes a parked parent of the finished child claimable now
-// (see qWakeParent), recording EventWorkAvailable if it did.
-func wakeParent(ctx context.Context, tx *txn, child *backend.WorkflowRun, now time.Time, ev *events) error {
+// (see wake_parent in sql/runs.sql), recording EventWorkAvailable if it
+// did. child needs only its key and parent link (scanParentLink).
+func (b *Backend) wakeParent(ctx context.Context, tx *txn, child *backend.WorkflowRun, now time.Time, ev *events) error {
 	if child.ParentStepAttemptNamespaceID == nil || child.ParentStepAttemptID == nil {
 		return nil
 	}
-	rows, err := tx.QueryContext(ctx, qWakeParent,
+	rows, err := tx.QueryContext(ctx, b.q.WakeParent,
 		sql.Named("parent_ns", *child.ParentStepAttemptNamespaceID),
 		sql.Named("parent_step_id", *child.ParentStepAttemptID),
 		sql.Named("child_ns", child.NamespaceID),
@@ -303,10 +296,11 @@ func (b *Backend) fenceError(ctx context.Context, tx *txn, runID string) error {
 	return backend.ErrNotOwner
 }
 
-// ownedRunUpdate runs a fenced UPDATE … RETURNING runColumns and returns
-// the updated run, or the fence error.
-func (b *Backend) ownedRunUpdate(ctx context.Context, tx *txn, runID, query string, args ...any) (*backend.WorkflowRun, error) {
-	run, err := scanRun(tx.QueryRowContext(ctx, query, args...))
+// finishRun runs a fenced write that finishes the run (RETURNING
+// parent_link) and returns the run's key and parent link, or the fence
+// error.
+func (b *Backend) finishRun(ctx context.Context, tx *txn, runID, query string, args ...any) (*backend.WorkflowRun, error) {
+	run, err := scanParentLink(tx.QueryRowContext(ctx, query, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, b.fenceError(ctx, tx, runID)
 	}
@@ -324,7 +318,7 @@ func (b *Backend) ExtendWorkflowRunLease(ctx context.Context, p backend.ExtendWo
 	}
 	err := b.write(ctx, func(tx *txn, now time.Time, _ *events) error {
 		var got string
-		err := tx.QueryRowContext(ctx, qExtendLease,
+		err := tx.QueryRowContext(ctx, b.q.ExtendLease,
 			sql.Named("ns", b.ns),
 			sql.Named("run_id", p.WorkflowRunID),
 			sql.Named("worker_id", p.WorkerID),
@@ -341,100 +335,26 @@ func (b *Backend) ExtendWorkflowRunLease(ctx context.Context, p backend.ExtendWo
 	return nil
 }
 
-// SleepWorkflowRun parks a non-terminal run owned by p.WorkerID until
-// p.AvailableAt, or until now when the child or signal it waits for has
-// already arrived. It publishes EventWorkAvailable when the run is
-// claimable at once, and fails with [backend.ErrNotOwner] or
-// [backend.ErrRunNotFound] like the other fenced writes.
-func (b *Backend) SleepWorkflowRun(ctx context.Context, p backend.SleepWorkflowRunParams) error {
+// ReleaseWorkflowRuns implements [backend.Backend], publishing
+// EventWorkAvailable when it released a run.
+func (b *Backend) ReleaseWorkflowRuns(ctx context.Context, workerIDs []string) (int, error) {
+	ids, _ := json.Marshal(workerIDs)
+	var n int64
 	err := b.write(ctx, func(tx *txn, now time.Time, ev *events) error {
-		return b.sleepRun(ctx, tx, now, ev, p.WorkflowRunID, p.WorkerID, p.AvailableAt)
-	})
-	if err != nil {
-		return fmt.Errorf("sleep workflow run %s: %w", p.WorkflowRunID, err)
-	}
-	return nil
-}
-
-// CompleteWorkflowRun marks a run owned by p.WorkerID completed with
-// p.Output (JSON null when nil), wakes its parked parent and publishes
-// EventRunFinished. It fails with [backend.ErrNotOwner] or
-// [backend.ErrRunNotFound].
-func (b *Backend) CompleteWorkflowRun(ctx context.Context, p backend.CompleteWorkflowRunParams) (*backend.WorkflowRun, error) {
-	output, err := jsonArgOr("output", p.Output, "null")
-	if err != nil {
-		return nil, fmt.Errorf("complete workflow run %s: %w", p.WorkflowRunID, err)
-	}
-	var run *backend.WorkflowRun
-	err = b.write(ctx, func(tx *txn, now time.Time, ev *events) error {
-		var err error
-		run, err = b.completeRun(ctx, tx, now, ev, p.WorkflowRunID, p.WorkerID, output)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("complete workflow run %s: %w", p.WorkflowRunID, err)
-	}
-	return run, nil
-}
-
-// FailWorkflowRun records a workflow failure of a run owned by p.WorkerID
-// with [backend.ComputeFailedRunUpdate] (p.RetryPolicy, zero fields taken
-// from [backend.DefaultWorkflowRetryPolicy]; the run's attempts are read
-// when p.Attempts is nil, its deadline when p.DeadlineAt is nil): either
-// the run is pending again at now + backoff, or it is failed for good, its
-// parked parent woken and EventRunFinished published. It fails with
-// [backend.ErrNotOwner] or [backend.ErrRunNotFound].
-func (b *Backend) FailWorkflowRun(ctx context.Context, p backend.FailWorkflowRunParams) (*backend.WorkflowRun, error) {
-	if _, err := jsonArg("error", p.Error); err != nil {
-		return nil, fmt.Errorf("fail workflow run %s: %w", p.WorkflowRunID, err)
-	}
-	policy := p.RetryPolicy.WithDefaults(backend.DefaultWorkflowRetryPolicy)
-	var run *backend.WorkflowRun
-	err := b.write(ctx, func(tx *txn, now time.Time, ev *events) error {
-		attempts, deadline := 0, p.DeadlineAt
-		if p.Attempts != nil {
-			attempts = *p.Attempts
+		res, err := tx.ExecContext(ctx, b.q.ReleaseWorkerRuns,
+			sql.Named("ns", b.ns), sql.Named("worker_ids", string(ids)), sql.Named("now", timeArg(now)))
+		if err != nil {
+			return err
 		}
-		if p.Attempts == nil || p.DeadlineAt == nil {
-			// A nil DeadlineAt may mean "not known": read the run's own.
-			cur, err := b.getRun(ctx, tx, p.WorkflowRunID)
-			if err != nil {
-				return err
-			}
-			if p.Attempts == nil {
-				attempts = cur.Attempts
-			}
-			deadline = cur.DeadlineAt
+		if n, err = res.RowsAffected(); err == nil && n > 0 {
+			ev.workAvailable(b.ns)
 		}
-		upd := backend.ComputeFailedRunUpdate(policy, attempts, deadline, p.Error, now)
-		var err error
-		run, err = b.failRun(ctx, tx, now, ev, p.WorkflowRunID, p.WorkerID, upd)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("fail workflow run %s: %w", p.WorkflowRunID, err)
+		return 0, fmt.Errorf("release the runs of workers %v: %w", workerIDs, err)
 	}
-	return run, nil
-}
-
-// RescheduleWorkflowRunAfterFailedStepAttempt sets a run owned by
-// p.WorkerID pending at p.AvailableAt with the step's error (a step
-// retry), publishing EventWorkAvailable if that is not in the future. It
-// fails with [backend.ErrNotOwner] or [backend.ErrRunNotFound].
-func (b *Backend) RescheduleWorkflowRunAfterFailedStepAttempt(ctx context.Context, p backend.RescheduleWorkflowRunParams) (*backend.WorkflowRun, error) {
-	if _, err := jsonArg("error", p.Error); err != nil {
-		return nil, fmt.Errorf("reschedule workflow run %s: %w", p.WorkflowRunID, err)
-	}
-	var run *backend.WorkflowRun
-	err := b.write(ctx, func(tx *txn, now time.Time, ev *events) error {
-		var err error
-		run, err = b.failRun(ctx, tx, now, ev, p.WorkflowRunID, p.WorkerID, backend.FailedRunUpdate{RetryAt: p.AvailableAt, Error: p.Error})
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("reschedule workflow run %s: %w", p.WorkflowRunID, err)
-	}
-	return run, nil
+	return int(n), nil
 }
 
 // CancelWorkflowRun cancels a pending or running run, wakes its parked
@@ -445,7 +365,7 @@ func (b *Backend) CancelWorkflowRun(ctx context.Context, workflowRunID string) (
 	var run *backend.WorkflowRun
 	err := b.write(ctx, func(tx *txn, now time.Time, ev *events) error {
 		var err error
-		run, err = scanRun(tx.QueryRowContext(ctx, qCancelRun,
+		run, err = scanRun(tx.QueryRowContext(ctx, b.q.CancelRun,
 			sql.Named("ns", b.ns),
 			sql.Named("run_id", workflowRunID),
 			sql.Named("now", timeArg(now))))
@@ -463,7 +383,7 @@ func (b *Backend) CancelWorkflowRun(ctx context.Context, workflowRunID string) (
 			return err
 		}
 		ev.runFinished(b.ns, run.ID)
-		return wakeParent(ctx, tx, run, now, ev)
+		return b.wakeParent(ctx, tx, run, now, ev)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cancel workflow run %s: %w", workflowRunID, err)
@@ -471,15 +391,15 @@ func (b *Backend) CancelWorkflowRun(ctx context.Context, workflowRunID string) (
 	return run, nil
 }
 
-// The transaction bodies of the fenced run transitions, shared by the
-// single-write methods and ApplyWrites. JSON arguments are validated text
-// (or nil for SQL NULL); a write the fence refuses returns the fence error.
+// The transaction bodies of the fenced run transitions of ApplyWrites.
+// JSON arguments are validated text (or nil for SQL NULL); a write the
+// fence refuses returns the fence error.
 
-// sleepRun parks the run (see qSleepRun), recording EventWorkAvailable
-// when it is claimable at once.
-func (b *Backend) sleepRun(ctx context.Context, tx *txn, now time.Time, ev *events, runID, workerID string, at time.Time) error {
+// parkRun parks the run (see park_run in sql/writes.sql), recording
+// EventWorkAvailable when it is claimable at once.
+func (b *Backend) parkRun(ctx context.Context, tx *txn, now time.Time, ev *events, runID, workerID string, at time.Time) error {
 	var availableAt string
-	err := tx.QueryRowContext(ctx, qSleepRun,
+	err := tx.QueryRowContext(ctx, b.q.ParkRun,
 		sql.Named("ns", b.ns),
 		sql.Named("run_id", runID),
 		sql.Named("worker_id", workerID),
@@ -497,59 +417,75 @@ func (b *Backend) sleepRun(ctx context.Context, tx *txn, now time.Time, ev *even
 	return nil
 }
 
-// completeRun completes the run with output and wakes its parked parent.
-func (b *Backend) completeRun(ctx context.Context, tx *txn, now time.Time, ev *events, runID, workerID string, output any) (*backend.WorkflowRun, error) {
-	run, err := b.ownedRunUpdate(ctx, tx, runID, qCompleteRun,
+// completeRun completes the run with output (or fails it past its
+// deadline) and wakes its parked parent.
+func (b *Backend) completeRun(ctx context.Context, tx *txn, now time.Time, ev *events, runID, workerID string, output any) error {
+	run, err := b.finishRun(ctx, tx, runID, b.q.CompleteRun,
 		sql.Named("ns", b.ns),
 		sql.Named("run_id", runID),
 		sql.Named("worker_id", workerID),
 		sql.Named("output", output),
+		sql.Named("deadline_error", string(backend.DeadlineExceededError())),
 		sql.Named("now", timeArg(now)))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	ev.runFinished(b.ns, run.ID)
-	return run, wakeParent(ctx, tx, run, now, ev)
+	return b.wakeParent(ctx, tx, run, now, ev)
 }
 
-// failRun stores the failure upd (upd.Error is valid JSON or empty): the
-// run is pending again at upd.RetryAt, or failed for good and its parked
-// parent woken.
-func (b *Backend) failRun(ctx context.Context, tx *txn, now time.Time, ev *events, runID, workerID string, upd backend.FailedRunUpdate) (*backend.WorkflowRun, error) {
-	status, availableAt, finishedAt := backend.RunPending, any(timeArg(upd.RetryAt)), any(nil)
-	if upd.Terminal {
-		status, availableAt, finishedAt = backend.RunFailed, nil, timeArg(now)
-	}
-	var storedErr any
-	if len(upd.Error) > 0 {
-		storedErr = string(upd.Error)
-	}
-	run, err := b.ownedRunUpdate(ctx, tx, runID, qFailRun,
+// failRun fails the run for good with errJSON (valid JSON, or empty for
+// none) and wakes its parked parent.
+func (b *Backend) failRun(ctx context.Context, tx *txn, now time.Time, ev *events, runID, workerID string, errJSON json.RawMessage) error {
+	run, err := b.finishRun(ctx, tx, runID, b.q.FailRun,
 		sql.Named("ns", b.ns),
 		sql.Named("run_id", runID),
 		sql.Named("worker_id", workerID),
-		sql.Named("status", string(status)),
-		sql.Named("available_at", availableAt),
-		sql.Named("finished_at", finishedAt),
-		sql.Named("error", storedErr),
+		sql.Named("error", storedError(errJSON)),
 		sql.Named("now", timeArg(now)))
 	if err != nil {
-		return nil, err
-	}
-	if !upd.Terminal {
-		if !upd.RetryAt.After(now) {
-			ev.workAvailable(b.ns)
-		}
-		return run, nil
+		return err
 	}
 	ev.runFinished(b.ns, run.ID)
-	return run, wakeParent(ctx, tx, run, now, ev)
+	return b.wakeParent(ctx, tx, run, now, ev)
+}
+
+// rescheduleRun sets the run pending again at retryAt with errJSON (a
+// retry), recording EventWorkAvailable when it is claimable at once.
+func (b *Backend) rescheduleRun(ctx context.Context, tx *txn, now time.Time, ev *events, runID, workerID string, retryAt time.Time, errJSON json.RawMessage) error {
+	var got string
+	err := tx.QueryRowContext(ctx, b.q.RescheduleRun,
+		sql.Named("ns", b.ns),
+		sql.Named("run_id", runID),
+		sql.Named("worker_id", workerID),
+		sql.Named("available_at", timeArg(retryAt)),
+		sql.Named("error", storedError(errJSON)),
+		sql.Named("now", timeArg(now))).Scan(&got)
+	if errors.Is(err, sql.ErrNoRows) {
+		return b.fenceError(ctx, tx, runID)
+	}
+	if err != nil {
+		return err
+	}
+	if !retryAt.After(now) {
+		ev.workAvailable(b.ns)
+	}
+	return nil
+}
+
+// storedError is a run's error column for errJSON: its text, or nil (SQL
+// NULL) when empty.
+func storedError(errJSON json.RawMessage) any {
+	if len(errJSON) == 0 {
+		return nil
+	}
+	return string(errJSON)
 }
 
 // NextDueAt implements [backend.DueTimer].
 func (b *Backend) NextDueAt(ctx context.Context) (time.Time, bool, error) {
 	var t sql.NullString
-	if err := b.db.QueryRowContext(ctx, qNextDue, sql.Named("ns", b.ns), sql.Named("now", timeArg(b.now()))).Scan(&t); err != nil {
+	if err := b.db.QueryRowContext(ctx, b.q.NextDue, sql.Named("ns", b.ns), sql.Named("now", timeArg(b.now()))).Scan(&t); err != nil {
 		return time.Time{}, false, fmt.Errorf("next due run: %w", err)
 	}
 	if !t.Valid {

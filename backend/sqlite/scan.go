@@ -14,8 +14,8 @@ type scanner interface {
 	Scan(dest ...any) error
 }
 
-// scanRun reads the columns of runColumns. Legacy statuses are returned
-// under their current names.
+// scanRun reads the columns of the run_columns fragment (sql/fragments.sql).
+// Legacy statuses are returned under their current names.
 func scanRun(s scanner) (*backend.WorkflowRun, error) {
 	var (
 		r                                     backend.WorkflowRun
@@ -55,8 +55,9 @@ func scanRun(s scanner) (*backend.WorkflowRun, error) {
 	return &r, nil
 }
 
-// scanStep reads the columns of stepColumns. A legacy "succeeded" status
-// is returned as "completed".
+// scanStep reads the columns of the step_columns fragment
+// (sql/fragments.sql). A legacy "succeeded" status is returned as
+// "completed".
 func scanStep(s scanner) (*backend.StepAttempt, error) {
 	var (
 		a                              backend.StepAttempt
@@ -89,6 +90,17 @@ func scanStep(s scanner) (*backend.StepAttempt, error) {
 		return nil, fmt.Errorf("step attempt %s: updated_at: %w", a.ID, err)
 	}
 	return &a, nil
+}
+
+// scanParentLink reads the columns of the parent_link fragment
+// (sql/fragments.sql): a finished run's key and parent link, all
+// wakeParent needs.
+func scanParentLink(s scanner) (*backend.WorkflowRun, error) {
+	var r backend.WorkflowRun
+	if err := s.Scan(&r.NamespaceID, &r.ID, &r.ParentStepAttemptNamespaceID, &r.ParentStepAttemptID); err != nil {
+		return nil, err
+	}
+	return &r, nil
 }
 
 // rawJSON turns a nullable JSON TEXT column into a RawMessage (nil for
@@ -137,8 +149,8 @@ func jsonArg(what string, m json.RawMessage) (any, error) {
 	if len(m) == 0 {
 		return nil, nil
 	}
-	if !json.Valid(m) {
-		return nil, fmt.Errorf("%w: %s is not valid JSON", backend.ErrInvalidArgument, what)
+	if err := backend.ValidateJSON(m); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return string(m), nil
 }

@@ -21,8 +21,8 @@ import (
 // BEGIN IMMEDIATE transaction. An empty signal name or invalid JSON fails
 // with [backend.ErrInvalidArgument].
 func (b *Backend) SendSignal(ctx context.Context, p backend.SendSignalParams) ([]string, error) {
-	if p.Signal == "" {
-		return nil, fmt.Errorf("send signal: %w: empty signal name", backend.ErrInvalidArgument)
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("send signal %q: %w", p.Signal, err)
 	}
 	data, err := jsonArg("data", p.Data)
 	if err != nil {
@@ -32,7 +32,7 @@ func (b *Backend) SendSignal(ctx context.Context, p backend.SendSignalParams) ([
 	err = b.write(ctx, func(tx *txn, now time.Time, ev *events) error {
 		runIDs = []string{}
 		if p.IdempotencyKey != nil {
-			prev, err := queryStrings(ctx, tx, qFindSignalSends,
+			prev, err := queryStrings(ctx, tx, b.q.SignalDeliveriesByKey,
 				sql.Named("ns", b.ns),
 				sql.Named("signal", p.Signal),
 				sql.Named("idempotency_key", *p.IdempotencyKey))
@@ -50,7 +50,7 @@ func (b *Backend) SendSignal(ctx context.Context, p backend.SendSignalParams) ([
 		}
 		seen := map[string]bool{}
 		for _, w := range waiters {
-			res, err := tx.ExecContext(ctx, qInsertSignalDelivery,
+			res, err := tx.ExecContext(ctx, b.q.InsertSignalDelivery,
 				sql.Named("ns", b.ns),
 				sql.Named("id", id.New(id.PrefixSignal)),
 				sql.Named("signal", p.Signal),
@@ -70,7 +70,7 @@ func (b *Backend) SendSignal(ctx context.Context, p backend.SendSignalParams) ([
 			}
 		}
 		for _, runID := range runIDs {
-			woken, err := queryStrings(ctx, tx, qWakeRun,
+			woken, err := queryStrings(ctx, tx, b.q.WakeRun,
 				sql.Named("ns", b.ns), sql.Named("run_id", runID), sql.Named("now", timeArg(now)))
 			if err != nil {
 				return fmt.Errorf("wake workflow run %s: %w", runID, err)
@@ -92,7 +92,7 @@ type signalWaiter struct{ stepID, runID string }
 
 // signalWaiters lists the running signal-wait attempts on signal.
 func (b *Backend) signalWaiters(ctx context.Context, tx *txn, signal string) ([]signalWaiter, error) {
-	rows, err := tx.QueryContext(ctx, qFindSignalWaiters, sql.Named("ns", b.ns), sql.Named("signal", signal))
+	rows, err := tx.QueryContext(ctx, b.q.SignalWaiters, sql.Named("ns", b.ns), sql.Named("signal", signal))
 	if err != nil {
 		return nil, fmt.Errorf("find waiters: %w", err)
 	}
@@ -133,7 +133,7 @@ func (b *Backend) GetSignalDelivery(ctx context.Context, stepAttemptID string) (
 	var data sql.NullString
 	delivered := false
 	err := b.read(ctx, func() error {
-		err := b.reader().QueryRowContext(ctx, qGetSignalDelivery,
+		err := b.reader().QueryRowContext(ctx, b.q.GetSignalDelivery,
 			sql.Named("ns", b.ns), sql.Named("step_id", stepAttemptID)).Scan(&data)
 		if errors.Is(err, sql.ErrNoRows) {
 			delivered = false

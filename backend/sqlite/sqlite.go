@@ -16,7 +16,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/openworkflow-go/openworkflow/backend"
-	"github.com/openworkflow-go/openworkflow/internal/notify"
+	"github.com/openworkflow-go/openworkflow/internal/hub"
 )
 
 // Options configure [Open]. The zero value is ready to use.
@@ -85,6 +85,7 @@ type Backend struct {
 	clock       func() time.Time
 	busyTimeout time.Duration
 	file        *sharedFile
+	q           *queries // the embedded SQL, loaded once per process
 	stmts       prepared // hot statements, prepared by Open
 	closeOnce   sync.Once
 	closeErr    error
@@ -97,7 +98,11 @@ var _ backend.Backend = (*Backend)(nil)
 // pending migrations under BEGIN IMMEDIATE (so processes opening a fresh
 // file at once are safe) and returns a backend bound to
 // opts.NamespaceID. path ":memory:" opens a private in-memory database
-// (one connection; for tests). Close releases it.
+// (one connection; for tests). Close releases it. A file that is not
+// empty and does not start with SQLite's header (cut short, or another
+// kind of file) is refused with an error wrapping [ErrDamaged], rather
+// than started over as an empty database as SQLite would; [IsDamaged]
+// recognises that error and SQLite's own reports of a damaged file.
 func Open(ctx context.Context, path string, opts Options) (*Backend, error) {
 	return open(ctx, path, opts, true)
 }
@@ -108,6 +113,10 @@ func Open(ctx context.Context, path string, opts Options) (*Backend, error) {
 func open(ctx context.Context, path string, opts Options, share bool) (*Backend, error) {
 	if path == "" {
 		return nil, fmt.Errorf("open sqlite backend: %w: empty path", backend.ErrInvalidArgument)
+	}
+	q, err := loadedQueries()
+	if err != nil {
+		return nil, err
 	}
 	opts = opts.withDefaults()
 	switch opts.Synchronous {
@@ -126,6 +135,9 @@ func open(ctx context.Context, path string, opts Options, share bool) (*Backend,
 			return nil, fmt.Errorf("open sqlite backend %s: %w", path, err)
 		}
 		path = abs
+		if err := checkHeader(path); err != nil {
+			return nil, fmt.Errorf("open sqlite backend: %w", err)
+		}
 		if share {
 			key = abs
 		}
@@ -148,12 +160,13 @@ func open(ctx context.Context, path string, opts Options, share bool) (*Backend,
 		clock:       opts.Now,
 		busyTimeout: opts.BusyTimeout,
 		file:        acquireFile(key),
+		q:           q,
 	}
 	if err := b.migrate(ctx); err != nil {
 		_ = b.Close()
 		return nil, fmt.Errorf("open sqlite backend %s: %w", path, err)
 	}
-	if b.stmts, err = prepare(ctx, db); err != nil {
+	if b.stmts, err = prepare(ctx, db, q); err != nil {
 		_ = b.Close()
 		return nil, fmt.Errorf("open sqlite backend %s: %w", path, err)
 	}
@@ -210,19 +223,19 @@ type sharedFile struct {
 	writeLock chan struct{}
 
 	hubsMu sync.Mutex
-	hubs   map[string]*notify.Hub
+	hubs   map[string]*hub.Hub
 }
 
 // hub returns the event hub of namespace ns, creating it on first use.
-func (f *sharedFile) hub(ns string) *notify.Hub {
+func (f *sharedFile) hub(ns string) *hub.Hub {
 	f.hubsMu.Lock()
 	defer f.hubsMu.Unlock()
 	h, ok := f.hubs[ns]
 	if !ok {
 		if f.hubs == nil {
-			f.hubs = map[string]*notify.Hub{}
+			f.hubs = map[string]*hub.Hub{}
 		}
-		h = &notify.Hub{}
+		h = &hub.Hub{}
 		f.hubs[ns] = h
 	}
 	return h
@@ -283,6 +296,11 @@ func (e *events) workAvailable(ns string) {
 		}
 	}
 	*e = append(*e, want)
+}
+
+// chunk records that stream of run runID of namespace ns got chunk seq.
+func (e *events) chunk(ns, runID, stream string, seq int64) {
+	*e = append(*e, nsEvent{ns, backend.Event{Kind: backend.EventChunk, WorkflowRunID: runID, Stream: stream, Seq: seq}})
 }
 
 // runFinished records that run runID of namespace ns became terminal.

@@ -6,36 +6,27 @@ import (
 	"fmt"
 )
 
-// hotQueries are the statements of the worker's and client's hot paths.
-// Open prepares them once (database/sql then prepares each once per
-// connection and reuses it), so a call does not parse its SQL again:
-// without this, modernc.org/sqlite prepares and finalizes every statement
-// per call, which was a large share of a fast write's CPU time.
-var hotQueries = []string{
-	qInsertRun, qFindRunByIdempotencyKey, qGetRun,
-	qFailExpiredRuns, qClaimCandidates, qClaimRun, qExtendLease,
-	qSleepRun, qCompleteRun, qFailRun, qCancelRun,
-	qWakeParent, qWakeRun,
-	qInsertStep, qInsertStepID, qGetStep, qCompleteStep, qFailStep, qSetStepChild,
-	qGetSignalDelivery,
-	qSavepoint, qReleaseSavepoint, qRollbackToSavepoint,
-}
-
-// prepared maps a query of hotQueries to its prepared statement. It is
-// filled by Open and only read afterwards.
+// prepared maps the text of a hot statement (queries.hot) to its prepared
+// statement. It is filled by Open and only read afterwards.
 type prepared map[string]*sql.Stmt
 
-// prepare prepares every hot query on db. It runs after the migrations
-// (a statement naming a missing table does not prepare).
-func prepare(ctx context.Context, db *sql.DB) (prepared, error) {
-	p := make(prepared, len(hotQueries))
-	for _, q := range hotQueries {
-		s, err := db.PrepareContext(ctx, q)
+// prepare prepares the statements of the worker's and client's hot paths
+// (q.hot()) on db. Open does it once (database/sql then prepares each once
+// per connection and reuses it), so a call does not parse its SQL again:
+// without this, modernc.org/sqlite prepares and finalizes every statement
+// per call, which was a large share of a fast write's CPU time. It runs
+// after the migrations (a statement naming a missing table does not
+// prepare).
+func prepare(ctx context.Context, db *sql.DB, q *queries) (prepared, error) {
+	hot := q.hot()
+	p := make(prepared, len(hot))
+	for _, text := range hot {
+		s, err := db.PrepareContext(ctx, text)
 		if err != nil {
 			p.close()
-			return nil, fmt.Errorf("prepare statement: %w\n%s", err, q)
+			return nil, fmt.Errorf("prepare statement: %w\n%s", err, text)
 		}
-		p[q] = s
+		p[text] = s
 	}
 	return p, nil
 }
@@ -47,7 +38,7 @@ func (p prepared) close() {
 	}
 }
 
-// txn is a write transaction that runs hot queries through their prepared
+// txn is a write transaction that runs hot statements through their prepared
 // statements (bound to the transaction once each) and any other SQL as
 // given.
 type txn struct {
@@ -115,4 +106,13 @@ func (r reader) QueryRowContext(ctx context.Context, query string, args ...any) 
 		return s.QueryRowContext(ctx, args...)
 	}
 	return r.db.QueryRowContext(ctx, query, args...)
+}
+
+// QueryContext is [sql.DB.QueryContext] through the prepared statement
+// when there is one.
+func (r reader) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if s, ok := r.stmts[query]; ok {
+		return s.QueryContext(ctx, args...)
+	}
+	return r.db.QueryContext(ctx, query, args...)
 }

@@ -1,7 +1,7 @@
-// Package notify fans wake-up events out to in-process subscribers. Both
+// Package hub fans wake-up events out to in-process subscribers. Both
 // backends use it: SQLite publishes its own writes to it, PostgreSQL
 // publishes what its LISTEN connection receives.
-package notify
+package hub
 
 import (
 	"context"

@@ -1,0 +1,85 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openworkflow-go/openworkflow/backend"
+	"github.com/openworkflow-go/openworkflow/backend/postgres"
+	"github.com/openworkflow-go/openworkflow/internal/pgtest"
+)
+
+func TestOpen(t *testing.T) {
+	t.Parallel()
+	requirePool(t)
+	ctx := context.Background()
+
+	t.Run("migrates a fresh schema and closes the pool it created", func(t *testing.T) {
+		t.Parallel()
+		schema := pgtest.NewSchema(t)
+		b, err := postgres.Open(ctx, pgtest.URL(), postgres.Options{Schema: schema})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.NamespaceID() != backend.DefaultNamespaceID || b.Schema() != schema {
+			t.Errorf("namespace %q schema %q", b.NamespaceID(), b.Schema())
+		}
+		if _, err := b.CreateWorkflowRun(ctx, backend.CreateWorkflowRunParams{WorkflowName: "wf"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Subscribe(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Pool().Ping(ctx); err == nil {
+			t.Error("the pool Open created is still open after Close")
+		}
+	})
+
+	t.Run("fails without tables when migrations are skipped", func(t *testing.T) {
+		t.Parallel()
+		b, err := postgres.Open(ctx, pgtest.URL(), postgres.Options{Schema: pgtest.NewSchema(t), SkipMigrations: true})
+		if err != nil {
+			t.Fatal(err) // the server is reachable: Open succeeds
+		}
+		defer b.Close()
+		if _, err := b.CreateWorkflowRun(ctx, backend.CreateWorkflowRunParams{WorkflowName: "wf"}); err == nil {
+			t.Error("create succeeded in a schema that was never migrated")
+		}
+	})
+
+	t.Run("reports an unreachable server", func(t *testing.T) {
+		t.Parallel()
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if _, err := postgres.Open(cctx, "postgres://postgres@127.0.0.1:1/test?sslmode=disable&connect_timeout=2", postgres.Options{}); err == nil {
+			t.Error("Open succeeded against a closed port")
+		}
+	})
+}
+
+func TestFromPoolLeavesThePoolOpen(t *testing.T) {
+	t.Parallel()
+	b := newBackend(t)
+	if _, err := b.Subscribe(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	_ = b.Close()
+	if err := requirePool(t).Ping(context.Background()); err != nil {
+		t.Errorf("shared pool closed by a FromPool backend: %v", err)
+	}
+}
+
+func TestBadSchemaNamesAreRefused(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"1abc", "a-b", `a"b`, strings.Repeat("a", 64)} {
+		if _, err := postgres.FromPool(requirePool(t), postgres.Options{Schema: s}); !errors.Is(err, backend.ErrInvalidArgument) {
+			t.Errorf("schema %q: err = %v", s, err)
+		}
+	}
+}

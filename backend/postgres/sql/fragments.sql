@@ -1,0 +1,134 @@
+-- Fragments the statements of the other files share. Placeholders (see
+-- package internal/sqlset): {{schema}} is the quoted schema name and
+-- {{schema_literal}} the schema name as a string literal, both given by
+-- the backend when it loads these files.
+--
+-- Conventions of every statement:
+--
+-- Time. Every timestamp written is {{now(at)}}, or a parameter truncated to
+-- milliseconds in Go, so cursors and ISO strings round-trip; every
+-- comparison with the present reads {{clock(at)}}. Each statement takes
+-- the backend's injected clock as its last parameter ($at): NULL (the
+-- default) means the database's NOW(), a time means that time, so that
+-- tests move time on PostgreSQL as they do on SQLite.
+--
+-- Notifications. Writes that notify do so from a RETURNING clause of a
+-- data-modifying statement, which PostgreSQL always runs to completion,
+-- so the notification is sent exactly when the row changed, and delivered
+-- at commit.
+--
+-- Lookups by id. Statements that find runs by id are written so that the
+-- only plan is a primary-key probe per id, whatever the statistics say. A
+-- fresh database has none until autovacuum's first ANALYZE, and the
+-- planner then guesses that "namespace_id" = $1 or "status" = 'running'
+-- matches a row or two; it walked an index over the namespace's every
+-- run, or every running run, once per id (10–45 ms statements with 1,000
+-- runs parked in W4). So: the status of a run found by id is tested as
+-- (wr."status" …) IS TRUE, which cannot be an index condition; a
+-- multi-row lookup joins on "namespace_id" and "id" both taken from its
+-- input (a MATERIALIZED CTE, or the claim's candidates), so no condition
+-- on the namespace alone exists; and the step writes' fence probes in a
+-- LATERAL subquery (owned_runs).
+
+-- fragment: clock(at)
+-- The statement's present: the injected clock $at, or the database's.
+COALESCE({{at}}::timestamptz, NOW())
+
+-- fragment: now(at)
+-- The present truncated to milliseconds, as every timestamp is stored.
+date_trunc('milliseconds', {{clock({{at}})}})
+
+-- fragment: run_columns
+-- The workflow_runs columns, read as "wr", in the order scanRun reads them.
+wr."namespace_id", wr."id", wr."workflow_name", wr."version", wr."status",
+  wr."idempotency_key", wr."config", wr."context", wr."input", wr."output", wr."error",
+  wr."attempts", wr."parent_step_attempt_namespace_id", wr."parent_step_attempt_id",
+  wr."worker_id", wr."available_at", wr."deadline_at", wr."started_at", wr."finished_at",
+  wr."created_at", wr."updated_at"
+
+-- fragment: step_columns
+-- The step_attempts columns, read as "sa", in the order scanStep reads them.
+sa."namespace_id", sa."id", sa."workflow_run_id", sa."step_name", sa."kind",
+  sa."status", sa."config", sa."context", sa."output", sa."error",
+  sa."child_workflow_run_namespace_id", sa."child_workflow_run_id", sa."started_at",
+  sa."finished_at", sa."created_at", sa."updated_at"
+
+-- fragment: notify(kind)
+-- pg_notify on the backend's channel announcing run "wr": kind 'work' (it
+-- became claimable) or 'finished' (it reached a terminal status). The
+-- payload says which schema, namespace and run it is about.
+pg_notify('openworkflow', json_build_object(
+  'schema', {{schema_literal}}, 'ns', wr."namespace_id", 'kind', {{kind}}, 'id', wr."id")::text)
+
+-- fragment: owned_run(ns, run, worker)
+-- The fence every step write of one run starts with: a row only while
+-- run {{run}} of namespace {{ns}} is running and leased to worker
+-- {{worker}}, locked FOR NO KEY UPDATE so that a claim moving the lease
+-- serializes with the write.
+owned_run AS (
+  SELECT 1
+  FROM {{schema}}."workflow_runs" AS wr
+  WHERE wr."namespace_id" = {{ns}} AND wr."id" = {{run}}
+    AND (wr."status" = 'running') IS TRUE AND wr."worker_id" = {{worker}}
+  FOR NO KEY UPDATE
+)
+
+-- fragment: owned_runs(ns)
+-- owned_run for a multi-row step write: the runs of the "input" rows
+-- ("run_id", "worker_id") that are running and leased to the row's worker
+-- id, locked FOR NO KEY UPDATE. Each run is looked up by primary key in a
+-- LATERAL subquery, which PostgreSQL cannot flatten (it locks rows), so
+-- the cost is one index probe per input row whatever the statistics say;
+-- as a join, with a fresh table's default estimates, the planner scanned
+-- every running run once per input row.
+owned_run AS (
+  SELECT r."id", r."worker_id"
+  FROM (SELECT DISTINCT i."run_id", i."worker_id" FROM input AS i) AS i
+  CROSS JOIN LATERAL (
+    SELECT wr."id", wr."worker_id"
+    FROM {{schema}}."workflow_runs" AS wr
+    WHERE wr."namespace_id" = {{ns}} AND wr."id" = i."run_id"
+      AND (wr."status" = 'running') IS TRUE AND wr."worker_id" = i."worker_id"
+    FOR NO KEY UPDATE
+  ) AS r
+)
+
+-- fragment: past_deadline(at)
+-- True for run "wr" whose deadline has passed, by the statement's clock
+-- (as the claim's deadline sweep reads it).
+(wr."deadline_at" IS NOT NULL AND wr."deadline_at" <= {{clock({{at}})}})
+
+-- fragment: deadline_error
+-- The error of a run failed because its deadline passed, as in
+-- OpenWorkflow (backend.DeadlineExceededError).
+'{"message":"Workflow run deadline exceeded"}'::jsonb
+
+-- fragment: complete_or_expire(output, at)
+-- The SET list of a run completion: run "wr" completes with {{output}}
+-- (worker_id kept), or, when its deadline has passed, fails with the
+-- deadline error exactly as the claim's deadline sweep would, so that no
+-- run completes past its deadline whichever of the two comes first.
+"status" = CASE WHEN {{past_deadline({{at}})}} THEN 'failed' ELSE 'completed' END,
+    "output" = CASE WHEN {{past_deadline({{at}})}} THEN NULL ELSE {{output}} END,
+    "error" = CASE WHEN {{past_deadline({{at}})}} THEN {{deadline_error}} ELSE NULL END,
+    "worker_id" = CASE WHEN {{past_deadline({{at}})}} THEN NULL ELSE wr."worker_id" END,
+    "available_at" = NULL,
+    "finished_at" = {{now({{at}})}},
+    "updated_at" = {{now({{at}})}}
+
+-- fragment: wake_now(at)
+-- The available_at of a parked run woken by a child's end, a signal or a
+-- reconciliation: now, unless it was already due earlier.
+CASE
+      WHEN wr."available_at" IS NULL OR wr."available_at" > {{clock({{at}})}} THEN {{now({{at}})}}
+      ELSE wr."available_at"
+    END
+
+-- fragment: hook_wait_after(sa)
+-- The afterSeq of hook-wait attempt {{sa}}: the sequence number of the
+-- payload it waits after (0 when the context holds no number, so that a
+-- malformed context never makes the statement fail).
+CASE
+          WHEN jsonb_typeof({{sa}}."context"->'afterSeq') = 'number' THEN ({{sa}}."context"->>'afterSeq')::numeric
+          ELSE 0
+        END

@@ -1,0 +1,150 @@
+-- Runs: creation, reads, cancellation, and the wake-ups that follow a
+-- run's end. Every statement's last parameter is the injected clock (see
+-- fragments.sql).
+
+-- name: lock_idempotency_key
+-- Serializes keyed creates of one (namespace, workflow name, key) for the
+-- rest of the transaction. $1 is the JSON text
+-- {"namespaceId","workflowName","idempotencyKey"} as OpenWorkflow builds
+-- it, so both SDKs take the same lock.
+SELECT pg_advisory_xact_lock(hashtextextended($1, 0))
+
+-- name: get_run_by_idempotency_key
+-- The oldest run with the key created within the idempotency period ($4,
+-- in milliseconds), whatever its status.
+SELECT {{run_columns}}
+FROM {{schema}}."workflow_runs" AS wr
+WHERE wr."namespace_id" = $1
+  AND wr."workflow_name" = $2
+  AND wr."idempotency_key" = $3
+  AND wr."created_at" >= {{clock($5)}} - $4::bigint * INTERVAL '1 millisecond'
+ORDER BY wr."created_at" ASC, wr."id" ASC
+LIMIT 1
+
+-- name: insert_run
+-- Inserts a pending run; available_at NULL means now. A run claimable at
+-- once is announced.
+WITH inserted AS (
+  INSERT INTO {{schema}}."workflow_runs" AS wr (
+    "namespace_id", "id", "workflow_name", "version", "status", "idempotency_key",
+    "config", "context", "input", "attempts",
+    "parent_step_attempt_namespace_id", "parent_step_attempt_id",
+    "available_at", "deadline_at", "created_at", "updated_at"
+  )
+  VALUES (
+    $1, $2, $3, $4, 'pending', $5,
+    $6, $7, $8, 0,
+    $9, $10,
+    COALESCE($11::timestamptz, {{now($13)}}), $12, {{now($13)}}, {{now($13)}}
+  )
+  RETURNING wr.*, CASE WHEN wr."available_at" <= {{clock($13)}} THEN {{notify('work')}} END AS notified
+)
+SELECT {{run_columns}} FROM inserted AS wr
+
+-- name: get_run
+SELECT {{run_columns}}
+FROM {{schema}}."workflow_runs" AS wr
+WHERE wr."namespace_id" = $1 AND wr."id" = $2
+
+-- name: list_runs
+-- Completed by listRunsQuery with the filters, the cursor condition, the
+-- order and the limit.
+SELECT {{run_columns}}
+FROM {{schema}}."workflow_runs" AS wr
+WHERE wr."namespace_id" = $1
+
+-- name: count_runs
+SELECT wr."status", COUNT(*)
+FROM {{schema}}."workflow_runs" AS wr
+WHERE wr."namespace_id" = $1
+GROUP BY wr."status"
+
+-- name: cancel_run
+-- Cancels a non-terminal run, whoever holds it.
+WITH canceled AS (
+  UPDATE {{schema}}."workflow_runs" AS wr
+  SET "status" = 'canceled',
+      "worker_id" = NULL,
+      "available_at" = NULL,
+      "finished_at" = {{now($3)}},
+      "updated_at" = {{now($3)}}
+  WHERE wr."namespace_id" = $1 AND wr."id" = $2
+    AND (wr."status" IN ('pending', 'running', 'sleeping')) IS TRUE
+  RETURNING wr.*, {{notify('finished')}} AS notified
+)
+SELECT {{run_columns}} FROM canceled AS wr
+
+-- name: wake_parent
+-- Makes a parked parent due now when its child ($3, $4) finished: the
+-- parent's workflow attempt ($1, $2) must still be running and linked to
+-- that child, and the parent unowned (parked). It runs as its own
+-- statement after the child's write committed (see reconcile_parked_runs).
+UPDATE {{schema}}."workflow_runs" AS wr
+SET "available_at" = {{wake_now($5)}},
+    "updated_at" = {{now($5)}}
+FROM {{schema}}."step_attempts" AS sa
+WHERE sa."namespace_id" = $1 AND sa."id" = $2
+  AND sa."kind" = 'workflow' AND sa."status" = 'running'
+  AND sa."child_workflow_run_namespace_id" = $3 AND sa."child_workflow_run_id" = $4
+  AND wr."namespace_id" = sa."namespace_id" AND wr."id" = sa."workflow_run_id"
+  AND (wr."status" = 'sleeping' OR (wr."status" = 'running' AND wr."worker_id" IS NULL)) IS TRUE
+RETURNING {{notify('work')}}
+
+-- name: reconcile_parked_runs
+-- Makes just-parked runs ($2, an array) due now if what they wait for
+-- already happened: a running workflow step whose child is terminal, a
+-- running signal-wait step with a delivery, or a running hook-wait step
+-- whose hook has a payload numbered above the wait's afterSeq. It runs as
+-- its own statement after the park committed, so either it sees the
+-- child's, signal's or payload's write, or that writer's wake-up saw the
+-- park (deliver_hook_payload locks the run's row, as the park does).
+UPDATE {{schema}}."workflow_runs" AS wr
+SET "available_at" = {{wake_now($3)}},
+    "updated_at" = {{now($3)}}
+WHERE wr."namespace_id" = $1 AND wr."id" = ANY($2::text[])
+  AND (wr."status" IN ('running', 'sleeping')) IS TRUE
+  AND wr."worker_id" IS NULL
+  AND (
+    EXISTS (
+      SELECT 1
+      FROM {{schema}}."step_attempts" AS sa
+      JOIN {{schema}}."workflow_runs" AS child
+        ON child."namespace_id" = sa."child_workflow_run_namespace_id"
+       AND child."id" = sa."child_workflow_run_id"
+      WHERE sa."namespace_id" = wr."namespace_id"
+        AND sa."workflow_run_id" = wr."id"
+        AND sa."kind" = 'workflow'
+        AND sa."status" = 'running'
+        AND child."status" IN ('completed', 'succeeded', 'failed', 'canceled')
+    )
+    OR EXISTS (
+      SELECT 1
+      FROM {{schema}}."step_attempts" AS sa
+      JOIN {{schema}}."workflow_signals" AS ws
+        ON ws."namespace_id" = sa."namespace_id"
+       AND ws."step_attempt_id" = sa."id"
+      WHERE sa."namespace_id" = wr."namespace_id"
+        AND sa."workflow_run_id" = wr."id"
+        AND sa."kind" = 'signal-wait'
+        AND sa."status" = 'running'
+    )
+    OR EXISTS (
+      SELECT 1
+      FROM {{schema}}."step_attempts" AS sa
+      JOIN {{schema}}."workflow_hook_payloads" AS hp
+        ON hp."namespace_id" = sa."namespace_id"
+       AND hp."hook_id" = sa."context"->>'hookId'
+       AND hp."seq" > {{hook_wait_after(sa)}}
+      WHERE sa."namespace_id" = wr."namespace_id"
+        AND sa."workflow_run_id" = wr."id"
+        AND sa."kind" = 'hook-wait'
+        AND sa."status" = 'running'
+    )
+  )
+RETURNING {{notify('work')}}
+
+-- name: run_ownership
+-- What a refused fenced write needs to explain itself.
+SELECT wr."status", wr."worker_id"
+FROM {{schema}}."workflow_runs" AS wr
+WHERE wr."namespace_id" = $1 AND wr."id" = $2

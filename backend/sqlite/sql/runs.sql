@@ -1,0 +1,96 @@
+-- Runs: creation, reads, cancellation, and the wake-ups that follow a
+-- run's end or a signal (see fragments.sql for the conventions).
+
+-- name: get_run_by_idempotency_key
+-- The oldest run with the key created at or after :since (now − the
+-- idempotency period, 24 h), whatever its status.
+SELECT {{run_columns}}
+FROM "workflow_runs"
+WHERE "namespace_id" = :ns
+  AND "workflow_name" = :workflow_name
+  AND "idempotency_key" = :idempotency_key
+  AND "created_at" >= :since
+ORDER BY "created_at" ASC, "id" ASC
+LIMIT 1
+
+-- name: insert_run
+-- Inserts a pending run, claimable from :available_at.
+INSERT INTO "workflow_runs" (
+  "namespace_id", "id", "workflow_name", "version", "status",
+  "idempotency_key", "config", "context", "input", "attempts",
+  "parent_step_attempt_namespace_id", "parent_step_attempt_id",
+  "available_at", "deadline_at", "created_at", "updated_at"
+)
+VALUES (
+  :ns, :id, :workflow_name, :version, 'pending',
+  :idempotency_key, :config, :context, :input, 0,
+  :parent_ns, :parent_id,
+  :available_at, :deadline_at, :now, :now
+)
+RETURNING {{run_columns}}
+
+-- name: get_run
+SELECT {{run_columns}}
+FROM "workflow_runs"
+WHERE "namespace_id" = :ns AND "id" = :run_id
+
+-- name: list_runs
+-- Completed by ListWorkflowRuns (listPage) with the filters, the cursor
+-- condition, the order and the limit.
+SELECT {{run_columns}}
+FROM "workflow_runs"
+WHERE "namespace_id" = :ns
+
+-- name: count_runs
+SELECT "status", COUNT(*)
+FROM "workflow_runs"
+WHERE "namespace_id" = :ns
+GROUP BY "status"
+
+-- name: cancel_run
+-- Cancels a non-terminal run, whoever holds it.
+UPDATE "workflow_runs"
+SET "status" = 'canceled',
+    "worker_id" = NULL,
+    "available_at" = NULL,
+    "finished_at" = :now,
+    "updated_at" = :now
+WHERE "namespace_id" = :ns
+  AND "id" = :run_id
+  AND "status" IN {{non_terminal_statuses}}
+RETURNING {{run_columns}}
+
+-- name: wake_parent
+-- Makes the parent of a finished child claimable now, only if the parent
+-- is parked (no worker) and its workflow attempt linked to this child is
+-- still running. :parent_ns/:parent_step_id come from the child's parent
+-- columns; :child_ns/:child_id are the child's own key.
+UPDATE "workflow_runs"
+SET "available_at" = {{wake_now}},
+    "updated_at" = :now
+WHERE "namespace_id" = :parent_ns
+  AND "id" = (
+    SELECT "workflow_run_id"
+    FROM "step_attempts"
+    WHERE "namespace_id" = :parent_ns
+      AND "id" = :parent_step_id
+      AND "kind" = 'workflow'
+      AND "status" = 'running'
+      AND "child_workflow_run_namespace_id" = :child_ns
+      AND "child_workflow_run_id" = :child_id
+    LIMIT 1
+  )
+  AND ("status" = 'sleeping' OR ("status" = 'running' AND "worker_id" IS NULL))
+RETURNING "id"
+
+-- name: wake_run
+-- Makes a parked (unowned, non-terminal) run claimable now: a signal was
+-- delivered to it.
+UPDATE "workflow_runs"
+SET "available_at" = {{wake_now}},
+    "updated_at" = :now
+WHERE "namespace_id" = :ns
+  AND "id" = :run_id
+  AND "status" IN {{non_terminal_statuses}}
+  AND "worker_id" IS NULL
+RETURNING "id"
