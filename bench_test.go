@@ -41,6 +41,8 @@ import (
 	"github.com/openworkflow-go/openworkflow/backend"
 	"github.com/openworkflow-go/openworkflow/backend/postgres"
 	"github.com/openworkflow-go/openworkflow/backend/sqlite"
+	"github.com/openworkflow-go/openworkflow/internal/testhooks"
+	"github.com/openworkflow-go/openworkflow/owtest"
 )
 
 // benchTarget opens a fresh backend for one benchmark, closed (and, on
@@ -110,7 +112,7 @@ func benchWorker(b *testing.B, be backend.Backend, now func() time.Time, defs ..
 
 // tickOne runs one worker tick, which must claim exactly one run.
 func tickOne(b *testing.B, w *ow.Worker) {
-	if n, err := w.Tick(context.Background()); err != nil || n != 1 {
+	if n, err := testhooks.Tick(context.Background(), w); err != nil || n != 1 {
 		b.Fatalf("tick claimed %d runs (%v), want 1", n, err)
 	}
 }
@@ -261,10 +263,10 @@ func BenchmarkReplay100StepHistory(b *testing.B) {
 					}
 					sum = v
 				}
-				_, _, err := ow.WaitForSignal[int](ctx, "never-sent", ow.WaitOptions{Timeout: time.Hour})
+				_, _, err := ow.WaitForSignal[int](ctx, "never-sent", ow.WithTimeout(time.Hour))
 				return sum, err
 			})
-			clock := &fakeClock{t: time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)}
+			clock := owtest.NewClock(time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC))
 			w := benchWorker(b, be, clock.Now, wf)
 			client := ow.NewClient(be)
 			h, err := wf.Start(ctx, client, 0)

@@ -58,7 +58,7 @@ func TestCancelWhileParkedMeansTheRunNeverWakes(t *testing.T) {
 func TestCancelWhileExecutingCancelsTheStepContextAndCommitsNothingMore(t *testing.T) {
 	// Heartbeats are an hour apart: only the backend's wake-up event can
 	// bring the cancel to the started worker in time.
-	e := newEnv(t, func(o *ow.WorkerOptions) { o.HeartbeatInterval = time.Hour })
+	e := newEnv(t, func(o *ow.WorkerOptions) { o.HeartbeatInterval, o.LeaseDuration = time.Hour, 2*time.Hour })
 	stepStarted := make(chan struct{})
 	stepCanceled := make(chan struct{})
 	var calls counter

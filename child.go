@@ -1,35 +1,48 @@
 package openworkflow
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/openworkflow-go/openworkflow/backend"
+	"github.com/openworkflow-go/openworkflow/telemetry"
 )
 
 // DefaultWaitTimeout is how long a child-workflow wait or a signal wait
 // lasts when no timeout is given: one year, as in OpenWorkflow.
 const DefaultWaitTimeout = 365 * 24 * time.Hour
 
-// WaitOptions configure a child-workflow or signal wait.
-type WaitOptions struct {
-	// Name is the step name; empty means the workflow's name (child) or the
-	// signal's name (signal wait).
-	Name string
-	// Timeout bounds the wait; 0 means [DefaultWaitTimeout]. On timeout a
-	// child wait fails (the child keeps running) and a signal wait returns
-	// received=false.
-	Timeout time.Duration
+// WaitOption configures a child-workflow or signal wait: [WithStepName],
+// [WithTimeout].
+type WaitOption func(*waitOptions)
+
+type waitOptions struct {
+	name    string
+	timeout time.Duration
 }
 
-func firstWaitOptions(opts []WaitOptions) WaitOptions {
-	if len(opts) == 0 {
-		return WaitOptions{}
+// WithStepName names the wait's step (its durable key); without it, the
+// step is named after the child workflow (RunWorkflow, GoWorkflow) or the
+// signal (WaitForSignal).
+func WithStepName(name string) WaitOption {
+	return func(o *waitOptions) { o.name = name }
+}
+
+// WithTimeout bounds the wait; without it (or with d <= 0) the wait lasts
+// [DefaultWaitTimeout]. On timeout a child wait fails (the child keeps
+// running) and a signal wait returns received=false.
+func WithTimeout(d time.Duration) WaitOption {
+	return func(o *waitOptions) { o.timeout = d }
+}
+
+func newWaitOptions(opts []WaitOption) waitOptions {
+	var o waitOptions
+	for _, f := range opts {
+		f(&o)
 	}
-	return opts[0]
+	return o
 }
 
 // RunWorkflow starts wf as a child run of this workflow and waits for its
@@ -43,25 +56,25 @@ func firstWaitOptions(opts []WaitOptions) WaitOptions {
 // passes first the step fails with "Timed out waiting for child workflow to
 // complete" and the child keeps running. wf may be made with [Declare] when
 // the child is implemented elsewhere.
-func RunWorkflow[I, O any](ctx Context, wf *Workflow[I, O], input I, opts ...WaitOptions) (O, error) {
+func RunWorkflow[I, O any](ctx Context, wf *Workflow[I, O], input I, opts ...WaitOption) (O, error) {
 	var zero O
 	x, err := execOf(ctx)
 	if err != nil {
 		return zero, err
 	}
-	o := firstWaitOptions(opts)
-	name := o.Name
+	o := newWaitOptions(opts)
+	name := o.name
 	if name == "" {
 		name = wf.spec.Name
 	}
 	key := x.hist.Resolve(name)
-	return runChild[O](x, key, wf.spec, input, o.Timeout, false)
+	return runChild[O](x, key, wf.spec, input, o.timeout, false)
 }
 
 // GoWorkflow is [RunWorkflow] started concurrently: the durable key is
 // assigned at the call site and the child is started at once; Get waits
 // (returning [ErrSuspended] while the child still runs).
-func GoWorkflow[I, O any](ctx Context, wf *Workflow[I, O], input I, opts ...WaitOptions) *Future[O] {
+func GoWorkflow[I, O any](ctx Context, wf *Workflow[I, O], input I, opts ...WaitOption) *Future[O] {
 	f := &Future[O]{done: make(chan struct{})}
 	x, err := execOf(ctx)
 	if err != nil {
@@ -69,17 +82,17 @@ func GoWorkflow[I, O any](ctx Context, wf *Workflow[I, O], input I, opts ...Wait
 		close(f.done)
 		return f
 	}
-	o := firstWaitOptions(opts)
-	name := o.Name
+	o := newWaitOptions(opts)
+	name := o.name
 	if name == "" {
 		name = wf.spec.Name
 	}
 	key := x.hist.Resolve(name)
-	goBranch(x, f, func(admitted bool) (O, error) { return runChild[O](x, key, wf.spec, input, o.Timeout, admitted) })
+	goBranch(x, f, func(admitted bool) (O, error) { return runChild[O](x, key, wf.spec, input, o.timeout, admitted) })
 	return f
 }
 
-func runChild[O any](x *execution, key string, spec Spec, input any, timeout time.Duration, admitted bool) (O, error) {
+func runChild[O any](x *pass, key string, spec Spec, input any, timeout time.Duration, admitted bool) (O, error) {
 	var zero O
 	if a, ok := x.hist.Completed(key); ok {
 		return decodeOutput[O](key, a.Output)
@@ -106,47 +119,45 @@ func runChild[O any](x *execution, key string, spec Spec, input any, timeout tim
 		if err := x.gate(true); err != nil {
 			return zero, err
 		}
-		in, err := json.Marshal(input)
+		in, err := encodeValue(input)
 		if err != nil {
-			return zero, NonRetryable(fmt.Errorf("encode input of child workflow %s: %w", spec, err))
+			return zero, NonRetryable(fmt.Errorf("input of child workflow %s: %w", spec, err))
 		}
 		ns := x.b.NamespaceID()
 		idem := fmt.Sprintf("__workflow:%s:%s", ns, a.ID)
-		cctx, span := x.tr.start(x.ctx, SpanWorkflowRunCreate, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(
-			AttrWorkflowName.String(spec.Name), AttrParentRunID.String(x.run.ID), AttrStepName.String(a.StepName)))
+		cctx, span := x.tr.start(x.ctx, telemetry.SpanWorkflowRunCreate, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(
+			telemetry.AttrWorkflowName.String(spec.Name), telemetry.AttrParentRunID.String(x.run.ID), telemetry.AttrStepName.String(a.StepName)))
 		child, err := x.b.CreateWorkflowRun(cctx, backend.CreateWorkflowRunParams{
 			WorkflowName: spec.Name, Version: versionPtr(spec.Version), IdempotencyKey: &idem, Context: x.tr.inject(cctx),
 			Input: in, ParentStepAttemptNamespaceID: &ns, ParentStepAttemptID: &a.ID,
 		})
 		if err == nil {
-			span.SetAttributes(AttrChildRunID.String(child.ID), AttrRunID.String(child.ID))
+			span.SetAttributes(telemetry.AttrChildRunID.String(child.ID), telemetry.AttrRunID.String(child.ID))
 		}
 		recordError(span, err)
 		span.End()
 		if err != nil {
-			return zero, x.writeErr(fmt.Sprintf("start child workflow %s", spec), err)
+			return zero, x.backendErr(fmt.Sprintf("start child workflow %s", spec), err)
 		}
-		linked, err := x.b.SetStepAttemptChildWorkflowRun(x.ctx, backend.SetStepAttemptChildWorkflowRunParams{
-			WorkflowRunID: x.run.ID, StepAttemptID: a.ID, WorkerID: x.workerID,
-			ChildWorkflowRunNamespaceID: ns, ChildWorkflowRunID: child.ID,
-		})
-		if err != nil {
-			return zero, x.writeErr(fmt.Sprintf("link child run %s", child.ID), err)
+		linked := *a
+		linked.ChildWorkflowRunNamespaceID, linked.ChildWorkflowRunID = &ns, &child.ID
+		if err := x.write(backend.Write{Kind: backend.WriteLinkChild, WorkflowRunID: x.run.ID, WorkerID: x.workerID, Step: &linked}); err != nil {
+			return zero, fmt.Errorf("link child run %s: %w", child.ID, err)
 		}
-		x.hist.Record(linked)
-		a = linked
+		x.hist.Record(&linked)
+		a = &linked
 	}
 	return resolveChild[O](x, a)
 }
 
 // resolveChild settles a running workflow-kind attempt from its child's
 // state, or parks until the child finishes or the wait times out.
-func resolveChild[O any](x *execution, a *backend.StepAttempt) (O, error) {
+func resolveChild[O any](x *pass, a *backend.StepAttempt) (O, error) {
 	var zero O
 	timeoutAt, hasTimeout := waitTime(a)
 	child, err := x.b.GetWorkflowRun(x.ctx, *a.ChildWorkflowRunID)
 	if err != nil {
-		return zero, x.writeErr(fmt.Sprintf("read child run %s", *a.ChildWorkflowRunID), err)
+		return zero, x.backendErr(fmt.Sprintf("read child run %s", *a.ChildWorkflowRunID), err)
 	}
 	now := x.now()
 	finishedInTime := child.Status.Terminal() && (!hasTimeout || child.FinishedAt == nil || child.FinishedAt.Before(timeoutAt))

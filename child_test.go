@@ -118,7 +118,7 @@ func TestChildTimeoutFailsTheParentWhileTheChildKeepsRunning(t *testing.T) {
 		return 1, nil
 	})
 	parent := ow.Define(ow.Spec{Name: "impatient"}, func(ctx ow.Context, _ int) (int, error) {
-		return ow.RunWorkflow(ctx, child, 0, ow.WaitOptions{Timeout: 10 * time.Minute})
+		return ow.RunWorkflow(ctx, child, 0, ow.WithTimeout(10*time.Minute))
 	})
 	e.register(child, parent)
 	id := start(e, parent, 0)

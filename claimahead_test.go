@@ -16,7 +16,6 @@ import (
 // history reads.
 type fullBackend interface {
 	backend.Backend
-	backend.Batcher
 	backend.DueTimer
 	backend.HistoryReader
 }
@@ -50,7 +49,7 @@ func (c *claimRecorder) of(id string) []time.Time {
 // when the run was claimed.
 func runClaimAhead[O any](t *testing.T, ahead time.Duration, wf *ow.Workflow[int, O]) (*env, string, []time.Time) {
 	t.Helper()
-	e := newEnvWithClock(t, time.Now, nil)
+	e := newRealTimeEnv(t)
 	full, ok := any(e.b).(fullBackend)
 	if !ok {
 		t.Fatalf("%T lacks a batcher, a due timer or a history reader", e.b)
@@ -127,7 +126,7 @@ func TestATimeoutIsClaimedAheadOnceAndNeverReplayedEarly(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			wf := ow.Define(ow.Spec{Name: "short-wait"}, func(ctx ow.Context, _ int) (bool, error) {
-				_, received, err := ow.WaitForSignal[int](ctx, "never", ow.WaitOptions{Timeout: c.timeout})
+				_, received, err := ow.WaitForSignal[int](ctx, "never", ow.WithTimeout(c.timeout))
 				return received, err
 			})
 			e, id, claims := runClaimAhead(t, 300*time.Millisecond, wf)
@@ -159,7 +158,7 @@ func TestAnIdleWorkerDoesNotPollAheadOfAWakeUpItCannotClaimEarly(t *testing.T) {
 	// A lease running out is due, but never claimed ahead: inside the
 	// claim-ahead window the worker waits for it instead of asking again
 	// and again when it comes due.
-	e := newEnvWithClock(t, time.Now, nil)
+	e := newRealTimeEnv(t)
 	full := any(e.b).(fullBackend)
 	wf := ow.Define(ow.Spec{Name: "abandoned"}, func(ctx ow.Context, _ int) (int, error) { return 1, nil })
 	h, err := wf.Start(e.ctx, e.client, 0)

@@ -4,61 +4,91 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/openworkflow-go/openworkflow/backend"
+	"github.com/openworkflow-go/openworkflow/telemetry"
 )
 
 // Client starts, inspects, cancels and signals runs. It holds no state but
 // its backend; it is safe for concurrent use.
 type Client struct {
-	b  backend.Backend
+	b  backend.Client
 	tr tracing
 }
 
-// ClientOptions configure a [Client]; the zero value is usable.
-type ClientOptions struct {
-	// TracerProvider receives OpenTelemetry spans (workflow_run.create,
-	// workflow_run.cancel, signal.send, named as in OpenWorkflow 0.10), and
-	// the creating span's context is stored with each run so its executions
-	// link to it. Nil: no tracing.
-	TracerProvider trace.TracerProvider
+// ClientOption configures a [Client] (see [NewClient]).
+type ClientOption func(*clientOptions)
+
+type clientOptions struct {
+	tp trace.TracerProvider
 }
 
-// NewClient returns a client on b, configured by the first opts if given.
-func NewClient(b backend.Backend, opts ...ClientOptions) *Client {
-	var o ClientOptions
-	if len(opts) > 0 {
-		o = opts[0]
+// WithTracerProvider makes the client record OpenTelemetry spans
+// (workflow_run.create, workflow_run.cancel, signal.send, named as in
+// OpenWorkflow 0.10; see package telemetry) with tp, and store the
+// creating span's context with each run so that its executions link to it.
+// Without it the client records no spans.
+func WithTracerProvider(tp trace.TracerProvider) ClientOption {
+	return func(o *clientOptions) { o.tp = tp }
+}
+
+// NewClient returns a client on b: any backend, or anything that
+// implements the client side of the storage seam.
+func NewClient(b backend.Client, opts ...ClientOption) *Client {
+	var o clientOptions
+	for _, f := range opts {
+		f(&o)
 	}
-	return &Client{b: b, tr: newTracing(o.TracerProvider)}
+	return &Client{b: b, tr: newTracing(o.tp)}
 }
 
 // Backend returns the client's backend.
-func (c *Client) Backend() backend.Backend { return c.b }
+func (c *Client) Backend() backend.Client { return c.b }
 
-// StartOption configures a run at start.
-type StartOption func(*backend.CreateWorkflowRunParams)
+// StartOption configures a run at start: [WithIdempotencyKey],
+// [WithStartAt], [WithDeadline].
+type StartOption func(*startOptions)
+
+type startOptions struct {
+	idempotencyKey          *string
+	availableAt, deadlineAt *time.Time
+}
+
+// apply sets the options on the create parameters p.
+func (o startOptions) apply(p *backend.CreateWorkflowRunParams) {
+	p.IdempotencyKey, p.AvailableAt, p.DeadlineAt = o.idempotencyKey, o.availableAt, o.deadlineAt
+}
+
+func newStartOptions(opts []StartOption) startOptions {
+	var o startOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
+}
 
 // WithIdempotencyKey makes the start idempotent: within 24 hours, a start
 // of the same workflow name with the same key returns the first run
 // (whatever its status or version) instead of creating one, as in
 // OpenWorkflow.
 func WithIdempotencyKey(key string) StartOption {
-	return func(p *backend.CreateWorkflowRunParams) { p.IdempotencyKey = &key }
+	return func(o *startOptions) { o.idempotencyKey = &key }
 }
 
 // WithStartAt delays the run until t (a past t starts at once).
 func WithStartAt(t time.Time) StartOption {
-	return func(p *backend.CreateWorkflowRunParams) { t := t.UTC(); p.AvailableAt = &t }
+	return func(o *startOptions) { t := t.UTC(); o.availableAt = &t }
 }
 
-// WithDeadline fails the run if it has not finished by t; nothing is retried
-// past it.
+// WithDeadline fails the run if it has not finished by t; nothing is
+// retried past it, and a step executing at t sees its context canceled
+// (the context carries the deadline).
 func WithDeadline(t time.Time) StartOption {
-	return func(p *backend.CreateWorkflowRunParams) { t := t.UTC(); p.DeadlineAt = &t }
+	return func(o *startOptions) { t := t.UTC(); o.deadlineAt = &t }
 }
 
 // Start starts a run of wf with input and returns its handle. It returns an
@@ -78,24 +108,22 @@ func (c *Client) StartByName(ctx context.Context, name, version string, input an
 	if name == "" {
 		return nil, fmt.Errorf("start workflow: %w: empty workflow name", backend.ErrInvalidArgument)
 	}
-	in, err := json.Marshal(input)
+	in, err := encodeValue(input)
 	if err != nil {
-		return nil, fmt.Errorf("start workflow %q: encode input: %w", name, err)
+		return nil, fmt.Errorf("start workflow %q: input: %w", name, err)
 	}
-	ctx, span := c.tr.start(ctx, SpanWorkflowRunCreate, trace.WithSpanKind(trace.SpanKindProducer),
-		trace.WithAttributes(AttrWorkflowName.String(name)))
+	ctx, span := c.tr.start(ctx, telemetry.SpanWorkflowRunCreate, trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(telemetry.AttrWorkflowName.String(name)))
 	defer span.End()
 	p := backend.CreateWorkflowRunParams{WorkflowName: name, Version: versionPtr(version), Input: in, Context: c.tr.inject(ctx)}
-	for _, o := range opts {
-		o(&p)
-	}
+	newStartOptions(opts).apply(&p)
 	run, err := c.b.CreateWorkflowRun(ctx, p)
 	if err != nil {
 		recordError(span, err)
 		return nil, fmt.Errorf("start workflow %q: %w", name, err)
 	}
 	span.SetAttributes(runAttributes(run)...)
-	return &RunHandle{ID: run.ID, WorkflowName: name, c: c}, nil
+	return &RunHandle{ID: run.ID, WorkflowName: name, Run: run, c: c}, nil
 }
 
 // Handle returns the handle of an existing run, by id.
@@ -128,7 +156,7 @@ func (c *Client) CountRuns(ctx context.Context) (backend.RunCounts, error) {
 // wrapping backend.ErrRunTerminal, a missing one backend.ErrRunNotFound.
 // Children of the run keep running.
 func (c *Client) CancelRun(ctx context.Context, runID string) (*backend.WorkflowRun, error) {
-	ctx, span := c.tr.start(ctx, SpanWorkflowRunCancel, trace.WithAttributes(AttrRunID.String(runID)))
+	ctx, span := c.tr.start(ctx, telemetry.SpanWorkflowRunCancel, trace.WithAttributes(telemetry.AttrRunID.String(runID)))
 	defer span.End()
 	run, err := c.b.CancelWorkflowRun(ctx, runID)
 	if err != nil {
@@ -150,23 +178,23 @@ func (c *Client) SendSignal(ctx context.Context, signal string, data any, idempo
 	if signal == "" {
 		return nil, fmt.Errorf("send signal: %w: empty signal name", backend.ErrInvalidArgument)
 	}
-	raw, err := json.Marshal(data)
+	raw, err := encodeValue(data)
 	if err != nil {
-		return nil, fmt.Errorf("send signal %q: encode data: %w", signal, err)
+		return nil, fmt.Errorf("send signal %q: data: %w", signal, err)
 	}
 	p := backend.SendSignalParams{Signal: signal, Data: raw}
 	if idempotencyKey != "" {
 		p.IdempotencyKey = &idempotencyKey
 	}
-	ctx, span := c.tr.start(ctx, SpanSignalSend, trace.WithSpanKind(trace.SpanKindProducer),
-		trace.WithAttributes(AttrSignalName.String(signal)))
+	ctx, span := c.tr.start(ctx, telemetry.SpanSignalSend, trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(telemetry.AttrSignalName.String(signal)))
 	defer span.End()
 	ids, err := c.b.SendSignal(ctx, p)
 	if err != nil {
 		recordError(span, err)
 		return nil, err
 	}
-	span.SetAttributes(AttrSignalRecipientCount.Int(len(ids)))
+	span.SetAttributes(telemetry.AttrSignalRecipientCount.Int(len(ids)))
 	return ids, nil
 }
 
@@ -176,7 +204,11 @@ type RunHandle struct {
 	ID string
 	// WorkflowName is the run's workflow, when known.
 	WorkflowName string
-	c            *Client
+	// Run is the run as stored when a start made the handle (with an
+	// idempotency key, the existing run the start returned); nil for a
+	// handle from [Client.Handle].
+	Run *WorkflowRun
+	c   *Client
 }
 
 // resultFallbackPoll is how often Result re-reads the run when the backend
@@ -266,7 +298,7 @@ func (h *Handle[O]) Result(ctx context.Context) (O, error) {
 	}
 	if len(raw) > 0 {
 		if err := json.Unmarshal(raw, &out); err != nil {
-			return out, fmt.Errorf("decode output of run %s into %T: %w", h.ID, out, err)
+			return out, fmt.Errorf("decode output of run %s into %s: %w", h.ID, reflect.TypeFor[O](), err)
 		}
 	}
 	return out, nil
@@ -296,20 +328,19 @@ func (c *Client) StartManyByName(ctx context.Context, name, version string, inpu
 	if name == "" {
 		return nil, fmt.Errorf("start workflows: %w: empty workflow name", backend.ErrInvalidArgument)
 	}
-	ctx, span := c.tr.start(ctx, SpanWorkflowRunCreate, trace.WithSpanKind(trace.SpanKindProducer),
-		trace.WithAttributes(AttrWorkflowName.String(name)))
+	ctx, span := c.tr.start(ctx, telemetry.SpanWorkflowRunCreate, trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(telemetry.AttrWorkflowName.String(name)))
 	defer span.End()
 	runContext := c.tr.inject(ctx)
+	o := newStartOptions(opts)
 	ps := make([]backend.CreateWorkflowRunParams, len(inputs))
 	for i, input := range inputs {
-		in, err := json.Marshal(input)
+		in, err := encodeValue(input)
 		if err != nil {
-			return nil, fmt.Errorf("start workflow %q: encode input %d: %w", name, i, err)
+			return nil, fmt.Errorf("start workflow %q: input %d: %w", name, i, err)
 		}
 		p := backend.CreateWorkflowRunParams{WorkflowName: name, Version: versionPtr(version), Input: in, Context: runContext}
-		for _, o := range opts {
-			o(&p)
-		}
+		o.apply(&p)
 		if p.IdempotencyKey != nil {
 			k := fmt.Sprintf("%s:%d", *p.IdempotencyKey, i)
 			p.IdempotencyKey = &k
@@ -323,7 +354,43 @@ func (c *Client) StartManyByName(ctx context.Context, name, version string, inpu
 	}
 	hs := make([]*RunHandle, len(runs))
 	for i, r := range runs {
-		hs[i] = &RunHandle{ID: r.ID, WorkflowName: name, c: c}
+		hs[i] = &RunHandle{ID: r.ID, WorkflowName: name, Run: r, c: c}
 	}
 	return hs, nil
+}
+
+// encodeValue JSON-encodes v, a value of the caller's, and checks that
+// every backend can store it ([backend.ValidateJSON]). A panic of v's
+// MarshalJSON is returned as an error.
+func encodeValue(v any) (raw json.RawMessage, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			raw, err = nil, fmt.Errorf("%w: encoding a %T panicked: %v", backend.ErrInvalidArgument, v, r)
+		}
+	}()
+	if raw, err = json.Marshal(v); err != nil {
+		return nil, fmt.Errorf("%w: cannot encode a %T as JSON: %w", backend.ErrInvalidArgument, v, err)
+	}
+	if err := backend.ValidateJSON(raw); err != nil {
+		return nil, fmt.Errorf("cannot be stored: %w", err)
+	}
+	return raw, nil
+}
+
+// RetryRun retries the failed run p.WorkflowRunID from its failed step:
+// the run becomes pending and due now, its completed steps keep their
+// results (their functions are not called again), and the failed step —
+// or the workflow, for a failure outside steps — gets a fresh retry
+// budget. p.DeadlineAt is the run's new deadline (nil: none). A run that
+// is not failed gives an error wrapping backend.ErrRunNotFailed, a missing
+// one backend.ErrRunNotFound. As OpenWorkflow's users asked in their issue
+// #520.
+func (c *Client) RetryRun(ctx context.Context, p backend.RetryWorkflowRunParams) (*WorkflowRun, error) {
+	r, ok := c.b.(interface {
+		RetryWorkflowRun(context.Context, backend.RetryWorkflowRunParams) (*backend.WorkflowRun, error)
+	})
+	if !ok {
+		return nil, fmt.Errorf("retry run %s: %w", p.WorkflowRunID, backend.ErrNotSupported)
+	}
+	return r.RetryWorkflowRun(ctx, p)
 }

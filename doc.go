@@ -52,8 +52,19 @@
 //	NonRetryable(err)       fail the step (and the run) without retry
 //	*PanicError             a panic in workflow or step code, recorded with its stack
 //	*StepLimitExceededError the run would exceed 1000 step attempts
-//	ErrLeaseLost            the run was canceled or moved to another worker
+//	ErrLeaseLost            the run was canceled, moved to another worker, passed its deadline,
+//	                        or the backend failed: the pass ends and commits nothing more
 //	*RunFailedError         Result of a failed run; ErrRunCanceled of a canceled one
+//	ErrRunNotFound          GetRun, CancelRun, Result: no such run in the namespace
+//	ErrRunTerminal          CancelRun of a completed or failed run
+//	ErrInvalidArgument      a malformed request, or a value no backend can store
+//
+// A value a step returns must be storable by every backend (see
+// backend.ValidateJSON): JSON that is valid UTF-8, without lone surrogate
+// escapes, numbers within PostgreSQL's numeric range, nested at most 1,000
+// levels. Any other value fails its step at once, without retry, with an
+// error naming the step and what was wrong. An error value whose methods
+// panic (a typed nil pointer, say) fails its run, never the worker.
 //
 // # Workers
 //
@@ -63,11 +74,40 @@
 // commit: a step that returns quickly costs one write, shared with other
 // runs' writes, and a pass waits for its commit before its next step runs.
 // Cancellation reaches the step's context at once (PostgreSQL
-// notifications, in-process events on SQLite) or at the next heartbeat.
-// [Worker.Stop] lets passes finish within a grace period and hands the rest
-// back. Set [WorkerOptions].OnlyRegistered when workers of other
-// deployments or languages share the namespace, and TracerProvider (also
-// in [ClientOptions]) for OpenTelemetry spans named as in OpenWorkflow.
+// notifications, in-process events on SQLite) or at the next heartbeat; a
+// run's deadline is its pass's context deadline, and the run fails at it
+// whatever its step does. When the backend fails mid-pass (a database
+// restarting), the worker hands the run back as soon as the backend
+// answers again rather than when its lease expires. [Worker.Stop] lets
+// passes finish within a grace period and hands the rest back. Set
+// [WorkerOptions].OnlyRegistered when workers of other deployments or
+// languages share the namespace, and TracerProvider (or the client's
+// [WithTracerProvider]) for OpenTelemetry spans named as in OpenWorkflow
+// (package telemetry has the names).
+//
+// # Options
+//
+// A long-lived value is configured by an options struct whose zero value
+// is the default ([WorkerOptions]); a call, and the client, by functional
+// options ([StartOption], [StepOption], [WaitOption], [ClientOption]).
+//
+// # Testing
+//
+// Package owtest runs workflows in a test without waiting on real time: an
+// owtest.Env is a worker, a client and an embedded SQLite database on a
+// fake clock, and the test drives the worker pass by pass:
+//
+//	env := owtest.New(t, ow.WorkerOptions{}, greet)
+//	h, _ := greet.Start(ctx, env.Client, "ada")
+//	env.Drain()                  // until the run parks on its sleep
+//	env.Clock.Advance(time.Hour) // the sleep is over
+//	env.Drain()
+//	out, err := h.Result(ctx)
+//
+// Step functions run for real; replace what they call (an HTTP client, a
+// database) as in any Go test. A run that must survive a crash is tested
+// by running its passes in a second Env on the same database file, or by
+// killing a real worker process as the SDK's own crash tests do.
 //
 // See the examples directory and the README for the CLI (ow) and the
 // backends.

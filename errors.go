@@ -5,9 +5,26 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"runtime/debug"
 	"strings"
 
 	"github.com/openworkflow-go/openworkflow/backend"
+)
+
+// Errors of the storage layer a caller of [Client] tests for with
+// errors.Is, re-exported from package backend so that it need not import
+// it.
+var (
+	// ErrRunNotFound: no run has that id in the client's namespace (GetRun,
+	// CancelRun, RunHandle.Result).
+	ErrRunNotFound = backend.ErrRunNotFound
+	// ErrRunTerminal: the run already completed or failed, so it cannot be
+	// canceled (CancelRun).
+	ErrRunTerminal = backend.ErrRunTerminal
+	// ErrInvalidArgument: a malformed request — an empty workflow or signal
+	// name, a value no backend can store, a bad cursor. The message names
+	// what was wrong.
+	ErrInvalidArgument = backend.ErrInvalidArgument
 )
 
 // ErrSuspended is returned by a wait point (Sleep, RunWorkflow,
@@ -116,7 +133,11 @@ type StepError struct {
 	// Err is the step function's error.
 	Err error
 	// policy is the step's retry policy (nil: no retry, e.g. child failures).
-	policy *backend.RetryPolicy
+	policy *RetryPolicy
+	// stored is the step's error as recorded on its attempt, when the
+	// step recorded it (so that the run's error is the same, and no method
+	// of Err is called again).
+	stored json.RawMessage
 }
 
 // Error returns `step "<key>" failed: <cause>`.
@@ -156,8 +177,17 @@ func (e *RunFailedError) Error() string {
 func (e *RunFailedError) Unwrap() error { return e.Err }
 
 // encodeError serializes err as stored error JSON {name, message, stack?,
-// code?}. A stored *Error keeps its fields; a panic keeps its stack.
-func encodeError(err error) json.RawMessage {
+// code?}. A stored *Error keeps its fields; a panic keeps its stack. It
+// never panics: err comes from user code, and if one of its methods
+// (Error, Unwrap, As) panics — a typed nil pointer whose Error method
+// dereferences it, say — the stored error is a PanicError naming err's
+// type and the panic.
+func encodeError(err error) (stored json.RawMessage) {
+	defer func() {
+		if r := recover(); r != nil {
+			stored = methodPanicError(err, r)
+		}
+	}()
 	var out any
 	var (
 		se  *StepError
@@ -173,6 +203,8 @@ func encodeError(err error) json.RawMessage {
 		}
 	case errors.As(err, &pe):
 		out = Error{Name: "PanicError", Message: pe.Error(), Stack: pe.Stack}
+	case errors.As(err, &se) && se.stored != nil:
+		return se.stored
 	case errors.As(err, &se) && errors.As(se.Err, &ste):
 		out = ste
 	case errors.As(err, &se):
@@ -187,6 +219,73 @@ func encodeError(err error) json.RawMessage {
 		b, _ = json.Marshal(Error{Name: "Error", Message: err.Error()})
 	}
 	return b
+}
+
+// methodPanicError is the stored error of an error value whose own method
+// panicked with r while the engine read it.
+func methodPanicError(err error, r any) json.RawMessage {
+	b, _ := json.Marshal(Error{
+		Name:    "PanicError",
+		Message: fmt.Sprintf("panic: a method of the error value %s panicked: %v", reflect.TypeOf(err), r),
+		Stack:   string(debug.Stack()),
+	})
+	return b
+}
+
+// failureClass says how the worker treats the error a pass ended with.
+type failureClass int
+
+const (
+	// failWorkflow: the workflow's own error, retried by its retry policy.
+	failWorkflow failureClass = iota
+	// failSuspended: ErrSuspended, a wait point parked the run.
+	failSuspended
+	// failStep: a step failure (*StepError), retried by the step's policy
+	// (none when policy is nil).
+	failStep
+	// failFinal: never retried: the step limit, NonRetryable, or an error
+	// value whose methods panic.
+	failFinal
+)
+
+// failure is what the worker keeps of the error a pass ended with, read
+// once, under recover, by describeFailure: after that no method of the
+// user's error value is called again.
+type failure struct {
+	class   failureClass
+	step    string          // failStep: the step's durable key
+	policy  *RetryPolicy    // failStep: its retry policy, nil for none
+	stored  json.RawMessage // the error as stored
+	name    string          // for spans: the error's type name
+	message string          // for spans and logs
+}
+
+// describeFailure classifies err and serializes it. Any panic of a method
+// of err (Error, Is, As, Unwrap) makes it a final failure stored as a
+// PanicError naming err's type, never a crash of the worker.
+func describeFailure(err error) (f failure) {
+	defer func() {
+		if r := recover(); r != nil {
+			stored := methodPanicError(err, r)
+			f = failure{class: failFinal, stored: stored, name: "PanicError", message: string(stored)}
+		}
+	}()
+	var (
+		le *StepLimitExceededError
+		nr *NonRetryableError
+		se *StepError
+	)
+	switch {
+	case errors.Is(err, ErrSuspended):
+		return failure{class: failSuspended}
+	case errors.As(err, &le), errors.As(err, &nr):
+		f.class = failFinal
+	case errors.As(err, &se):
+		f.class, f.step, f.policy = failStep, se.StepName, se.policy
+	}
+	f.stored = encodeError(err)
+	f.name, f.message = errorName(err), err.Error()
+	return f
 }
 
 // errorName names err's innermost meaningful type, e.g. "NotFoundError";

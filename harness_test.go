@@ -10,64 +10,65 @@ import (
 
 	ow "github.com/openworkflow-go/openworkflow"
 	"github.com/openworkflow-go/openworkflow/backend"
+	"github.com/openworkflow-go/openworkflow/backend/postgres"
 	"github.com/openworkflow-go/openworkflow/backend/sqlite"
+	"github.com/openworkflow-go/openworkflow/internal/pgtest"
+	"github.com/openworkflow-go/openworkflow/internal/testhooks"
+	"github.com/openworkflow-go/openworkflow/owtest"
 )
 
 // fakeClock is the injected clock of executor tests: time moves only when
 // the test says so.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+type fakeClock = owtest.Clock
 
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-// env is a worker, a client and a SQLite backend sharing one fake clock.
-// Tests drive the worker pass by pass with tick.
+// env is a worker, a client and a backend (this round's: see TestMain)
+// sharing one clock. Tests drive the worker pass by pass with tick.
 type env struct {
 	t      *testing.T
 	ctx    context.Context
-	clock  *fakeClock
-	b      *sqlite.Backend
+	clock  *fakeClock // nil on the real clock
+	b      backend.Backend
 	worker *ow.Worker
 	client *ow.Client
 }
 
+// openTestBackend opens this round's backend for t on the clock now (nil:
+// the real one): a SQLite file of the test's own, or a PostgreSQL schema of
+// its own.
+func openTestBackend(t *testing.T, now func() time.Time) backend.Backend {
+	t.Helper()
+	if testBackend() == "postgres" {
+		return pgtest.Open(t, postgres.Options{Now: now})
+	}
+	b, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ow.db"), sqlite.Options{Now: now, Synchronous: "NORMAL"})
+	if err != nil {
+		t.Fatalf("open sqlite: %v", err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+// newEnv is an env on a fake clock, with four slots, as owtest.New makes
+// one (on this round's backend).
 func newEnv(t *testing.T, opts ...func(*ow.WorkerOptions)) *env {
 	t.Helper()
-	clock := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	return newEnvWithClock(t, clock.Now, clock, opts...)
+	clock := owtest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	wo := ow.WorkerOptions{Concurrency: 4, ID: "test-worker", ClaimAhead: -1}
+	for _, o := range opts {
+		o(&wo)
+	}
+	wo.Now = clock.Now
+	b := openTestBackend(t, clock.Now)
+	return &env{t: t, ctx: context.Background(), clock: clock, b: b, worker: ow.NewWorker(b, wo), client: ow.NewClient(b)}
 }
 
 // newRealTimeEnv is an env on the real clock, for tests of started workers
 // whose behaviour depends on time really passing (leases, wake-ups).
 func newRealTimeEnv(t *testing.T) *env {
 	t.Helper()
-	return newEnvWithClock(t, time.Now, nil)
-}
-
-func newEnvWithClock(t *testing.T, now func() time.Time, clock *fakeClock, opts ...func(*ow.WorkerOptions)) *env {
-	ctx := context.Background()
-	b, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "ow.db"), sqlite.Options{Now: now, Synchronous: "NORMAL"})
-	if err != nil {
-		t.Fatalf("open sqlite: %v", err)
-	}
-	t.Cleanup(func() { b.Close() })
-	wo := ow.WorkerOptions{Concurrency: 4, Now: now, ID: "test-worker"}
-	for _, o := range opts {
-		o(&wo)
-	}
-	return &env{t: t, ctx: ctx, clock: clock, b: b, worker: ow.NewWorker(b, wo), client: ow.NewClient(b)}
+	b := openTestBackend(t, nil)
+	w := ow.NewWorker(b, ow.WorkerOptions{Concurrency: 4, ID: "test-worker"})
+	return &env{t: t, ctx: context.Background(), b: b, worker: w, client: ow.NewClient(b)}
 }
 
 // startWorker starts a worker on b with opts and defs registered, for a
@@ -103,7 +104,7 @@ func (e *env) register(defs ...ow.Definition) {
 // returns the number of runs claimed.
 func (e *env) tick() int {
 	e.t.Helper()
-	n, err := e.worker.Tick(e.ctx)
+	n, err := testhooks.Tick(e.ctx, e.worker)
 	if err != nil {
 		e.t.Fatalf("tick: %v", err)
 	}
@@ -134,7 +135,7 @@ func (e *env) run(id string) *backend.WorkflowRun {
 
 func (e *env) steps(runID string) []backend.StepAttempt {
 	e.t.Helper()
-	p, err := e.b.ListStepAttempts(e.ctx, backend.ListStepAttemptsParams{WorkflowRunID: runID, Limit: 10000})
+	p, err := e.b.ListStepAttempts(e.ctx, backend.ListStepAttemptsParams{WorkflowRunID: runID, Limit: backend.MaxPageSize})
 	if err != nil {
 		e.t.Fatalf("list steps of %s: %v", runID, err)
 	}
@@ -208,4 +209,52 @@ func (c *counter) get(k string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.n[k]
+}
+
+// eachBackend runs f as a subtest, named after this round's backend (see
+// TestMain), on that backend on the real clock.
+func eachBackend(t *testing.T, f func(t *testing.T, b backend.Backend)) {
+	t.Helper()
+	t.Run(testBackend(), func(t *testing.T) { f(t, openTestBackend(t, nil)) })
+}
+
+// bothBackends runs f as a subtest on SQLite and then on PostgreSQL, in
+// one process, for a test that compares what the two stored. It runs in
+// the SQLite round only (TestMain's PostgreSQL round would repeat it).
+func bothBackends(t *testing.T, f func(t *testing.T, b backend.Backend)) {
+	t.Helper()
+	if testBackend() != "sqlite" {
+		t.Skip("compares both backends; ran in the SQLite round")
+	}
+	t.Run("sqlite", func(t *testing.T) { f(t, openTestBackend(t, nil)) })
+	t.Run("postgres", func(t *testing.T) { f(t, pgtest.Open(t, postgres.Options{})) })
+}
+
+// waitTerminal waits (up to 30 s) until run id is terminal and returns it.
+func waitTerminal(t *testing.T, b backend.Backend, id string) *backend.WorkflowRun {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r, err := b.GetWorkflowRun(context.Background(), id)
+		if err != nil {
+			t.Fatalf("get run %s: %v", id, err)
+		}
+		if r.Status.Terminal() {
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s still %s after 30 s", id, r.Status)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// storedError decodes a run's stored error.
+func storedError(t *testing.T, r *backend.WorkflowRun) ow.Error {
+	t.Helper()
+	var e ow.Error
+	if err := json.Unmarshal(r.Error, &e); err != nil {
+		t.Fatalf("run %s: decode error %s: %v", r.ID, r.Error, err)
+	}
+	return e
 }

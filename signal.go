@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/openworkflow-go/openworkflow/backend"
+	"github.com/openworkflow-go/openworkflow/telemetry"
 )
 
 // SendSignal durably sends signal with data (JSON-encoded) to every run
@@ -34,9 +35,9 @@ func SendSignal(ctx Context, name, signal string, data any) ([]string, error) {
 		s, err := decodeOutput[sent](key, a.Output)
 		return s.WorkflowRunIDs, err
 	}
-	raw, err := json.Marshal(data)
+	raw, err := encodeValue(data)
 	if err != nil {
-		return nil, NonRetryable(fmt.Errorf("encode data of signal %q: %w", signal, err))
+		return nil, NonRetryable(fmt.Errorf("data of signal %q: %w", signal, err))
 	}
 	a, ok := x.hist.Running(key)
 	if !ok {
@@ -45,14 +46,14 @@ func SendSignal(ctx Context, name, signal string, data any) ([]string, error) {
 		}
 	}
 	idem := fmt.Sprintf("__signal:%s:%s", x.run.ID, key)
-	sctx, span := x.tr.start(x.ctx, SpanSignalSend, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(
-		AttrSignalName.String(signal), AttrRunID.String(x.run.ID), AttrStepName.String(key)))
+	sctx, span := x.tr.start(x.ctx, telemetry.SpanSignalSend, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(
+		telemetry.AttrSignalName.String(signal), telemetry.AttrRunID.String(x.run.ID), telemetry.AttrStepName.String(key)))
 	ids, err := x.b.SendSignal(sctx, backend.SendSignalParams{Signal: signal, Data: raw, IdempotencyKey: &idem})
-	span.SetAttributes(AttrSignalRecipientCount.Int(len(ids)))
+	span.SetAttributes(telemetry.AttrSignalRecipientCount.Int(len(ids)))
 	recordError(span, err)
 	span.End()
 	if err != nil {
-		return nil, x.writeErr(fmt.Sprintf("send signal %q", signal), err)
+		return nil, x.backendErr(fmt.Sprintf("send signal %q", signal), err)
 	}
 	if ids == nil {
 		ids = []string{}
@@ -65,17 +66,17 @@ func SendSignal(ctx Context, name, signal string, data any) ([]string, error) {
 // WaitForSignal waits durably for the next delivery of signal to this run
 // and returns its data decoded into T, with received=true. While nothing
 // has arrived the run parks ([ErrSuspended]) and a delivery wakes it; when
-// the timeout (opts.Timeout, default [DefaultWaitTimeout]) passes first it
+// the timeout ([WithTimeout], default [DefaultWaitTimeout]) passes first it
 // returns received=false. Only one wait per signal name may be open in a
 // run at a time.
-func WaitForSignal[T any](ctx Context, signal string, opts ...WaitOptions) (data T, received bool, err error) {
+func WaitForSignal[T any](ctx Context, signal string, opts ...WaitOption) (data T, received bool, err error) {
 	var zero T
 	x, err := execOf(ctx)
 	if err != nil {
 		return zero, false, err
 	}
-	o := firstWaitOptions(opts)
-	name := o.Name
+	o := newWaitOptions(opts)
+	name := o.name
 	if name == "" {
 		name = signal
 	}
@@ -105,7 +106,7 @@ func WaitForSignal[T any](ctx Context, signal string, opts ...WaitOptions) (data
 				return zero, false, NonRetryable(fmt.Errorf("wait for signal %q: step %q of this run already waits for it", signal, w.StepName))
 			}
 		}
-		timeout := o.Timeout
+		timeout := o.timeout
 		if timeout <= 0 {
 			timeout = DefaultWaitTimeout
 		}
@@ -116,7 +117,7 @@ func WaitForSignal[T any](ctx Context, signal string, opts ...WaitOptions) (data
 	}
 	got, delivered, err := x.b.GetSignalDelivery(x.ctx, a.ID)
 	if err != nil {
-		return zero, false, x.writeErr(fmt.Sprintf("read delivery of signal %q", signal), err)
+		return zero, false, x.backendErr(fmt.Sprintf("read delivery of signal %q", signal), err)
 	}
 	var out json.RawMessage
 	switch at, hasTimeout := waitTime(a); {

@@ -14,7 +14,7 @@ type approval struct {
 
 func approvalWorkflow(timeout time.Duration) *ow.Workflow[int, string] {
 	return ow.Define(ow.Spec{Name: "approve"}, func(ctx ow.Context, _ int) (string, error) {
-		a, ok, err := ow.WaitForSignal[approval](ctx, "approved", ow.WaitOptions{Timeout: timeout})
+		a, ok, err := ow.WaitForSignal[approval](ctx, "approved", ow.WithTimeout(timeout))
 		if err != nil {
 			return "", err
 		}

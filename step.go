@@ -3,13 +3,14 @@ package openworkflow
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/openworkflow-go/openworkflow/backend"
+	"github.com/openworkflow-go/openworkflow/telemetry"
 )
 
 // StepOption configures one step call.
@@ -33,14 +34,14 @@ func stepPolicy(opts []StepOption) *RetryPolicy {
 	for _, f := range opts {
 		f(&o)
 	}
-	p := DefaultStepRetryPolicy
+	p := DefaultStepRetryPolicy()
 	if o.retry != nil {
-		p = o.retry.WithDefaults(DefaultStepRetryPolicy)
+		p = o.retry.withDefaults(DefaultStepRetryPolicy())
 	}
 	return &p
 }
 
-func execOf(ctx Context) (*execution, error) {
+func execOf(ctx Context) (*pass, error) {
 	if ctx == nil {
 		return nil, ErrNotInWorkflow
 	}
@@ -79,7 +80,7 @@ func Run[T any](ctx Context, name string, fn func(ctx context.Context) (T, error
 	return runFunction(x, key, fn, stepPolicy(opts), false)
 }
 
-func runFunction[T any](x *execution, key string, fn func(context.Context) (T, error), policy *RetryPolicy, admitted bool) (T, error) {
+func runFunction[T any](x *pass, key string, fn func(context.Context) (T, error), policy *RetryPolicy, admitted bool) (T, error) {
 	var zero T
 	if a, ok := x.hist.Completed(key); ok {
 		return decodeOutput[T](key, a.Output)
@@ -93,32 +94,47 @@ func runFunction[T any](x *execution, key string, fn func(context.Context) (T, e
 	}
 	a := x.newAttempt(key, backend.StepFunction, nil, backend.StepRunning)
 	slow := x.announceIfSlow(a)
-	sctx, span := x.tr.start(x.ctx, SpanStepAttemptExecute, trace.WithAttributes(
-		AttrRunID.String(x.run.ID), AttrStepName.String(key), AttrWorkflowName.String(x.run.WorkflowName)))
-	out, ferr := callProtected(func() (T, error) { return fn(sctx) })
+	sctx, span := x.tr.start(x.ctx, telemetry.SpanStepAttemptExecute, trace.WithAttributes(
+		telemetry.AttrRunID.String(x.run.ID), telemetry.AttrStepName.String(key), telemetry.AttrWorkflowName.String(x.run.WorkflowName)))
+	scope := &stepScope{x: x, attemptID: a.ID}
+	sctx = withStepScope(sctx, scope)
+	// The step's result is encoded (its MarshalJSON is user code too) and
+	// checked storable inside the same protection as the function.
+	raw, ferr := callProtected(func() (json.RawMessage, error) {
+		out, err := fn(sctx)
+		if err != nil {
+			return nil, err
+		}
+		raw, err := json.Marshal(out)
+		if err != nil {
+			return nil, NonRetryable(fmt.Errorf("encode result of step %q: %w", key, err))
+		}
+		if err := backend.ValidateJSON(raw); err != nil {
+			return nil, NonRetryable(fmt.Errorf("result of step %q cannot be stored: %w", key, err))
+		}
+		return raw, nil
+	})
+	scope.end()
 	recordError(span, ferr)
 	span.End()
-	var raw json.RawMessage
-	if ferr == nil {
-		var err error
-		if raw, err = json.Marshal(out); err != nil {
-			ferr = NonRetryable(fmt.Errorf("encode result of step %q: %w", key, err))
-		}
-	}
 	inserted, err := slow()
 	if err != nil {
 		return zero, fmt.Errorf("step %q: %w", key, err)
 	}
-	if ferr != nil && x.isLost() {
-		return zero, fmt.Errorf("step %q: %w (step error: %v)", key, ErrLeaseLost, ferr)
+	if x.isLost() {
+		// Canceled, expired, or taken over while the step ran: nothing of
+		// it is recorded, and the workflow goes no further.
+		return zero, fmt.Errorf("step %q: %w", key, ErrLeaseLost)
 	}
 	// One write per fast step: the attempt is inserted already finished,
 	// with the pass's next write. A slow step's running row is finished.
 	var f *backend.StepAttempt
+	var fail failure
 	if ferr == nil {
 		f = x.finished(a, backend.StepCompleted, raw, nil)
 	} else {
-		f = x.finished(a, backend.StepFailed, nil, encodeError(ferr))
+		fail = describeFailure(ferr) // the user's error value is read once, safely
+		f = x.finished(a, backend.StepFailed, nil, fail.stored)
 	}
 	w := x.insertWrite(f)
 	if inserted {
@@ -129,11 +145,10 @@ func runFunction[T any](x *execution, key string, fn func(context.Context) (T, e
 	if ferr == nil {
 		return decodeOutput[T](key, raw)
 	}
-	var nr *NonRetryableError
-	if errors.As(ferr, &nr) {
+	if fail.class == failFinal {
 		policy = nil
 	}
-	return zero, &StepError{StepName: key, Err: ferr, policy: policy}
+	return zero, &StepError{StepName: key, Err: ferr, policy: policy, stored: fail.stored}
 }
 
 func decodeOutput[T any](key string, raw json.RawMessage) (T, error) {
@@ -142,7 +157,7 @@ func decodeOutput[T any](key string, raw json.RawMessage) (T, error) {
 		return v, nil
 	}
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return v, NonRetryable(fmt.Errorf("decode recorded result of step %q into %T: %w", key, v, err))
+		return v, NonRetryable(fmt.Errorf("decode recorded result of step %q into %s: %w", key, reflect.TypeFor[T](), err))
 	}
 	return v, nil
 }
@@ -150,7 +165,7 @@ func decodeOutput[T any](key string, raw json.RawMessage) (T, error) {
 // Future is the pending result of a step started with [Go] or
 // [GoWorkflow].
 type Future[T any] struct {
-	x    *execution
+	x    *pass
 	done chan struct{}
 	val  T
 	err  error
@@ -164,7 +179,7 @@ func (f *Future[T]) Get() (T, error) {
 		select {
 		case <-f.done:
 		default:
-			f.x.flushAsync()
+			f.x.writes.FlushAsync()
 		}
 	}
 	<-f.done
@@ -193,7 +208,7 @@ func Go[T any](ctx Context, name string, fn func(ctx context.Context) (T, error)
 // goBranch runs f on a goroutine owned by the pass, if the pass admits a
 // new branch now (else the future fails with the reason, e.g.
 // ErrSuspended).
-func goBranch[T any](x *execution, fut *Future[T], f func(admitted bool) (T, error)) {
+func goBranch[T any](x *pass, fut *Future[T], f func(admitted bool) (T, error)) {
 	if err := x.admit(); err != nil {
 		fut.err = err
 		close(fut.done)
@@ -217,7 +232,33 @@ func Sleep(ctx Context, name string, d time.Duration) error {
 	if err != nil {
 		return err
 	}
-	key := x.hist.Resolve(name)
+	return sleepKey(x, x.hist.Resolve(name), func(now time.Time) time.Time { return now.Add(d) }, false)
+}
+
+// SleepUntil pauses the workflow durably until t, by the worker's clock
+// (WorkerOptions.Now): [Sleep] with the wake-up given as a time. The first
+// pass that reaches it records t and, while t is ahead, returns
+// [ErrSuspended]: return it, and the run parks, holding no slot, until t.
+// A t that is not after the worker's clock is recorded as a completed
+// sleep, committed with the pass's next write, and SleepUntil returns nil
+// without parking. Passes after the wake-up return nil at once; the t
+// recorded first wins over the t given by later passes.
+//
+// It is meant for waits whose deadline comes from recorded data, such as
+// a retry due a backoff after the recorded end of a failed attempt (the
+// dag package's step retries).
+func SleepUntil(ctx Context, name string, t time.Time) error {
+	x, err := execOf(ctx)
+	if err != nil {
+		return err
+	}
+	return sleepKey(x, x.hist.Resolve(name), func(time.Time) time.Time { return t }, true)
+}
+
+// sleepKey is the durable sleep of key until wake(now) of the pass that
+// first reaches it. With completePast, a wake-up not after now is recorded
+// completed at once instead of parking the run until then.
+func sleepKey(x *pass, key string, wake func(now time.Time) time.Time, completePast bool) error {
 	if _, ok := x.hist.Completed(key); ok {
 		return nil
 	}
@@ -230,12 +271,21 @@ func Sleep(ctx Context, name string, d time.Duration) error {
 		x.completeElapsedSleep(a)
 		return nil
 	}
-	at := now.Add(d)
+	at := wake(now)
 	if err := x.gate(false); err != nil {
 		return err
 	}
+	stepCtx := waitContext{Kind: "sleep", ResumeAt: backend.FormatTime(at)}
+	if completePast && !now.Before(at) {
+		// Nothing waits on its commit (see completeElapsedSleep).
+		a := x.newAttempt(key, backend.StepSleep, stepCtx, backend.StepRunning)
+		done := x.finished(a, backend.StepCompleted, nil, nil)
+		x.writes.Defer(x.insertWrite(done), false)
+		x.hist.Record(done)
+		return nil
+	}
 	// The sleep's row is committed with the park, in one write.
-	a := x.newAttempt(key, backend.StepSleep, waitContext{Kind: "sleep", ResumeAt: backend.FormatTime(at)}, backend.StepRunning)
+	a := x.newAttempt(key, backend.StepSleep, stepCtx, backend.StepRunning)
 	x.deferWrite(x.insertWrite(a), false)
 	return x.suspend(at)
 }

@@ -12,44 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/openworkflow-go/openworkflow/backend"
-)
-
-// Span names, as in OpenWorkflow 0.10's telemetry.ts, so traces from the Go
-// and TypeScript SDKs line up.
-const (
-	SpanWorkflowRunCreate  = "workflow_run.create"
-	SpanWorkflowRunExecute = "workflow_run.execute"
-	SpanWorkflowRunCancel  = "workflow_run.cancel"
-	SpanStepAttemptExecute = "step_attempt.execute"
-	SpanSignalSend         = "signal.send"
-)
-
-// Span attribute keys, as in OpenWorkflow 0.10.
-const (
-	AttrWorkflowName         = attribute.Key("openworkflow.workflow.name")
-	AttrWorkflowVersion      = attribute.Key("openworkflow.workflow.version")
-	AttrNamespaceID          = attribute.Key("openworkflow.namespace.id")
-	AttrRunID                = attribute.Key("openworkflow.run.id")
-	AttrParentRunID          = attribute.Key("openworkflow.parent.run.id")
-	AttrChildRunID           = attribute.Key("openworkflow.child.run.id")
-	AttrStepName             = attribute.Key("openworkflow.step.name")
-	AttrStepKind             = attribute.Key("openworkflow.step.kind")
-	AttrStepResumeAt         = attribute.Key("openworkflow.step.resume_at")
-	AttrStepTimeoutAt        = attribute.Key("openworkflow.step.timeout_at")
-	AttrExecutionAttempt     = attribute.Key("openworkflow.execution.attempt")
-	AttrExecutionOutcome     = attribute.Key("openworkflow.execution.outcome")
-	AttrSignalName           = attribute.Key("openworkflow.signal.name")
-	AttrSignalRecipientCount = attribute.Key("openworkflow.signal.recipient_count")
-	AttrErrorType            = attribute.Key("error.type")
-)
-
-// Values of [AttrExecutionOutcome]: how an execution pass ended.
-const (
-	OutcomeCompleted = "completed"
-	OutcomeSuspended = "suspended"
-	OutcomeRetrying  = "retrying"
-	OutcomeFailed    = "failed"
-	OutcomeStale     = "stale"
+	"github.com/openworkflow-go/openworkflow/telemetry"
 )
 
 // traceContextKey is the key of the propagation carrier in a run's context
@@ -112,19 +75,28 @@ func (t tracing) origin(runContext json.RawMessage) trace.SpanContext {
 // runAttributes identifies a run on a span, as OpenWorkflow's
 // workflowRunAttributes.
 func runAttributes(r *backend.WorkflowRun) []attribute.KeyValue {
-	kv := []attribute.KeyValue{AttrWorkflowName.String(r.WorkflowName), AttrRunID.String(r.ID), AttrNamespaceID.String(r.NamespaceID)}
+	kv := []attribute.KeyValue{telemetry.AttrWorkflowName.String(r.WorkflowName), telemetry.AttrRunID.String(r.ID), telemetry.AttrNamespaceID.String(r.NamespaceID)}
 	if r.Version != nil {
-		kv = append(kv, AttrWorkflowVersion.String(*r.Version))
+		kv = append(kv, telemetry.AttrWorkflowVersion.String(*r.Version))
 	}
 	return kv
 }
 
 // recordError marks span failed with err, as OpenWorkflow's recordError.
+// err may come from user code: it is read under recover (describeFailure).
 func recordError(span trace.Span, err error) {
-	if err == nil || errors.Is(err, ErrSuspended) || !span.IsRecording() {
+	if err == nil || !span.IsRecording() {
 		return
 	}
-	span.SetAttributes(AttrErrorType.String(errorName(err)))
-	span.RecordError(err)
-	span.SetStatus(codes.Error, err.Error())
+	recordFailure(span, describeFailure(err))
+}
+
+// recordFailure marks span failed with f (nothing for a suspension).
+func recordFailure(span trace.Span, f failure) {
+	if f.class == failSuspended || !span.IsRecording() {
+		return
+	}
+	span.SetAttributes(telemetry.AttrErrorType.String(f.name))
+	span.RecordError(errors.New(f.message), trace.WithAttributes(attribute.String("exception.type", f.name)))
+	span.SetStatus(codes.Error, f.message)
 }

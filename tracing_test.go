@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	ow "github.com/openworkflow-go/openworkflow"
+	"github.com/openworkflow-go/openworkflow/telemetry"
 )
 
 func spanAttr(s sdktrace.ReadOnlySpan, k attribute.Key) (attribute.Value, bool) {
@@ -28,7 +29,7 @@ func TestTracesUseOpenWorkflowsSpanNamesAndLinkExecutionsToTheirCreation(t *test
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	t.Cleanup(func() { tp.Shutdown(context.Background()) })
-	e.client = ow.NewClient(e.b, ow.ClientOptions{TracerProvider: tp})
+	e.client = ow.NewClient(e.b, ow.WithTracerProvider(tp))
 	e.worker = ow.NewWorker(e.b, ow.WorkerOptions{Now: e.clock.Now, TracerProvider: tp})
 	wf := ow.Define(ow.Spec{Name: "traced", Version: "v1"}, func(ctx ow.Context, in int) (int, error) {
 		v, err := ow.Run(ctx, "ok", func(context.Context) (int, error) { return in + 1, nil })
@@ -54,7 +55,7 @@ func TestTracesUseOpenWorkflowsSpanNamesAndLinkExecutionsToTheirCreation(t *test
 	for _, s := range rec.Ended() {
 		byName[s.Name()] = append(byName[s.Name()], s)
 	}
-	create, exec, steps := byName[ow.SpanWorkflowRunCreate], byName[ow.SpanWorkflowRunExecute], byName[ow.SpanStepAttemptExecute]
+	create, exec, steps := byName[telemetry.SpanWorkflowRunCreate], byName[telemetry.SpanWorkflowRunExecute], byName[telemetry.SpanStepAttemptExecute]
 	if len(create) != 1 || len(exec) != 1 || len(steps) != 2 {
 		t.Fatalf("spans %v: want 1 create, 1 execute, 2 step spans", byName)
 	}
@@ -68,7 +69,7 @@ func TestTracesUseOpenWorkflowsSpanNamesAndLinkExecutionsToTheirCreation(t *test
 		t.Fatalf("execution links %v: want the creation span", links)
 	}
 	for k, want := range map[attribute.Key]string{
-		ow.AttrRunID: id, ow.AttrWorkflowName: "traced", ow.AttrWorkflowVersion: "v1", ow.AttrExecutionOutcome: ow.OutcomeFailed,
+		telemetry.AttrRunID: id, telemetry.AttrWorkflowName: "traced", telemetry.AttrWorkflowVersion: "v1", telemetry.AttrExecutionOutcome: telemetry.OutcomeFailed,
 	} {
 		if v, ok := spanAttr(exec[0], k); !ok || v.AsString() != want {
 			t.Fatalf("execute span %s = %v, want %q", k, v.Emit(), want)
@@ -78,8 +79,8 @@ func TestTracesUseOpenWorkflowsSpanNamesAndLinkExecutionsToTheirCreation(t *test
 		if s.Parent().SpanID() != exec[0].SpanContext().SpanID() {
 			t.Fatalf("step span %v is not a child of the execution span", s.Attributes())
 		}
-		name, _ := spanAttr(s, ow.AttrStepName)
-		errType, failed := spanAttr(s, ow.AttrErrorType)
+		name, _ := spanAttr(s, telemetry.AttrStepName)
+		errType, failed := spanAttr(s, telemetry.AttrErrorType)
 		if (name.AsString() == "bad") != failed {
 			t.Fatalf("step %s: error.type %v, want it exactly on the failing step", name.AsString(), errType.Emit())
 		}

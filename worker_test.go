@@ -9,10 +9,7 @@ import (
 
 	ow "github.com/openworkflow-go/openworkflow"
 	"github.com/openworkflow-go/openworkflow/backend"
-	"go.uber.org/goleak"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestStopReleasesRunsStillExecutingAfterTheGracePeriod(t *testing.T) {
 	e := newRealTimeEnv(t)

@@ -10,13 +10,6 @@ import (
 	"github.com/openworkflow-go/openworkflow/backend"
 )
 
-// RetryPolicy is an exponential backoff policy: the delay before retry n
-// is min(InitialInterval × BackoffCoefficient^(n−1), MaximumInterval).
-// A zero or invalid interval or coefficient means the default's;
-// MaximumAttempts counts every attempt, the first included, and 0 means
-// unlimited.
-type RetryPolicy = backend.RetryPolicy
-
 // Spec names a workflow: the identity its runs are stored and routed by.
 type Spec struct {
 	// Name identifies the workflow across processes and SDKs; required.
@@ -30,14 +23,6 @@ type Spec struct {
 	// not step failures. Nil means [DefaultWorkflowRetryPolicy]: no retry.
 	RetryPolicy *RetryPolicy
 }
-
-// DefaultWorkflowRetryPolicy is the workflow-level policy when a Spec sets
-// none: 1 attempt, so a workflow error fails the run (as in OpenWorkflow).
-var DefaultWorkflowRetryPolicy = backend.DefaultWorkflowRetryPolicy
-
-// DefaultStepRetryPolicy is the policy of a step that sets none: 1 s,
-// ×2, at most 100 s, 10 attempts per step name (as in OpenWorkflow).
-var DefaultStepRetryPolicy = backend.DefaultStepRetryPolicy
 
 func (s Spec) key() string { return registryKey(s.Name, versionPtr(s.Version)) }
 
@@ -124,6 +109,9 @@ func (w *Workflow[I, O]) execute(ctx Context, raw json.RawMessage) (json.RawMess
 	if err != nil {
 		return nil, NonRetryable(fmt.Errorf("encode output of workflow %s: %w", w.spec, err))
 	}
+	if err := backend.ValidateJSON(b); err != nil {
+		return nil, NonRetryable(fmt.Errorf("output of workflow %s cannot be stored: %w", w.spec, err))
+	}
 	return b, nil
 }
 
@@ -193,13 +181,13 @@ type Context interface {
 	context.Context
 	// RunInfo describes the executing run.
 	RunInfo() RunInfo
-	exec() *execution
+	exec() *pass
 }
 
 type workflowContext struct {
 	context.Context
-	x *execution
+	x *pass
 }
 
 func (c *workflowContext) RunInfo() RunInfo { return c.x.info }
-func (c *workflowContext) exec() *execution { return c.x }
+func (c *workflowContext) exec() *pass      { return c.x }

@@ -16,6 +16,7 @@ const (
 	PrefixRun    = "wrun"
 	PrefixStep   = "step"
 	PrefixSignal = "sig"
+	PrefixHook   = "hook"
 )
 
 var (

@@ -1,0 +1,270 @@
+package crash
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	ow "github.com/openworkflow-go/openworkflow"
+	"github.com/openworkflow-go/openworkflow/backend"
+	"github.com/openworkflow-go/openworkflow/backend/postgres"
+	"github.com/openworkflow-go/openworkflow/backend/sqlite"
+)
+
+// workerEnv is the environment variable that turns the test binary into a
+// worker process; its value is the JSON of a workerConfig.
+const workerEnv = "OW_CRASHTEST_WORKER"
+
+// workerConfig is what a worker process is told by the test that starts it.
+type workerConfig struct {
+	// Backend is "sqlite" (DSN is the database file) or "postgres" (DSN is
+	// the URL).
+	Backend   string `json:"backend"`
+	DSN       string `json:"dsn"`
+	Namespace string `json:"namespace"`
+	// StepLog is the file step executions are appended to.
+	StepLog string `json:"stepLog"`
+	// BlockStep is the key of a step that blocks until its context ends;
+	// empty for none.
+	BlockStep string `json:"blockStep,omitempty"`
+	// StepWork is the simulated work of every other step.
+	StepWork time.Duration `json:"stepWork,omitempty"`
+	// HoldCommit, if set, holds back the group commit of one step's result
+	// (see commitHold).
+	HoldCommit *commitHold `json:"holdCommit,omitempty"`
+
+	Concurrency       int           `json:"concurrency"`
+	LeaseDuration     time.Duration `json:"leaseDuration"`
+	HeartbeatInterval time.Duration `json:"heartbeatInterval"`
+	MaxPollInterval   time.Duration `json:"maxPollInterval"`
+	ShutdownGrace     time.Duration `json:"shutdownGrace"`
+}
+
+// workerIDPrefix is the prefix of the worker ids a worker process writes
+// to runs: the pid says which process holds or completed a run.
+func workerIDPrefix(pid int) string { return fmt.Sprintf("crashtest-%d/", pid) }
+
+// TestWorkerProcess is not a test: it is the body of the worker processes
+// the other tests start by re-executing this test binary with workerEnv
+// set. It runs a worker until SIGTERM (or until its parent process goes
+// away), then stops it gracefully; the process exits 0 after a clean stop.
+func TestWorkerProcess(t *testing.T) {
+	raw := os.Getenv(workerEnv)
+	if raw == "" {
+		t.Skip("runs only as a worker process started by the other tests of this package")
+	}
+	var cfg workerConfig
+	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
+		t.Fatalf("decode %s: %v", workerEnv, err)
+	}
+	if err := runWorkerProcess(cfg); err != nil {
+		t.Fatalf("worker process %d: %v", os.Getpid(), err)
+	}
+}
+
+func runWorkerProcess(cfg workerConfig) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	ctx, orphaned := context.WithCancelCause(ctx)
+	defer orphaned(nil)
+	go stopWhenOrphaned(ctx, orphaned)
+
+	b, err := openBackend(ctx, cfg.Backend, cfg.DSN, cfg.Namespace)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	steps, err := openStepLog(cfg.StepLog)
+	if err != nil {
+		return err
+	}
+	defer steps.Close()
+
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if cfg.HoldCommit != nil {
+		b = &holdingBackend{Backend: b, hold: *cfg.HoldCommit, log: logger}
+	}
+	w := ow.NewWorker(b, ow.WorkerOptions{
+		Concurrency:         cfg.Concurrency,
+		LeaseDuration:       cfg.LeaseDuration,
+		HeartbeatInterval:   cfg.HeartbeatInterval,
+		MaxPollInterval:     cfg.MaxPollInterval,
+		ShutdownGracePeriod: cfg.ShutdownGrace,
+		Logger:              logger,
+		ID:                  fmt.Sprintf("crashtest-%d", os.Getpid()),
+	})
+	rec := &stepRecorder{log: steps, block: cfg.BlockStep, work: cfg.StepWork}
+	if err := w.Register(newDefinitions(rec)...); err != nil {
+		return err
+	}
+	if err := w.Start(ctx); err != nil {
+		return err
+	}
+	if err := steps.ready(); err != nil {
+		return errors.Join(err, w.Stop(context.Background()))
+	}
+	logger.Info("crashtest worker ready", "pid", os.Getpid(), "backend", cfg.Backend, "namespace", cfg.Namespace)
+	<-ctx.Done()
+	logger.Info("crashtest worker stopping", "cause", context.Cause(ctx))
+	stopCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace+10*time.Second)
+	defer cancel()
+	return w.Stop(stopCtx)
+}
+
+// stopWhenOrphaned ends ctx when the process that started this one is gone
+// (this process was reparented), so a test binary that died without its
+// cleanups (a -timeout panic) leaves no worker behind.
+func stopWhenOrphaned(ctx context.Context, stop context.CancelCauseFunc) {
+	parent := os.Getppid()
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if os.Getppid() != parent {
+				stop(errors.New("parent process exited"))
+				return
+			}
+		}
+	}
+}
+
+// openBackend opens the backend a worker process or a test uses.
+func openBackend(ctx context.Context, kind, dsn, namespace string) (backend.Backend, error) {
+	switch kind {
+	case "sqlite":
+		return sqlite.Open(ctx, dsn, sqlite.Options{NamespaceID: namespace})
+	case "postgres":
+		return postgres.Open(ctx, dsn, postgres.Options{NamespaceID: namespace})
+	}
+	return nil, fmt.Errorf("unknown backend %q", kind)
+}
+
+// workerProcess is a worker process started by a test.
+type workerProcess struct {
+	cmd    *exec.Cmd
+	output string        // file holding the process's stdout and stderr
+	done   chan struct{} // closed when the process has exited and been reaped
+}
+
+var workerSeq atomic.Int64
+
+// startWorkerProcess re-executes the test binary as a worker process with
+// cfg. The process is killed, if still running, when the test ends, and its
+// output is logged if the test failed.
+func startWorkerProcess(t *testing.T, cfg workerConfig) *workerProcess {
+	t.Helper()
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	output := filepath.Join(t.TempDir(), fmt.Sprintf("worker-%d.out", workerSeq.Add(1)))
+	out, err := os.Create(output)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	// -test.timeout backstops a worker whose test forgot it: it panics
+	// and exits after that long.
+	cmd := exec.Command(os.Args[0], "-test.run=^TestWorkerProcess$", "-test.count=1", "-test.v", "-test.timeout=10m")
+	cmd.Env = append(os.Environ(), workerEnv+"="+string(raw))
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start worker process: %v", err)
+	}
+	p := &workerProcess{cmd: cmd, output: output, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		if !p.exited() {
+			_ = p.cmd.Process.Kill()
+			select {
+			case <-p.done:
+			case <-time.After(30 * time.Second):
+				t.Errorf("worker process %d did not exit 30 s after SIGKILL", p.pid())
+			}
+		}
+		if t.Failed() {
+			t.Logf("output of worker process %d:\n%s", p.pid(), p.tail(8000))
+		}
+	})
+	return p
+}
+
+func (p *workerProcess) pid() int { return p.cmd.Process.Pid }
+
+func (p *workerProcess) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// signalAndWait sends sig and waits up to timeout for the process to exit.
+// It returns the process state, or an error if it is still running.
+func (p *workerProcess) signalAndWait(sig os.Signal, timeout time.Duration) (*os.ProcessState, error) {
+	if err := p.cmd.Process.Signal(sig); err != nil && !p.exited() {
+		return nil, fmt.Errorf("signal worker process %d: %w", p.pid(), err)
+	}
+	select {
+	case <-p.done:
+		return p.cmd.ProcessState, nil
+	case <-time.After(timeout):
+		return nil, fmt.Errorf("worker process %d still running %v after %v", p.pid(), timeout, sig)
+	}
+}
+
+// tail returns the last n bytes of the process's output.
+func (p *workerProcess) tail(n int) string {
+	data, err := os.ReadFile(p.output)
+	if err != nil {
+		return err.Error()
+	}
+	if len(data) > n {
+		data = data[len(data)-n:]
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			data = data[i+1:]
+		}
+	}
+	return string(data)
+}
+
+// waitFor polls cond until it reports true, failing the test if it has not
+// within timeout (or if it returns an error). what names the condition in
+// the failure.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(25 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		ok, err := cond()
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not happen within %v", what, timeout)
+		}
+		<-tick.C
+	}
+}

@@ -1,0 +1,124 @@
+package openworkflow
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/openworkflow-go/openworkflow/internal/id"
+)
+
+// WorkerOptions configure a [Worker]. The zero value is usable: every zero
+// field takes the default stated beside it.
+type WorkerOptions struct {
+	// Concurrency is the number of runs executed at once (slots). A worker
+	// claims only when a slot is free. Default 10.
+	Concurrency int
+	// LeaseDuration is how long a claim holds a run before another worker
+	// may take it, unless renewed by a heartbeat. Default 30 s.
+	LeaseDuration time.Duration
+	// HeartbeatInterval is how often an executing run's lease is renewed;
+	// it is also the longest a cancel takes to reach a step when the
+	// backend cannot notify. Default LeaseDuration / 2 (15 s).
+	HeartbeatInterval time.Duration
+	// MaxPollInterval caps the idle poll backoff (100 ms × 2^n with jitter
+	// in [0.5, 1], as in OpenWorkflow). Default 1 s.
+	MaxPollInterval time.Duration
+	// ShutdownGracePeriod is how long [Worker.Stop] lets executing passes
+	// finish before canceling them and releasing their runs to other
+	// workers. Default 30 s.
+	ShutdownGracePeriod time.Duration
+	// Logger receives the worker's logs. Default slog.Default().
+	Logger *slog.Logger
+	// Now is the clock the worker reads (deadlines, wake-up times, retry
+	// backoff). Default time.Now. Tests inject a fake clock here and in the
+	// backend.
+	Now func() time.Time
+	// RunningStepAfter is how long a step may execute before its attempt
+	// is recorded as running (so dashboards show long steps); a step that
+	// returns sooner costs one write, its finished attempt. Default 50 ms.
+	RunningStepAfter time.Duration
+	// OnlyRegistered makes the worker claim only runs of the workflows
+	// (name and version) registered on it, leaving other runs to the
+	// workers that have them: set it when workers of other languages (the
+	// TypeScript SDK) or other deployments share the namespace. Default
+	// false: as in OpenWorkflow, any run is claimed and a run whose
+	// workflow is not registered is rescheduled with backoff (5 s ×2 up to
+	// 5 min) for another worker — but never failed: where the backoff
+	// would end past the run's deadline it is rescheduled at the deadline,
+	// which the claim's deadline sweep enforces (OpenWorkflow fails it at
+	// once). docs/interop.md measures what mixed workers do.
+	OnlyRegistered bool
+	// TracerProvider receives OpenTelemetry spans: one workflow_run.execute
+	// per pass (a new trace linked to the span that created the run, with
+	// the pass's outcome), step_attempt.execute per executed step,
+	// workflow_run.create per child and signal.send per signal step, named
+	// and attributed as in OpenWorkflow 0.10. Nil: no tracing.
+	TracerProvider trace.TracerProvider
+	// ID prefixes the worker ids written to runs ("<ID>/<slot>"). Default
+	// "<hostname>-<pid>-<random>".
+	ID string
+	// ClaimAhead is how long before a parked run's wake-up the worker may
+	// claim it (backend.ClaimWorkflowRunsParams.Lookahead) and hold it in
+	// its slot, history read, until its earliest wait (a sleep, or a
+	// child's or signal's timeout) is due, so that the claim and the
+	// history read are done when it wakes rather than after. A run never
+	// proceeds past a wait before the wait is due. Default 10 ms; negative
+	// disables it (claims take due runs only, as in OpenWorkflow). The hold
+	// is timed in real time: a test driving a fake clock (Now) that stops
+	// it just short of a wake-up should disable it.
+	ClaimAhead time.Duration
+}
+
+func (o WorkerOptions) withDefaults() WorkerOptions {
+	if o.Concurrency <= 0 {
+		o.Concurrency = 10
+	}
+	if o.LeaseDuration <= 0 {
+		o.LeaseDuration = 30 * time.Second
+	}
+	if o.HeartbeatInterval <= 0 {
+		o.HeartbeatInterval = o.LeaseDuration / 2
+	}
+	if o.MaxPollInterval <= 0 {
+		o.MaxPollInterval = time.Second
+	}
+	if o.ShutdownGracePeriod <= 0 {
+		o.ShutdownGracePeriod = 30 * time.Second
+	}
+	switch {
+	case o.ClaimAhead == 0:
+		o.ClaimAhead = defaultClaimAhead
+	case o.ClaimAhead < 0:
+		o.ClaimAhead = 0
+	}
+	if o.RunningStepAfter <= 0 {
+		o.RunningStepAfter = 50 * time.Millisecond
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.ID == "" {
+		host, _ := os.Hostname()
+		u := id.New("wkr") // its last characters are the ULID's random part (the first are its time)
+		o.ID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), u[len(u)-10:])
+	}
+	return o
+}
+
+// validate reports option combinations that cannot work, after the
+// defaults are applied.
+func (o WorkerOptions) validate() error {
+	if o.HeartbeatInterval >= o.LeaseDuration {
+		return fmt.Errorf("openworkflow: WorkerOptions.HeartbeatInterval (%v) must be shorter than LeaseDuration (%v), "+
+			"or every run's lease would expire before it is renewed; leave HeartbeatInterval zero for LeaseDuration / 2",
+			o.HeartbeatInterval, o.LeaseDuration)
+	}
+	return nil
+}

@@ -1,0 +1,412 @@
+package openworkflow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/openworkflow-go/openworkflow/backend"
+	"github.com/openworkflow-go/openworkflow/internal/history"
+	"github.com/openworkflow-go/openworkflow/telemetry"
+)
+
+// execute runs one execution pass of a claimed run and makes its
+// transition: complete, park, reschedule after a step failure, or fail.
+// hist is the run's step history when the claim already read it (see
+// Worker.readHistories), else nil.
+func (w *Worker) execute(run *backend.WorkflowRun, hist *[]backend.StepAttempt) {
+	workerID := *run.WorkerID
+	def, ok := w.reg.lookup(run.WorkflowName, run.Version)
+	if !ok {
+		w.rescheduleUnregistered(run, workerID)
+		return
+	}
+	ctx, cancel := context.WithCancelCause(w.hardCtx)
+	defer cancel(nil)
+	if run.DeadlineAt != nil {
+		// The pass, and the context its steps get, end at the run's
+		// deadline; the heartbeat then fails the run at once (expire),
+		// whether or not the step returns. The worker's clock (Now) says
+		// how far away the deadline is; the context counts in real time.
+		var stop context.CancelFunc
+		ctx, stop = context.WithDeadlineCause(ctx, time.Now().Add(run.DeadlineAt.Sub(w.opts.Now())), errCauseDeadline)
+		defer stop()
+	}
+	// Each pass starts its own trace, linked to the span that created the
+	// run, as in OpenWorkflow.
+	spanOpts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithAttributes(append(runAttributes(run), telemetry.AttrExecutionAttempt.Int(run.Attempts))...)}
+	if origin := w.tr.origin(run.Context); origin.IsValid() {
+		spanOpts = append(spanOpts, trace.WithLinks(trace.Link{SpanContext: origin}))
+	}
+	ctx, span := w.tr.start(ctx, telemetry.SpanWorkflowRunExecute, spanOpts...)
+	defer span.End()
+	x := &pass{
+		b: w.b, now: w.opts.Now, log: w.log, run: run, workerID: workerID,
+		ctx: ctx, cancel: cancel, info: runInfo(run),
+		commit: w.commit, writes: w.commit.NewPass(), runningStepAfter: w.opts.RunningStepAfter, tr: w.tr, span: span,
+	}
+	w.mu.Lock()
+	w.executing[run.ID] = x
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		delete(w.executing, run.ID)
+		w.mu.Unlock()
+	}()
+	stopHeartbeat := w.heartbeat(x)
+	defer stopHeartbeat()
+
+	if err := w.loadHistory(x, hist); err != nil {
+		w.finish(x, nil, err)
+		return
+	}
+	if !w.holdUntilDue(x) {
+		w.finish(x, nil, context.Cause(ctx))
+		return
+	}
+	if x.prePass() {
+		w.finish(x, nil, ErrSuspended)
+		return
+	}
+	out, err := callProtected(func() (json.RawMessage, error) {
+		return def.execute(&workflowContext{Context: ctx, x: x}, run.Input)
+	})
+	x.mu.Lock()
+	x.closed = true
+	x.mu.Unlock()
+	x.branches.Wait()
+	x.writes.Wait()
+	w.finish(x, out, err)
+}
+
+func runInfo(run *backend.WorkflowRun) RunInfo {
+	info := RunInfo{ID: run.ID, WorkflowName: run.WorkflowName, CreatedAt: run.CreatedAt, Attempt: run.Attempts}
+	if run.Version != nil {
+		info.Version = *run.Version
+	}
+	if run.StartedAt != nil {
+		info.StartedAt = *run.StartedAt
+	}
+	return info
+}
+
+// loadHistory reads the run's step attempts, unless the claim read them
+// (pre). A run on its first claim has none, so it is not read.
+func (w *Worker) loadHistory(x *pass, pre *[]backend.StepAttempt) error {
+	var attempts []backend.StepAttempt
+	switch {
+	case pre != nil:
+		attempts = *pre
+		if len(attempts) > StepLimit {
+			x.hist = history.New(nil)
+			return &StepLimitExceededError{Limit: StepLimit, StepCount: len(attempts)}
+		}
+	case x.run.Attempts > 1:
+		var after string
+		for {
+			page, err := w.b.ListStepAttempts(x.ctx, backend.ListStepAttemptsParams{WorkflowRunID: x.run.ID, Limit: 1000, After: after})
+			if err != nil {
+				x.hist = history.New(nil)
+				return x.backendErr("load step history", err)
+			}
+			attempts = append(attempts, page.Data...)
+			if len(attempts) > StepLimit {
+				x.hist = history.New(nil)
+				return &StepLimitExceededError{Limit: StepLimit, StepCount: len(attempts)}
+			}
+			if page.Next == nil {
+				break
+			}
+			after = *page.Next
+		}
+	}
+	x.hist = history.New(attempts)
+	return nil
+}
+
+// heartbeat renews the lease every HeartbeatInterval until the returned
+// stop function is called; a refused renewal (canceled, lease moved)
+// cancels the pass. When the pass's context reaches the run's deadline, it
+// fails the run at once (expire), even if a step ignores its context and
+// keeps the pass from returning.
+func (w *Worker) heartbeat(x *pass) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(w.opts.HeartbeatInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-x.ctx.Done():
+				if context.Cause(x.ctx) == errCauseDeadline {
+					w.expire(x)
+				}
+				return
+			case <-t.C:
+			}
+			err := w.b.ExtendWorkflowRunLease(x.ctx, backend.ExtendWorkflowRunLeaseParams{
+				WorkflowRunID: x.run.ID, WorkerID: x.workerID, LeaseDuration: w.opts.LeaseDuration,
+			})
+			switch {
+			case errors.Is(err, backend.ErrNotOwner):
+				w.log.Info("openworkflow: run canceled or lease lost; stopping its pass", "run", x.run.ID)
+				x.cancel(errCauseLeaseLost)
+				return
+			case err != nil && x.ctx.Err() == nil:
+				w.log.Warn("openworkflow: heartbeat failed", "run", x.run.ID, "error", err)
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+// holdUntilDue holds a pass, its history read, until the earliest of its
+// run's running waits (a sleep, or a child's or signal's timeout) comes
+// due, when that is at most ClaimAhead away: a run claimed ahead of its
+// wake-up then replays on time, never before its wait is due. A run woken
+// early by a delivery whose wait also times out within ClaimAhead waits
+// that long too. It reports false when the pass's context ended first.
+func (w *Worker) holdUntilDue(x *pass) bool {
+	due := x.earliestWait()
+	d := due.Sub(w.opts.Now())
+	if due.IsZero() || d <= 0 || d > w.opts.ClaimAhead {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-x.ctx.Done():
+		return false
+	}
+}
+
+// finish makes the run's transition after a pass. The transition is
+// committed together with the pass's deferred writes (e.g. the last step's
+// result), in the same group commit. A pass that lost its run is settled
+// instead (see settle).
+func (w *Worker) finish(x *pass, out json.RawMessage, err error) {
+	if errors.Is(context.Cause(x.ctx), errCauseShutdown) {
+		w.releaseRun(x)
+		return
+	}
+	if !x.isLost() {
+		tw := w.transitionFor(x, out, err)
+		werr := x.write(tw)
+		x.span.SetAttributes(telemetry.AttrExecutionOutcome.String(outcomeOf(tw.Kind, werr)))
+		if werr == nil {
+			switch tw.Kind {
+			case backend.WriteParkRun, backend.WriteRescheduleRun:
+				w.noteWake(tw.AvailableAt)
+			}
+			return
+		}
+	} else {
+		x.span.SetAttributes(telemetry.AttrExecutionOutcome.String(telemetry.OutcomeStale))
+	}
+	w.settle(x)
+}
+
+// transitionFor is the write that ends a pass that still owns its run:
+// park it (a wait point suspended it), complete it with out, or fail it
+// (a retry or a terminal failure) for err.
+func (w *Worker) transitionFor(x *pass, out json.RawMessage, err error) backend.Write {
+	run := x.run
+	tw := backend.Write{WorkflowRunID: run.ID, WorkerID: x.workerID}
+	x.mu.Lock()
+	suspended, wakeAt := x.suspended, x.wakeAt
+	x.mu.Unlock()
+	if err == nil && !suspended {
+		tw.Kind, tw.Output = backend.WriteCompleteRun, out
+		return tw
+	}
+	f := describeFailure(err)
+	switch {
+	case suspended && (err == nil || f.class == failSuspended):
+		tw.Kind, tw.AvailableAt = backend.WriteParkRun, wakeAt
+	case err == nil:
+		tw.Kind, tw.Output = backend.WriteCompleteRun, out
+	case f.class == failFinal:
+		w.failWrite(x, &tw, f.stored, noRetryPolicy, run.Attempts-x.hist.RetryBase())
+	case f.class == failStep && f.policy != nil:
+		w.failWrite(x, &tw, f.stored, *f.policy, x.hist.FailedCount(f.step))
+	case f.class == failStep:
+		w.failWrite(x, &tw, f.stored, noRetryPolicy, run.Attempts-x.hist.RetryBase())
+	default:
+		recordFailure(x.span, f)
+		policy := DefaultWorkflowRetryPolicy()
+		if def, ok := w.reg.lookup(run.WorkflowName, run.Version); ok && def.Spec().RetryPolicy != nil {
+			policy = def.Spec().RetryPolicy.withDefaults(DefaultWorkflowRetryPolicy())
+		}
+		w.failWrite(x, &tw, f.stored, policy, run.Attempts-x.hist.RetryBase())
+	}
+	return tw
+}
+
+// outcomeOf names a pass's outcome for its span.
+func outcomeOf(k backend.WriteKind, err error) string {
+	switch {
+	case err != nil:
+		return telemetry.OutcomeStale
+	case k == backend.WriteCompleteRun:
+		return telemetry.OutcomeCompleted
+	case k == backend.WriteParkRun:
+		return telemetry.OutcomeSuspended
+	case k == backend.WriteRescheduleRun:
+		return telemetry.OutcomeRetrying
+	}
+	return telemetry.OutcomeFailed
+}
+
+// failWrite makes tw the failure transition for the stored error errJSON
+// under policy, with attempts made so far: a retry (pending at the backoff)
+// or a terminal failure, as OpenWorkflow's computeFailedWorkflowRunUpdate
+// decides.
+func (w *Worker) failWrite(x *pass, tw *backend.Write, errJSON json.RawMessage, policy RetryPolicy, attempts int) {
+	d := failedRun(policy, attempts, x.run.DeadlineAt, errJSON, x.now())
+	tw.Error = d.stored
+	if d.terminal {
+		tw.Kind = backend.WriteFailRun
+		return
+	}
+	tw.Kind, tw.AvailableAt = backend.WriteRescheduleRun, d.retryAt
+}
+
+// settle deals with a run whose pass lost it, by why it was lost: a run
+// refused by the fence (canceled, lease moved) is someone else's; one
+// whose backend calls failed is handed back as soon as the backend
+// answers; one whose write was refused as invalid fails, saying what could
+// not be recorded; one past its deadline fails with the deadline error.
+func (w *Worker) settle(x *pass) {
+	why, err := x.lossOf()
+	switch why {
+	case lossUnavailable:
+		w.log.Warn("openworkflow: a backend call of the pass failed; handing the run back as soon as the backend answers",
+			"run", x.run.ID, "error", err)
+		w.releaseWhenAnswered(x)
+	case lossUnrecordable:
+		w.log.Error("openworkflow: the backend refused a write of the pass as invalid; failing the run", "run", x.run.ID, "error", err)
+		w.failUnrecordable(x, err)
+	case lossDeadline:
+		w.expire(x)
+	default:
+		if cause := context.Cause(x.ctx); cause != nil {
+			w.log.Debug("openworkflow: pass ended without committing", "run", x.run.ID, "cause", cause)
+		} else if err != nil {
+			w.log.Debug("openworkflow: pass ended without committing; the run is no longer ours", "run", x.run.ID, "error", err)
+		}
+	}
+}
+
+// expire fails x's run with the deadline error, fenced on its ownership,
+// once, as soon as the deadline passed: the pass commits nothing more,
+// and the run does not wait for its step to return, nor for a free slot.
+func (w *Worker) expire(x *pass) {
+	x.expireOnce.Do(func() {
+		x.markLost(lossDeadline, nil)
+		tw := backend.Write{Kind: backend.WriteFailRun, WorkflowRunID: x.run.ID, WorkerID: x.workerID, Error: backend.DeadlineExceededError()}
+		err := w.commit.Submit([]backend.Write{tw}).Wait()
+		switch {
+		case err == nil:
+			x.span.SetAttributes(telemetry.AttrExecutionOutcome.String(telemetry.OutcomeFailed))
+			w.log.Info("openworkflow: run failed: deadline exceeded", "run", x.run.ID)
+		case errors.Is(err, backend.ErrNotOwner):
+			w.log.Debug("openworkflow: run past its deadline is no longer ours", "run", x.run.ID, "error", err)
+		default:
+			// Any worker's next claim fails it (the deadline sweep).
+			w.log.Warn("openworkflow: could not fail run past its deadline; the next claim's deadline sweep will", "run", x.run.ID, "error", err)
+		}
+	})
+}
+
+// failUnrecordable fails x's run terminally because the backend refused a
+// write of its pass as invalid (cause): retrying the pass would write the
+// same values again.
+func (w *Worker) failUnrecordable(x *pass, cause error) {
+	stored := encodeError(NonRetryable(fmt.Errorf("the backend refused to record a write of this run: %w", cause)))
+	tw := backend.Write{Kind: backend.WriteFailRun, WorkflowRunID: x.run.ID, WorkerID: x.workerID, Error: stored}
+	if err := w.commit.Submit([]backend.Write{tw}).Wait(); err != nil {
+		if x.classifyLoss(err) == lossUnavailable {
+			w.releaseWhenAnswered(x)
+			return
+		}
+		w.log.Warn("openworkflow: could not fail run whose write was refused", "run", x.run.ID, "error", err)
+	}
+}
+
+// releaseRetryFirst and releaseRetryMax bound the backoff between two
+// attempts of releaseWhenAnswered: a run is moving again at most
+// releaseRetryMax (plus a claim) after the backend answers again.
+const (
+	releaseRetryFirst = 50 * time.Millisecond
+	releaseRetryMax   = 500 * time.Millisecond
+)
+
+// releaseWhenAnswered hands x's run back (parked, available now, fenced on
+// its ownership), retrying with backoff until the backend answers, so that
+// a run whose pass failed in a database outage moves again as soon as the
+// database is back rather than when its lease expires. The outcome of the
+// pass's failed write is unknown, so nothing of it is assumed: the next
+// pass replays from what was committed. It gives up when the worker stops
+// (the lease then expires as usual).
+func (w *Worker) releaseWhenAnswered(x *pass) {
+	delay := releaseRetryFirst
+	for attempt := 1; ; attempt++ {
+		tw := backend.Write{Kind: backend.WriteParkRun, WorkflowRunID: x.run.ID, WorkerID: x.workerID, AvailableAt: w.opts.Now()}
+		err := w.commit.Submit([]backend.Write{tw}).Wait()
+		switch {
+		case err == nil:
+			w.log.Info("openworkflow: run handed back after a backend failure", "run", x.run.ID, "attempts", attempt)
+			w.noteWake(tw.AvailableAt)
+			return
+		case errors.Is(err, backend.ErrNotOwner):
+			return // finished, canceled or taken over meanwhile: not ours to release
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-w.hardCtx.Done():
+			t.Stop()
+			w.log.Warn("openworkflow: worker stopped before the backend answered; the run waits for its lease to expire", "run", x.run.ID, "error", err)
+			return
+		}
+		delay = min(delay*2, releaseRetryMax)
+	}
+}
+
+// rescheduleUnregistered hands a run whose workflow (name and version) is
+// not registered here back for another worker, with 5 s ×2 up to 5 min
+// backoff, forever, as in OpenWorkflow, but never fails it: where
+// OpenWorkflow fails the run at once when the next try would fall after
+// its deadline, this worker reschedules it at its deadline instead, so a
+// run that a worker with its workflow could still execute in time is not
+// failed by one that cannot, and the claim's deadline sweep fails it at
+// its own time if nobody ran it by then. (The write is the one a step
+// retry makes: pending, the error, no worker, at the given time.)
+func (w *Worker) rescheduleUnregistered(run *backend.WorkflowRun, workerID string) {
+	msg := "Workflow " + Spec{Name: run.WorkflowName, Version: runInfo(run).Version}.String() + " is not registered"
+	errJSON, _ := json.Marshal(map[string]string{"message": msg})
+	at := w.opts.Now().Add(missingDefinitionRetryPolicy.delay(run.Attempts))
+	if run.DeadlineAt != nil && at.After(*run.DeadlineAt) {
+		at = *run.DeadlineAt
+	}
+	err := w.commit.Submit([]backend.Write{{
+		Kind: backend.WriteRescheduleRun, WorkflowRunID: run.ID, WorkerID: workerID, AvailableAt: at, Error: errJSON,
+	}}).Wait()
+	if err != nil {
+		if !errors.Is(err, backend.ErrNotOwner) {
+			w.log.Error("openworkflow: could not reschedule run of unregistered workflow", "run", run.ID, "error", err)
+		}
+		return
+	}
+	w.log.Warn("openworkflow: "+msg+" on this worker; rescheduled", "run", run.ID, "at", at)
+}
