@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver, to read a file's schema version
 
 	"github.com/openworkflow-go/openworkflow/backend"
@@ -24,8 +26,10 @@ const OpenTimeout = 10 * time.Second
 // OpenBackend opens the configured backend, migrating its schema: a
 // PostgreSQL backend when PostgresURL is set, else the SQLite file
 // SQLitePath (created with its directory if missing). The caller closes
-// it. Errors say what to do next, e.g. "cannot reach PostgreSQL at …:
-// start it, or unset OPENWORKFLOW_POSTGRES_URL to use SQLite".
+// it. Errors say what failed and what to do next, telling an unreachable
+// server ("cannot reach PostgreSQL at …: start it, or unset
+// OPENWORKFLOW_POSTGRES_URL to use SQLite") apart from a refused password,
+// a missing role or database and a missing right to create the schema.
 func (c *Config) OpenBackend(ctx context.Context) (backend.Backend, error) {
 	if c.Kind() == BackendPostgres {
 		return c.openPostgres(ctx, false)
@@ -46,9 +50,69 @@ func (c *Config) openPostgres(ctx context.Context, skipMigrations bool) (*postgr
 		if errors.Is(err, backend.ErrInvalidArgument) {
 			return nil, fmt.Errorf("%w: set a valid schema (schema in %s, %s or --schema)", err, FileName, EnvSchema)
 		}
-		return nil, fmt.Errorf("cannot reach PostgreSQL at %s: start it or %s\ncause: %w", RedactURL(c.PostgresURL), c.postgresHint(), err)
+		return nil, c.postgresOpenError(err)
 	}
 	return b, nil
+}
+
+// postgresOpenError says what went wrong opening PostgreSQL and what to do
+// next, telling apart by SQLSTATE the failures a new user meets: a server
+// that does not answer, a password refused (28P01), a role that does not
+// exist or may not connect (28000), a database that does not exist
+// (3D000) and a role that may not create the schema (42501). The cause
+// follows on its own line; the URL is shown without its password.
+func (c *Config) postgresOpenError(err error) error {
+	where, fix := RedactURL(c.PostgresURL), c.postgresURLOrigin()
+	var user, db string
+	if pc, perr := pgconn.ParseConfig(c.PostgresURL); perr == nil {
+		user, db = pc.User, pc.Database
+	}
+	var pgErr *pgconn.PgError
+	var parseErr *pgconn.ParseConfigError
+	switch {
+	case errors.As(err, &parseErr):
+		return fmt.Errorf("invalid PostgreSQL URL (%s): fix it, e.g. postgres://user:password@host:5432/dbname?sslmode=disable\ncause: %w", fix, err)
+	case !errors.As(err, &pgErr):
+		return fmt.Errorf("cannot reach PostgreSQL at %s: start it or %s\ncause: %w", where, c.postgresHint(), err)
+	case pgErr.Code == "28P01":
+		return fmt.Errorf("PostgreSQL at %s refused the password of role %q: fix the password in %s\ncause: %w", where, user, fix, err)
+	case pgErr.Code == "28000":
+		return fmt.Errorf("PostgreSQL at %s refused role %q: the role does not exist, or pg_hba.conf does not let it connect from here; create it (CREATE ROLE %s LOGIN PASSWORD '…'), allow it in pg_hba.conf, or name another role in %s\ncause: %w",
+			where, user, pgx.Identifier{user}.Sanitize(), fix, err)
+	case pgErr.Code == "3D000":
+		return fmt.Errorf("PostgreSQL at %s has no database %q: create it (createdb %s, or CREATE DATABASE %s), or name an existing database in %s\ncause: %w",
+			where, db, shellWord(db), pgx.Identifier{db}.Sanitize(), fix, err)
+	case pgErr.Code == "42501":
+		return fmt.Errorf("role %q may not create schema %q in database %q at %s: GRANT CREATE ON DATABASE %s TO %s, or have the database's owner run 'ow migrate' once\ncause: %w",
+			user, c.Schema, db, where, pgx.Identifier{db}.Sanitize(), pgx.Identifier{user}.Sanitize(), err)
+	}
+	return fmt.Errorf("cannot open PostgreSQL at %s: the server answered with SQLSTATE %s (%s)\ncause: %w", where, pgErr.Code, pgErr.Message, err)
+}
+
+// shellWord quotes s for a shell command in a message when it needs it.
+func shellWord(s string) string {
+	for _, r := range s {
+		if !(r == '_' || r == '-' || r == '.' || r == '/' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+		}
+	}
+	return s
+}
+
+// postgresURLOrigin names where the PostgreSQL URL was set, for messages
+// asking to fix it: "--postgres-url", "$OPENWORKFLOW_POSTGRES_URL" or
+// "postgres_url in <file>".
+func (c *Config) postgresURLOrigin() string {
+	switch from := c.sources[keyPostgresURL]; {
+	case from == "env "+EnvPostgresURL:
+		return "$" + EnvPostgresURL
+	case from == "flag --postgres-url":
+		return "--postgres-url"
+	case c.File != "":
+		return "postgres_url in " + c.File
+	default:
+		return "the PostgreSQL URL"
+	}
 }
 
 // postgresHint says how to stop using the configured PostgreSQL URL,
@@ -68,6 +132,10 @@ func (c *Config) postgresHint() string {
 
 func (c *Config) openSQLite(ctx context.Context) (*sqlite.Backend, error) {
 	b, err := sqlite.Open(ctx, c.SQLitePath, sqlite.Options{NamespaceID: c.Namespace})
+	if err != nil && sqlite.IsDamaged(err) {
+		problems, _, _ := c.CheckIntegrity(ctx)
+		return nil, c.damagedError(problems, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot open SQLite database %s (sqlite_path from %s): check that its directory is writable, or set %s\ncause: %w",
 			c.SQLitePath, c.sources[keySQLitePath], EnvSQLitePath, err)
@@ -88,6 +156,27 @@ type Migration struct {
 	// Applied lists the versions applied, oldest first; empty when the
 	// schema was up to date.
 	Applied []int `json:"applied"`
+	// Lines reports each migration line: on PostgreSQL, OpenWorkflow's
+	// (openworkflow_migrations, the one Before, After and Applied
+	// describe) and then the Go SDK's own (openworkflow_go_migrations),
+	// which a schema migrated by the TypeScript SDK lacks until a Go
+	// process migrates it; on SQLite, OpenWorkflow's only.
+	Lines []MigrationLine `json:"lines"`
+}
+
+// MigrationLine is what [Config.Migrate] did to one migration line.
+type MigrationLine struct {
+	// Name says whose migrations these are: "openworkflow" or "go".
+	Name string `json:"name"`
+	// Table is the line's version table.
+	Table string `json:"table"`
+	// Before and After are MAX(version) of Table before and after; -1
+	// means the table did not exist.
+	Before int `json:"before"`
+	After  int `json:"after"`
+	// Applied lists the versions applied, oldest first; empty when the
+	// line was up to date.
+	Applied []int `json:"applied"`
 }
 
 // Migrate creates or upgrades the configured database's schema and reports
@@ -100,33 +189,40 @@ func (c *Config) Migrate(ctx context.Context) (*Migration, error) {
 			return nil, err
 		}
 		defer b.Close()
-		if m.Before, err = postgresVersion(ctx, b); err != nil {
-			return nil, err
-		}
-		if err := postgres.Migrate(ctx, b.Pool(), c.Schema); err != nil {
+		r, err := postgres.MigrateWithReport(ctx, b.Pool(), c.Schema)
+		if err != nil {
 			return nil, fmt.Errorf("migrate PostgreSQL schema %s: %w", c.Schema, err)
 		}
-		if m.After, err = postgresVersion(ctx, b); err != nil {
-			return nil, err
-		}
-	} else {
-		var err error
-		if m.Before, err = sqliteVersion(ctx, c.SQLitePath); err != nil {
-			return nil, err
-		}
-		b, err := c.openSQLite(ctx) // Open applies the migrations
-		if err != nil {
-			return nil, err
-		}
-		_ = b.Close()
-		if m.After, err = sqliteVersion(ctx, c.SQLitePath); err != nil {
-			return nil, err
-		}
+		m.Lines = []MigrationLine{migrationLine("openworkflow", r.OpenWorkflow), migrationLine("go", r.Go)}
+		m.Before, m.After, m.Applied = m.Lines[0].Before, m.Lines[0].After, m.Lines[0].Applied
+		return m, nil
+	}
+	var err error
+	if m.Before, err = sqliteVersion(ctx, c.SQLitePath); err != nil {
+		return nil, err
+	}
+	b, err := c.openSQLite(ctx) // Open applies the migrations
+	if err != nil {
+		return nil, err
+	}
+	_ = b.Close()
+	if m.After, err = sqliteVersion(ctx, c.SQLitePath); err != nil {
+		return nil, err
 	}
 	for v := m.Before + 1; v <= m.After; v++ {
 		m.Applied = append(m.Applied, v)
 	}
+	m.Lines = []MigrationLine{{Name: "openworkflow", Table: "openworkflow_migrations", Before: m.Before, After: m.After, Applied: m.Applied}}
 	return m, nil
+}
+
+// migrationLine converts the PostgreSQL backend's report of one line.
+func migrationLine(name string, r postgres.LineReport) MigrationLine {
+	l := MigrationLine{Name: name, Table: r.Table, Before: int(r.Before), After: int(r.After), Applied: make([]int, 0, len(r.Applied))}
+	for _, v := range r.Applied {
+		l.Applied = append(l.Applied, int(v))
+	}
+	return l
 }
 
 // SchemaVersion returns the schema version (MAX(version) of

@@ -18,6 +18,8 @@
 //	schema: openworkflow
 //	worker:
 //	  concurrency: 10
+//	openflow:
+//	  dirs: [flows]   # OpenFlow flows and scripts found by path
 //
 // Unknown keys are an error naming the key and the file, so a typo never
 // silently falls back to a default. [Config.Source] tells where each value
@@ -48,6 +50,11 @@ const (
 	EnvNamespace         = "OPENWORKFLOW_NAMESPACE_ID"
 	EnvSchema            = "OPENWORKFLOW_SCHEMA"
 	EnvWorkerConcurrency = "OPENWORKFLOW_WORKER_CONCURRENCY"
+	// EnvOpenFlowDirs lists OpenFlow directories separated by the OS path
+	// list separator (':' on Unix).
+	EnvOpenFlowDirs = "OPENWORKFLOW_OPENFLOW_DIRS"
+	EnvServerAddr   = "OPENWORKFLOW_SERVER_ADDR"
+	EnvAPIToken     = "OPENWORKFLOW_API_TOKEN"
 )
 
 // Defaults of the settings, applied by [Config.applyDefaults] when no layer
@@ -64,6 +71,9 @@ const (
 	// DefaultWorkerConcurrency is the number of runs a worker executes at
 	// once when none is configured.
 	DefaultWorkerConcurrency = 10
+	// DefaultServerAddr is the address `ow server` listens on when none
+	// is configured: loopback only.
+	DefaultServerAddr = "127.0.0.1:8080"
 )
 
 // Config is the resolved configuration. Load it with [Load] or [LoadWith];
@@ -90,6 +100,11 @@ type Config struct {
 	Schema string `yaml:"schema"`
 	// Worker configures workers started from this configuration.
 	Worker Worker `yaml:"worker"`
+	// OpenFlow configures OpenFlow flows (package openflow, ow flow,
+	// ow worker).
+	OpenFlow OpenFlow `yaml:"openflow"`
+	// Server configures `ow server` (the HTTP API and the dashboard).
+	Server Server `yaml:"server"`
 
 	// File is the absolute path of the configuration file loaded, or ""
 	// when none was found.
@@ -111,6 +126,42 @@ type Worker struct {
 	Concurrency int `yaml:"concurrency"`
 }
 
+// Server is the server section of the configuration:
+//
+//	server:
+//	  addr: 127.0.0.1:8080
+//	  token: ${a secret}       # better: OPENWORKFLOW_API_TOKEN
+//	  public_webhooks: false
+//	  cors_origins: [https://app.example.com]
+type Server struct {
+	// Addr is the address `ow server` listens on (YAML server.addr, env
+	// OPENWORKFLOW_SERVER_ADDR, flag --addr). Default
+	// [DefaultServerAddr], loopback only.
+	Addr string `yaml:"addr"`
+	// Token is the bearer token every API request must carry (YAML
+	// server.token, env OPENWORKFLOW_API_TOKEN); required when Addr is
+	// beyond loopback. Default none. Prefer the environment to keeping a
+	// secret in a file.
+	Token string `yaml:"token"`
+	// PublicWebhooks lets /v1/webhooks/{token} be called without Token
+	// (the hook's token is then the credential). Default false.
+	PublicWebhooks bool `yaml:"public_webhooks"`
+	// CORSOrigins are the origins browsers may call the API from. Default
+	// none.
+	CORSOrigins []string `yaml:"cors_origins"`
+}
+
+// OpenFlow is the openflow section of the configuration.
+type OpenFlow struct {
+	// Dirs are the directories OpenFlow scripts and flows are found in by
+	// path (YAML openflow.dirs, env OPENWORKFLOW_OPENFLOW_DIRS, separated
+	// by ':'); `ow worker` runs each flow found there as a workflow named
+	// by its path. After loading they are absolute: relative ones from
+	// the file are resolved against the file's directory, those from the
+	// environment against the working directory. Default none.
+	Dirs []string `yaml:"dirs"`
+}
+
 // Overrides are values given on the command line; they win over the file
 // and the environment. A nil field is "not given". A non-nil empty
 // PostgresURL explicitly selects SQLite even when the file or the
@@ -127,6 +178,8 @@ type Overrides struct {
 	Schema *string
 	// WorkerConcurrency is --concurrency.
 	WorkerConcurrency *int
+	// ServerAddr is --addr.
+	ServerAddr *string
 }
 
 // Options tell [LoadWith] where to look.
@@ -245,6 +298,21 @@ func (c *Config) readFile(path string) error {
 		c.Worker.Concurrency = f.Worker.Concurrency
 		c.sources[keyConcurrency] = from
 	}
+	if f.Server.Addr != "" {
+		c.set(keyServerAddr, &c.Server.Addr, f.Server.Addr, from)
+	}
+	if f.Server.Token != "" {
+		c.set(keyAPIToken, &c.Server.Token, f.Server.Token, from)
+	}
+	c.Server.PublicWebhooks = f.Server.PublicWebhooks
+	c.Server.CORSOrigins = f.Server.CORSOrigins
+	if len(f.OpenFlow.Dirs) > 0 {
+		c.OpenFlow.Dirs = nil
+		for _, d := range f.OpenFlow.Dirs {
+			c.OpenFlow.Dirs = append(c.OpenFlow.Dirs, absFrom(c.Dir, d))
+		}
+		c.sources[keyOpenFlowDirs] = from
+	}
 	return nil
 }
 
@@ -284,6 +352,17 @@ func (c *Config) readEnv(dir string) error {
 	str(EnvSQLitePath, keySQLitePath, &c.SQLitePath, true)
 	str(EnvNamespace, keyNamespace, &c.Namespace, false)
 	str(EnvSchema, keySchema, &c.Schema, false)
+	str(EnvServerAddr, keyServerAddr, &c.Server.Addr, false)
+	str(EnvAPIToken, keyAPIToken, &c.Server.Token, false)
+	if v := os.Getenv(EnvOpenFlowDirs); v != "" {
+		c.OpenFlow.Dirs = nil
+		for _, d := range filepath.SplitList(v) {
+			if d != "" {
+				c.OpenFlow.Dirs = append(c.OpenFlow.Dirs, absFrom(dir, d))
+			}
+		}
+		c.sources[keyOpenFlowDirs] = "env " + EnvOpenFlowDirs
+	}
 	if v := os.Getenv(EnvWorkerConcurrency); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
@@ -313,6 +392,9 @@ func (c *Config) applyOverrides(o Overrides, dir string) {
 		c.Worker.Concurrency = *o.WorkerConcurrency
 		c.sources[keyConcurrency] = "flag --concurrency"
 	}
+	if o.ServerAddr != nil {
+		c.set(keyServerAddr, &c.Server.Addr, *o.ServerAddr, "flag --addr")
+	}
 }
 
 // applyDefaults is the one place defaults are decided: every setting no
@@ -336,6 +418,16 @@ func (c *Config) applyDefaults() {
 	}
 	if c.sources[keyPostgresURL] == "" {
 		c.sources[keyPostgresURL] = "default"
+	}
+	if c.sources[keyOpenFlowDirs] == "" {
+		c.sources[keyOpenFlowDirs] = "default"
+	}
+	if c.Server.Addr == "" {
+		c.Server.Addr = DefaultServerAddr
+		c.sources[keyServerAddr] = "default"
+	}
+	if c.sources[keyAPIToken] == "" {
+		c.sources[keyAPIToken] = "default"
 	}
 }
 

@@ -2,10 +2,14 @@ package config
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // clearEnv unsets every variable Load reads, for the test's duration (an
@@ -258,5 +262,52 @@ func TestOpenBackendUnreachablePostgresSaysWhatToDo(t *testing.T) {
 		if !strings.Contains(err.Error(), s) {
 			t.Errorf("error %q does not mention %q", err, s)
 		}
+	}
+}
+
+func TestPostgresOpenErrorTellsTheRefusalsApart(t *testing.T) {
+	clearEnv(t)
+	t.Setenv(EnvPostgresURL, "postgres://app:secret@db.example:5432/shop?sslmode=disable")
+	c, err := Load(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The refusals a trust-auth test server cannot produce: the server's
+	// error, wrapped as pgconn and the backend wrap it.
+	refused := func(code, msg string) error {
+		return fmt.Errorf("postgres backend: migrate: failed to connect: server error: %w",
+			&pgconn.PgError{Severity: "FATAL", Code: code, Message: msg})
+	}
+	tests := []struct {
+		name string
+		err  error
+		want []string
+	}{
+		{"a wrong password", refused("28P01", `password authentication failed for user "app"`),
+			[]string{`refused the password of role "app"`, "fix the password in $" + EnvPostgresURL}},
+		{"a missing role", refused("28000", `role "app" does not exist`),
+			[]string{`refused role "app"`, `CREATE ROLE "app"`, "$" + EnvPostgresURL}},
+		{"a missing database", refused("3D000", `database "shop" does not exist`),
+			[]string{`has no database "shop"`, "createdb shop", `CREATE DATABASE "shop"`}},
+		{"no right to create the schema", refused("42501", "permission denied for database shop"),
+			[]string{`role "app" may not create schema "openworkflow"`, `GRANT CREATE ON DATABASE "shop" TO "app"`}},
+		{"an unreachable server", errors.New("dial tcp: connection refused"),
+			[]string{"cannot reach PostgreSQL at postgres://app:xxxxx@db.example:5432/shop", "unset " + EnvPostgresURL}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			msg := c.postgresOpenError(tt.err).Error()
+			for _, s := range tt.want {
+				if !strings.Contains(msg, s) {
+					t.Errorf("%q does not contain %q", msg, s)
+				}
+			}
+			if strings.Contains(msg, "secret") {
+				t.Errorf("the password is printed: %s", msg)
+			}
+			if tt.name != "an unreachable server" && strings.Contains(msg, "cannot reach") {
+				t.Errorf("a refusal is reported as an unreachable server: %s", msg)
+			}
+		})
 	}
 }

@@ -2,21 +2,25 @@ package config
 
 import (
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
 
 // Keys of the settings, as written in the file.
 const (
-	keyPostgresURL = "postgres_url"
-	keySQLitePath  = "sqlite_path"
-	keyNamespace   = "namespace"
-	keySchema      = "schema"
-	keyConcurrency = "worker.concurrency"
+	keyPostgresURL  = "postgres_url"
+	keySQLitePath   = "sqlite_path"
+	keyNamespace    = "namespace"
+	keySchema       = "schema"
+	keyConcurrency  = "worker.concurrency"
+	keyOpenFlowDirs = "openflow.dirs"
+	keyServerAddr   = "server.addr"
+	keyAPIToken     = "server.token"
 )
 
 // knownKeys lists the keys a file may use, for error messages.
-var knownKeys = []string{keyPostgresURL, keySQLitePath, keyNamespace, keySchema, "worker: {concurrency}"}
+var knownKeys = []string{keyPostgresURL, keySQLitePath, keyNamespace, keySchema, "worker: {concurrency}", "openflow: {dirs}", "server: {addr, token, public_webhooks, cors_origins}"}
 
 // Setting is one resolved setting and where its value came from.
 type Setting struct {
@@ -37,6 +41,7 @@ func (c *Config) Source() []Setting {
 		{keyNamespace, c.Namespace, c.sources[keyNamespace]},
 		{keySchema, c.Schema, c.sources[keySchema]},
 		{keyConcurrency, strconv.Itoa(c.Worker.Concurrency), c.sources[keyConcurrency]},
+		{keyOpenFlowDirs, strings.Join(c.OpenFlow.Dirs, string(filepath.ListSeparator)), c.sources[keyOpenFlowDirs]},
 	}
 }
 

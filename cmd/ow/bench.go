@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/openworkflow-go/openworkflow/cmd/ow/internal/bench"
 	"github.com/openworkflow-go/openworkflow/config"
-	"github.com/openworkflow-go/openworkflow/internal/bench"
 )
 
 func (a *app) benchCommand() *cobra.Command {

@@ -12,9 +12,10 @@ import (
 
 	ow "github.com/openworkflow-go/openworkflow"
 	"github.com/openworkflow-go/openworkflow/backend"
+	"github.com/openworkflow-go/openworkflow/backend/backendtest"
 	"github.com/openworkflow-go/openworkflow/backend/sqlite"
 	"github.com/openworkflow-go/openworkflow/config"
-	"github.com/openworkflow-go/openworkflow/examples/goindex"
+	"github.com/openworkflow-go/openworkflow/internal/demo/goindex"
 )
 
 // result is the outcome of one in-process ow invocation.
@@ -23,27 +24,33 @@ type result struct {
 	stdout, stderr string
 }
 
-// env is one test's isolated working directory and SQLite file.
+// env is one test's isolated working directory and database: an SQLite
+// file (newEnv) or a PostgreSQL schema of its own (newPostgresEnv).
 type env struct {
-	t   *testing.T
-	dir string
-	db  string
+	t     *testing.T
+	name  string // "sqlite" or "postgres"
+	dir   string
+	db    string   // the SQLite file; "" on PostgreSQL
+	flags []string // the global flags selecting the database
+	open  func(context.Context) (backend.Backend, error)
 }
 
 func newEnv(t *testing.T) *env {
 	dir := t.TempDir()
-	return &env{t: t, dir: dir, db: filepath.Join(dir, "ow.db")}
+	db := filepath.Join(dir, "ow.db")
+	// An empty --postgres-url keeps a PostgreSQL URL in the caller's
+	// environment from being used.
+	return &env{t: t, name: "sqlite", dir: dir, db: db, flags: []string{"--postgres-url=", "--sqlite-path", db},
+		open: func(ctx context.Context) (backend.Backend, error) { return sqlite.Open(ctx, db, sqlite.Options{}) }}
 }
 
-// run executes ow with args against the env's SQLite file; an empty
-// --postgres-url keeps a PostgreSQL URL in the caller's environment from
-// being used.
+// run executes ow with args against the env's database.
 func (e *env) run(args ...string) result {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var out, errOut bytes.Buffer
-	full := append([]string{"--postgres-url=", "--sqlite-path", e.db}, args...)
+	full := append(append([]string{}, e.flags...), args...)
 	code := execute(ctx, full, &out, &errOut, e.dir)
 	return result{code: code, stdout: out.String(), stderr: errOut.String()}
 }
@@ -76,7 +83,7 @@ func decode[T any](t *testing.T, r result) T {
 // would.
 func (e *env) client() *ow.Client {
 	e.t.Helper()
-	b, err := sqlite.Open(context.Background(), e.db, sqlite.Options{})
+	b, err := e.open(context.Background())
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -97,7 +104,10 @@ func TestMigrate(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	r := e.ok("migrate")
-	mustContain(t, "first migrate", r.stdout, "sqlite "+e.db, "applied migrations 0 to 5", "-1 → 5")
+	mustContain(t, "first migrate", r.stdout, "sqlite "+e.db, "applied migrations 0 to 5", "(no schema yet → schema version 5)")
+	if strings.Contains(r.stdout, "-1") {
+		t.Errorf("first migrate prints the JSON's -1 for an empty database: %s", r.stdout)
+	}
 	r = e.ok("migrate")
 	mustContain(t, "second migrate", r.stdout, "schema is up to date (version 5)")
 	m := decode[config.Migration](t, e.ok("migrate", "--json"))
@@ -145,7 +155,8 @@ func TestRunsListGetCancel(t *testing.T) {
 
 	t.Run("list pages with the printed cursor", func(t *testing.T) {
 		out := e.ok("runs", "list", "--workflow", "greet", "--limit", "2").stdout
-		_, cursor, found := strings.Cut(out, "next page: ow runs list --cursor ")
+		_, hint, _ := strings.Cut(out, "next page: ow runs list ")
+		_, cursor, found := strings.Cut(hint, " --cursor ")
 		if !found {
 			t.Fatalf("no next cursor printed:\n%s", out)
 		}
@@ -174,12 +185,12 @@ func TestRunsListGetCancel(t *testing.T) {
 	})
 
 	t.Run("cancel of a finished run says it has finished", func(t *testing.T) {
-		b := c.Backend()
+		b := c.Backend().(backend.Backend)
 		claimed, err := b.ClaimWorkflowRuns(ctx, backend.ClaimWorkflowRunsParams{WorkerIDs: []string{"w"}, LeaseDuration: time.Minute})
 		if err != nil || len(claimed) != 1 {
 			t.Fatalf("claim: %v, %d runs", err, len(claimed))
 		}
-		if _, err := b.CompleteWorkflowRun(ctx, backend.CompleteWorkflowRunParams{WorkflowRunID: claimed[0].ID, WorkerID: "w"}); err != nil {
+		if _, err := backendtest.Single(b).CompleteWorkflowRun(ctx, backendtest.CompleteWorkflowRunParams{WorkflowRunID: claimed[0].ID, WorkerID: "w"}); err != nil {
 			t.Fatal(err)
 		}
 		r := e.run("runs", "cancel", claimed[0].ID)
@@ -201,14 +212,22 @@ func TestBadInputNamesTheFlag(t *testing.T) {
 		{"an unknown status", []string{"runs", "list", "--status", "done"}, []string{`--status "done"`, "pending, running"}},
 		{"a bad cursor", []string{"runs", "list", "--cursor", "not-a-cursor"}, []string{`--cursor "not-a-cursor"`}},
 		{"a zero limit", []string{"runs", "list", "--limit", "0"}, []string{"--limit 0"}},
-		{"a non-numeric limit", []string{"runs", "list", "--limit", "ten"}, []string{"--limit", "ow runs list --help"}},
+		{"a non-numeric limit", []string{"runs", "list", "--limit", "ten"}, []string{`invalid --limit "ten": want a whole number`, "runs per page", "ow runs list --help"}},
+		{"a non-numeric batch", []string{"demo", "--batch", "two"}, []string{`invalid --batch "two": want a whole number`}},
+		{"an unparsable sleep", []string{"demo", "--sleep", "soon"}, []string{`invalid --sleep "soon": want a duration`}},
 		{"bad JSON in --data", []string{"signal", "send", "go", "--data", "{oops"}, []string{`--data "{oops"`, "not JSON"}},
 		{"a missing run id", []string{"runs", "get"}, []string{"<run-id>"}},
-		{"an unknown run id", []string{"runs", "get", "wrun_nope"}, []string{"wrun_nope", "ow runs list"}},
+		{"an unknown run id", []string{"runs", "get", "wrun_nope"}, []string{`"wrun_nope"`, "ow runs list"}},
+		{"an empty run id", []string{"runs", "get", ""}, []string{"<run-id> is empty", "give a run id"}},
+		{"a blank run id to cancel", []string{"runs", "cancel", " "}, []string{"<run-id> is empty"}},
+		{"an empty signal name", []string{"signal", "send", ""}, []string{"<signal> is empty"}},
 		{"an unknown package", []string{"demo", "--packages", "no/such"}, []string{"--packages", `"no/such"`}},
 		{"a negative sleep", []string{"demo", "--sleep", "-1s"}, []string{"--sleep"}},
 		{"a zero concurrency", []string{"demo", "--concurrency", "0"}, []string{"--concurrency", "positive"}},
 		{"an unknown command", []string{"runz"}, []string{`unknown command "runz"`}},
+		{"an unknown runs subcommand", []string{"runs", "frob"}, []string{`unknown command "frob" for "ow runs"`, "cancel, get, list"}},
+		{"an unknown signal subcommand", []string{"signal", "frob"}, []string{`unknown command "frob" for "ow signal"`, "send"}},
+		{"a misspelt signal subcommand", []string{"signal", "sned"}, []string{`unknown command "sned"`, `did you mean "send"?`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+" is rejected with a message naming it", func(t *testing.T) {
@@ -221,6 +240,12 @@ func TestBadInputNamesTheFlag(t *testing.T) {
 				t.Errorf("stdout not empty: %q", r.stdout)
 			}
 			mustContain(t, "stderr", r.stderr, tt.want...)
+			if strings.Contains(r.stderr, "strconv") || strings.Contains(r.stderr, "time: ") {
+				t.Errorf("stderr shows a Go parser's message instead of saying what is expected: %s", r.stderr)
+			}
+			if strings.Contains(r.stderr, "  ") {
+				t.Errorf("stderr has a double space, where a value is missing: %q", r.stderr)
+			}
 		})
 	}
 }
@@ -238,7 +263,7 @@ func TestSignalSend(t *testing.T) {
 		a, _, err := ow.WaitForSignal[approval](ctx, "approve")
 		return a, err
 	})
-	w := ow.NewWorker(c.Backend(), ow.WorkerOptions{Concurrency: 2})
+	w := ow.NewWorker(c.Backend().(backend.Backend), ow.WorkerOptions{Concurrency: 2})
 	if err := w.Register(wait); err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +329,7 @@ func TestDoctor(t *testing.T) {
 		if code != 1 {
 			t.Errorf("exit %d, want 1", code)
 		}
-		mustContain(t, "stdout", out.String(), "reachable:      no", "flag --postgres-url")
+		mustContain(t, "stdout", out.String(), "opened:         no: cannot reach PostgreSQL", "flag --postgres-url")
 		mustContain(t, "stderr", errOut.String(), "cannot reach PostgreSQL at postgres://nobody:xxxxx@127.0.0.1:1", "fix --postgres-url")
 		if strings.Contains(out.String()+errOut.String(), "secret") {
 			t.Error("the password is printed")

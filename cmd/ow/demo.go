@@ -10,7 +10,7 @@ import (
 
 	ow "github.com/openworkflow-go/openworkflow"
 	"github.com/openworkflow-go/openworkflow/config"
-	"github.com/openworkflow-go/openworkflow/examples/goindex"
+	"github.com/openworkflow-go/openworkflow/internal/demo/goindex"
 )
 
 func (a *app) demoCommand() *cobra.Command {
@@ -27,11 +27,13 @@ func (a *app) demoCommand() *cobra.Command {
 worker: one child workflow per package (two at a time), a durable sleep
 between batches, one step per file, and a final report.
 
-Kill it at any point (even kill -9) and run it again: the same run resumes,
-because it is started with an idempotency key derived from the package
-list, and the worker's 3 s lease lets the orphaned runs be claimed again
-quickly. A run that already completed (within 24 h) shows its report
-again; --fresh starts a new run.`,
+Kill it at any point (even kill -9) and run it again: the latest run of
+these packages resumes (the worker's 3 s lease lets the killed process's
+runs be claimed again quickly), including one started with --fresh. A run
+that already completed (within 24 h) shows its report again; --fresh
+starts a new run, which becomes the latest. Each run's workflows carry
+its own version, and the demo's worker executes only those, so two demos
+never execute (and print) each other's runs.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if pause < 0 {
@@ -47,7 +49,14 @@ again; --fresh starts a new run.`,
 			if err := goindex.CheckPackages(root, packages); err != nil {
 				return fmt.Errorf("invalid --packages: %w", err)
 			}
-			cfg, b, err := a.openBackend(cmd)
+			cfg, err := a.loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			if err := cfg.RequireIntact(cmd.Context()); err != nil {
+				return err
+			}
+			b, err := cfg.OpenBackend(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -83,7 +92,7 @@ again; --fresh starts a new run.`,
 	f.DurationVar(&pause, "sleep", goindex.DefaultPause, "durable sleep between batches (0: none)")
 	f.IntVar(&batch, "batch", goindex.DefaultBatch, "packages indexed at once")
 	f.IntVar(&a.concurrency, "concurrency", 0, "runs the in-process worker executes at once (default 10) [$"+config.EnvWorkerConcurrency+"]")
-	f.BoolVar(&fresh, "fresh", false, "start a new run instead of resuming (or re-showing) the last one for these packages")
+	f.BoolVar(&fresh, "fresh", false, "start a new run instead of resuming (or re-showing) the latest one for these packages; it becomes the latest")
 	return c
 }
 

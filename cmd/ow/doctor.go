@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -15,8 +16,9 @@ func (a *app) doctorCommand() *cobra.Command {
 		Short: "Check the configuration and the backend",
 		Long: `Print where every setting comes from, then open the backend and report
 whether it is reachable, its schema version, the runs per status and
-whether wake-up notifications work. Exits 1 when the backend is
-unreachable.`,
+whether wake-up notifications work. An SQLite file is first checked with
+SQLite's own PRAGMA quick_check (which reads the whole file). Exits 1
+when the backend cannot be opened or the SQLite file is damaged.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := a.loadConfig(cmd)
@@ -55,8 +57,24 @@ func (a *app) printDiagnosis(cfg *config.Config, d *config.Diagnosis) error {
 		return err
 	}
 	fmt.Fprintf(w, "backend:        %s %s\n", d.Backend, d.Location)
-	if !d.Reachable {
-		fmt.Fprintf(w, "reachable:      no\n")
+	switch d.Integrity {
+	case "ok":
+		fmt.Fprintf(w, "integrity:      ok (SQLite's PRAGMA quick_check found no problem)\n")
+	case "damaged":
+		fmt.Fprintf(w, "integrity:      DAMAGED: SQLite's PRAGMA quick_check reports:\n")
+		for _, p := range d.IntegrityProblems {
+			fmt.Fprintf(w, "                  %s\n", p)
+		}
+	}
+	switch {
+	case d.Integrity == "damaged":
+		fmt.Fprintf(w, "opened:         no (a damaged file is not opened, so that nothing writes to it)\n")
+		return nil
+	case !d.Reachable:
+		// The first line of the error says what failed: the server not
+		// answering, or refusing the role, or having no such database.
+		first, _, _ := strings.Cut(d.Error, "\n")
+		fmt.Fprintf(w, "opened:         no: %s\n", first)
 		return nil
 	}
 	fmt.Fprintf(w, "reachable:      yes (opened in %s)\n", formatDuration(d.OpenTime))

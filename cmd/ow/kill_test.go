@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openworkflow-go/openworkflow/examples/goindex"
+	"github.com/openworkflow-go/openworkflow/internal/demo/goindex"
 )
 
 // buildOW builds the ow binary into a temporary directory.
@@ -92,32 +92,11 @@ func (w *lineWatcher) waitFor(deadline time.Duration, cond func(string) bool) bo
 	}
 }
 
-func TestDemoResumesAfterSIGKILL(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the ow binary")
-	}
-	if _, err := goindex.SourceRoot(); err != nil {
-		t.Skip(err)
-	}
-	t.Parallel()
-	bin := buildOW(t)
-	// Three batches with one-second durable sleeps between them: the
-	// first process is killed while the first batch is being indexed.
-	args := []string{"demo", "--packages", "strings,bufio,encoding/json,net/url,container/list", "--sleep", "1s"}
-
-	// The reference: the same demo, uninterrupted, in its own directory.
-	ref := exec.Command(bin, append(args, "--sleep", "0", "--json")...)
-	ref.Dir, ref.Env = t.TempDir(), cleanEnv()
-	refOut, err := ref.Output()
-	if err != nil {
-		t.Fatalf("uninterrupted demo: %v\n%s", err, refOut)
-	}
-	var want goindex.DemoResult
-	if err := json.Unmarshal(refOut, &want); err != nil {
-		t.Fatalf("uninterrupted demo output: %v\n%s", err, refOut)
-	}
-
-	dir := t.TempDir()
+// killWhileIndexing runs ow with args in dir, kills it with SIGKILL once
+// it has indexed three files, and returns the id of the run it said it
+// started and its output.
+func killWhileIndexing(t *testing.T, bin, dir string, args []string) (string, string) {
+	t.Helper()
 	first := exec.Command(bin, args...)
 	first.Dir, first.Env = dir, cleanEnv()
 	stdout, err := first.StdoutPipe()
@@ -140,32 +119,60 @@ func TestDemoResumesAfterSIGKILL(t *testing.T) {
 	}
 	_ = first.Wait()
 	<-lines.done
-	firstOut := lines.text()
-	if strings.Contains(firstOut, "done in") {
-		t.Fatalf("the first process finished before it was killed:\n%s", firstOut)
+	out := lines.text()
+	if strings.Contains(out, "done in") {
+		t.Fatalf("the process finished before it was killed:\n%s", out)
 	}
-	m := regexp.MustCompile(`started run (wrun_\w+)`).FindStringSubmatch(firstOut)
+	m := regexp.MustCompile(`started run (wrun_\w+)`).FindStringSubmatch(out)
 	if m == nil {
-		t.Fatalf("the first process did not say which run it started:\n%s", firstOut)
+		t.Fatalf("the process did not say which run it started:\n%s", out)
 	}
-	runID := m[1]
+	return m[1], out
+}
 
+// demoJSON runs ow with args and --json in dir to completion and returns
+// its result and its progress (stderr).
+func demoJSON(t *testing.T, bin, dir string, args []string) (goindex.DemoResult, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	second := exec.CommandContext(ctx, bin, append(args, "--json")...)
-	second.Dir, second.Env = dir, cleanEnv()
+	cmd := exec.CommandContext(ctx, bin, append(args, "--json")...)
+	cmd.Dir, cmd.Env = dir, cleanEnv()
 	var progress strings.Builder
-	second.Stderr = &progress
-	out, err := second.Output()
+	cmd.Stderr = &progress
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("second demo: %v\nstderr:\n%s", err, progress.String())
+		t.Fatalf("ow %s: %v\nstderr:\n%s", strings.Join(args, " "), err, progress.String())
 	}
-	var got goindex.DemoResult
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatalf("second demo output: %v\n%s", err, out)
+	var res goindex.DemoResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("ow %s output: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	if !strings.Contains(progress.String(), "resuming run "+runID+" started at ") {
-		t.Errorf("the second process does not say it resumes %s:\n%s", runID, progress.String())
+	return res, progress.String()
+}
+
+func TestDemoResumesAfterSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the ow binary")
+	}
+	if _, err := goindex.SourceRoot(); err != nil {
+		t.Skip(err)
+	}
+	t.Parallel()
+	bin := buildOW(t)
+	// Three batches with one-second durable sleeps between them: the
+	// first process is killed while the first batch is being indexed.
+	args := []string{"demo", "--packages", "strings,bufio,encoding/json,net/url,container/list", "--sleep", "1s"}
+
+	// The reference: the same demo, uninterrupted, in its own directory.
+	want, _ := demoJSON(t, bin, t.TempDir(), append(args, "--sleep", "0"))
+
+	dir := t.TempDir()
+	runID, firstOut := killWhileIndexing(t, bin, dir, args)
+
+	got, progress := demoJSON(t, bin, dir, args)
+	if !strings.Contains(progress, "resuming run "+runID+" started at ") {
+		t.Errorf("the second process does not say it resumes %s:\n%s", runID, progress)
 	}
 	if got.RunID != runID || !got.Resumed {
 		t.Errorf("second demo finished run %s (resumed %v), want %s", got.RunID, got.Resumed, runID)
@@ -184,8 +191,36 @@ func TestDemoResumesAfterSIGKILL(t *testing.T) {
 	}
 	for _, l := range strings.Split(firstOut, "\n") {
 		f := strings.Fields(l)
-		if len(f) > 1 && f[0] == "indexed" && lastOfPackage[filepath.Dir(f[1])] != l && strings.Contains(progress.String(), l) {
+		if len(f) > 1 && f[0] == "indexed" && lastOfPackage[filepath.Dir(f[1])] != l && strings.Contains(progress, l) {
 			t.Errorf("indexed again after resuming: %q", l)
 		}
+	}
+}
+
+func TestAKilledFreshDemoIsResumedByTheNextDemo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the ow binary")
+	}
+	if _, err := goindex.SourceRoot(); err != nil {
+		t.Skip(err)
+	}
+	t.Parallel()
+	bin := buildOW(t)
+	args := []string{"demo", "--packages", "strings,bufio,container/list", "--sleep", "1s"}
+	dir := t.TempDir()
+	// A completed run, then a fresh one killed while indexing.
+	old, _ := demoJSON(t, bin, dir, append(args, "--sleep", "0"))
+	freshID, _ := killWhileIndexing(t, bin, dir, append(args, "--fresh"))
+	if freshID == old.RunID {
+		t.Fatalf("--fresh reused run %s", freshID)
+	}
+
+	got, progress := demoJSON(t, bin, dir, args)
+	if got.RunID != freshID || !got.Resumed || !strings.Contains(progress, "resuming run "+freshID) {
+		t.Fatalf("the next demo finished run %s (resumed %v); want the killed fresh run %s, not the older %s\n%s",
+			got.RunID, got.Resumed, freshID, old.RunID, progress)
+	}
+	if got.Report.Totals != old.Report.Totals {
+		t.Errorf("resumed totals %+v, first run's %+v", got.Report.Totals, old.Report.Totals)
 	}
 }

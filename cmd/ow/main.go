@@ -1,6 +1,7 @@
 // Command ow is the OpenWorkflow command line: it migrates the database,
 // lists, inspects and cancels runs, sends signals, checks the set-up
-// (doctor) and runs a demo workflow end to end.
+// (doctor), runs a demo workflow end to end, and validates, runs and
+// resumes OpenFlow flows (ow flow, ow worker).
 //
 // The backend comes from openworkflow.yaml (searched upward from the
 // working directory), OPENWORKFLOW_* environment variables and the global

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/openworkflow-go/openworkflow/backend"
 	"github.com/openworkflow-go/openworkflow/config"
@@ -27,7 +29,10 @@ type app struct {
 	namespace   string
 	schema      string
 	jsonOut     bool
-	concurrency int // only on commands that run a worker
+	concurrency int     // only on commands that run a worker
+	serverAddr  *string // --addr of ow server, when given
+
+	cfg *config.Config // the configuration loaded, once loaded
 }
 
 // execute runs the ow command line with args and returns the exit status:
@@ -37,6 +42,9 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer, dir s
 	root := a.rootCommand()
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
+		if a.cfg != nil {
+			err = a.cfg.ExplainError(ctx, err) // a damaged SQLite file says so
+		}
 		fmt.Fprintln(stderr, "ow:", err)
 		return 1
 	}
@@ -61,7 +69,7 @@ Start with:  ow demo`,
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())
+		return fmt.Errorf("%w (see '%s --help')", flagError(err), c.CommandPath())
 	})
 	f := root.PersistentFlags()
 	f.StringVar(&a.configFile, "config", "", "configuration file (default: openworkflow.yaml searched upward)")
@@ -71,8 +79,71 @@ Start with:  ow demo`,
 	f.StringVar(&a.schema, "schema", "", "PostgreSQL schema (default \"openworkflow\") [$"+config.EnvSchema+"]")
 	f.BoolVar(&a.jsonOut, "json", false, "print one JSON document on stdout instead of text")
 
-	root.AddCommand(a.migrateCommand(), a.runsCommand(), a.signalCommand(), a.doctorCommand(), a.demoCommand(), a.benchCommand())
+	root.AddCommand(a.migrateCommand(), a.runsCommand(), a.signalCommand(), a.doctorCommand(), a.demoCommand(), a.benchCommand(),
+		a.flowCommand(), a.workerCommand(), a.serverCommand(), a.hooksCommand())
 	return root
+}
+
+// flagError rewrites pflag's report of a value that does not parse
+// ("invalid argument "abc" for "--limit" flag: strconv.ParseInt: parsing
+// "abc": invalid syntax") into one naming the flag, the value, what the
+// flag expects and its meaning; other errors are returned unchanged.
+func flagError(err error) error {
+	var bad *pflag.InvalidValueError
+	if !errors.As(err, &bad) {
+		return err
+	}
+	f := bad.GetFlag()
+	want := "a " + f.Value.Type()
+	switch f.Value.Type() {
+	case "int", "int64", "int32", "uint", "uint64":
+		want = "a whole number"
+	case "duration":
+		want = "a duration such as 500ms, 2s or 1m"
+	case "bool":
+		want = "true or false"
+	}
+	usage := f.Usage
+	if f.DefValue != "" && f.DefValue != "[]" && f.DefValue != "0" && f.DefValue != "false" {
+		usage += ", default " + f.DefValue
+	}
+	return fmt.Errorf("invalid --%s %q: want %s: %s", f.Name, bad.GetValue(), want, usage)
+}
+
+// groupCommand returns a command that only groups subcommands (ow runs,
+// ow signal). Alone it prints its help; with an argument that names no
+// subcommand it fails, naming the argument and the subcommands, as the
+// root command does for an unknown command (cobra's default for a
+// non-runnable command prints the help and exits 0).
+func groupCommand(use, short string, subs ...*cobra.Command) *cobra.Command {
+	c := &cobra.Command{
+		Use:                        use,
+		Short:                      short,
+		Args:                       cobra.ArbitraryArgs,
+		SuggestionsMinimumDistance: 2, // cobra's default, which SuggestionsFor alone does not apply
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			var names []string
+			for _, s := range cmd.Commands() {
+				if s.IsAvailableCommand() {
+					names = append(names, s.Name())
+				}
+			}
+			msg := fmt.Sprintf("unknown command %q for %q: want one of %s", args[0], cmd.CommandPath(), oneOf(names...))
+			if sug := cmd.SuggestionsFor(args[0]); len(sug) > 0 {
+				for i := range sug {
+					sug[i] = strconv.Quote(sug[i])
+				}
+				msg += "; did you mean " + strings.Join(sug, " or ") + "?"
+
+			}
+			return fmt.Errorf("%s (see '%s --help')", msg, cmd.CommandPath())
+		},
+	}
+	c.AddCommand(subs...)
+	return c
 }
 
 // loadConfig resolves the configuration with the global flags the user
@@ -95,7 +166,10 @@ func (a *app) loadConfig(cmd *cobra.Command) (*config.Config, error) {
 	if fl.Lookup("concurrency") != nil && fl.Changed("concurrency") {
 		o.WorkerConcurrency = &a.concurrency
 	}
-	return config.LoadWith(config.Options{Dir: a.dir, File: a.configFile, Overrides: o})
+	o.ServerAddr = a.serverAddr
+	cfg, err := config.LoadWith(config.Options{Dir: a.dir, File: a.configFile, Overrides: o})
+	a.cfg = cfg
+	return cfg, err
 }
 
 // openBackend loads the configuration and opens its backend.
@@ -123,9 +197,9 @@ func (a *app) printJSON(v any) error {
 func runError(err error, runID string) error {
 	switch {
 	case errors.Is(err, backend.ErrRunNotFound):
-		return fmt.Errorf("no run %s in this namespace: check the id with 'ow runs list' (and --namespace)", runID)
+		return fmt.Errorf("no run %q in this namespace: check the id with 'ow runs list' (and --namespace)", runID)
 	case errors.Is(err, backend.ErrRunTerminal):
-		return fmt.Errorf("run %s has already finished; only pending or running runs can be canceled", runID)
+		return fmt.Errorf("run %q has already finished; only pending or running runs can be canceled", runID)
 	}
 	return err
 }
@@ -168,6 +242,15 @@ func orDash(s *string) string {
 		return "-"
 	}
 	return *s
+}
+
+// count formats n and a regular English noun: "1 step attempt", "2 step
+// attempts".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // oneOf formats allowed values for error messages.

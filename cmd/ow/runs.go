@@ -1,9 +1,9 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -11,6 +11,7 @@ import (
 
 	ow "github.com/openworkflow-go/openworkflow"
 	"github.com/openworkflow-go/openworkflow/backend"
+	"github.com/openworkflow-go/openworkflow/dag"
 )
 
 // listStatuses are the values --status accepts.
@@ -20,9 +21,8 @@ var listStatuses = []backend.RunStatus{backend.RunPending, backend.RunRunning, b
 const maxListLimit = 1000
 
 func (a *app) runsCommand() *cobra.Command {
-	c := &cobra.Command{Use: "runs", Short: "List, inspect and cancel workflow runs"}
-	c.AddCommand(a.runsListCommand(), a.runsGetCommand(), a.runsCancelCommand())
-	return c
+	return groupCommand("runs", "Start, list, inspect, follow, cancel and retry workflow runs",
+		a.runsStartCommand(), a.runsListCommand(), a.runsGetCommand(), a.runsTailCommand(), a.runsCancelCommand(), a.runsRetryCommand())
 }
 
 func (a *app) runsListCommand() *cobra.Command {
@@ -68,7 +68,7 @@ of the next page: pass it back with --cursor.`,
 			if a.jsonOut {
 				return a.printJSON(page)
 			}
-			return a.printRuns(page)
+			return a.printRuns(page, nextPageCommand(cmd))
 		},
 	}
 	f := c.Flags()
@@ -79,7 +79,9 @@ of the next page: pass it back with --cursor.`,
 	return c
 }
 
-func (a *app) printRuns(page *backend.Page[backend.WorkflowRun]) error {
+// printRuns prints a page of runs as a table; next is the command that
+// lists the following page, to which the page's cursor is appended.
+func (a *app) printRuns(page *backend.Page[backend.WorkflowRun], next string) error {
 	if len(page.Data) == 0 {
 		fmt.Fprintln(a.stdout, "no runs")
 		return nil
@@ -95,15 +97,9 @@ func (a *app) printRuns(page *backend.Page[backend.WorkflowRun]) error {
 		return err
 	}
 	if page.Next != nil {
-		fmt.Fprintf(a.stdout, "\nnext page: ow runs list --cursor %s\n", *page.Next)
+		fmt.Fprintf(a.stdout, "\nnext page: %s --cursor %s\n", next, *page.Next)
 	}
 	return nil
-}
-
-// runDetail is the JSON document of 'ow runs get'.
-type runDetail struct {
-	Run   *backend.WorkflowRun  `json:"run"`
-	Steps []backend.StepAttempt `json:"steps"`
 }
 
 func (a *app) runsGetCommand() *cobra.Command {
@@ -134,73 +130,15 @@ func (a *app) runsGetCommand() *cobra.Command {
 				}
 				after = *page.Next
 			}
+			if st, err := dag.StatusOf(run, d.Steps); err == nil {
+				d.DAG = st
+			}
 			if a.jsonOut {
 				return a.printJSON(d)
 			}
 			return a.printRunDetail(d)
 		},
 	}
-}
-
-func (a *app) printRunDetail(d runDetail) error {
-	r, now := d.Run, time.Now()
-	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
-	row("id", r.ID)
-	row("workflow", r.WorkflowName)
-	row("version", orDash(r.Version))
-	row("status", string(r.Status.Normalize()))
-	row("attempts", fmt.Sprint(r.Attempts))
-	row("idempotency key", orDash(r.IdempotencyKey))
-	row("worker", orDash(r.WorkerID))
-	row("created", formatTime(&r.CreatedAt))
-	row("started", formatTime(r.StartedAt))
-	row("finished", formatTime(r.FinishedAt))
-	row("duration", runDuration(r.StartedAt, r.FinishedAt, now))
-	if !r.Status.Terminal() {
-		row("available at", formatTime(r.AvailableAt))
-	}
-	if r.ParentStepAttemptID != nil {
-		row("parent step", *r.ParentStepAttemptID)
-	}
-	row("input", clip(r.Input, 200))
-	row("output", clip(r.Output, 200))
-	if len(r.Error) > 0 {
-		row("error", clip(r.Error, 400))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(a.stdout, "\n%d step attempts\n", len(d.Steps))
-	if len(d.Steps) == 0 {
-		return nil
-	}
-	tw = tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "STEP\tKIND\tSTATUS\tSTARTED\tDURATION\tCHILD RUN / RESULT")
-	for _, s := range d.Steps {
-		detail := clip(s.Output, 60)
-		if s.ChildWorkflowRunID != nil {
-			detail = *s.ChildWorkflowRunID
-		}
-		if len(s.Error) > 0 {
-			detail = "error: " + clip(s.Error, 60)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.StepName, s.Kind, s.Status.Normalize(),
-			formatTime(s.StartedAt), runDuration(s.StartedAt, s.FinishedAt, now), detail)
-	}
-	return tw.Flush()
-}
-
-// clip renders raw JSON on one line, cut to n bytes; "-" for none.
-func clip(raw json.RawMessage, n int) string {
-	if len(raw) == 0 {
-		return "-"
-	}
-	s := string(raw)
-	if len(s) > n {
-		s = s[:n] + "…"
-	}
-	return s
 }
 
 func (a *app) runsCancelCommand() *cobra.Command {
@@ -230,12 +168,19 @@ next step; its children keep running. Canceling a canceled run is a no-op.`,
 }
 
 // exactArgs requires the named positional arguments, naming them when
-// they are missing.
+// they are missing or blank (an empty or all-space argument, as a shell
+// variable that was not set gives).
 func exactArgs(names ...string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != len(names) {
 			return fmt.Errorf("'%s' takes %d argument(s) <%s>, got %d (see '%s --help')",
 				cmd.CommandPath(), len(names), oneOf(names...), len(args), cmd.CommandPath())
+		}
+		for i, arg := range args {
+			if strings.TrimSpace(arg) == "" {
+				return fmt.Errorf("'%s': <%s> is empty (%q): give a %s (see '%s --help')",
+					cmd.CommandPath(), names[i], arg, strings.ReplaceAll(names[i], "-", " "), cmd.CommandPath())
+			}
 		}
 		return nil
 	}

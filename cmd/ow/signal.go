@@ -17,7 +17,6 @@ type signalResult struct {
 }
 
 func (a *app) signalCommand() *cobra.Command {
-	c := &cobra.Command{Use: "signal", Short: "Send signals to waiting runs"}
 	var data, key string
 	send := &cobra.Command{
 		Use:   "send <signal>",
@@ -62,6 +61,5 @@ delivers nothing new and reports the first send's runs.`,
 	}
 	send.Flags().StringVar(&data, "data", "", "JSON payload (default null)")
 	send.Flags().StringVar(&key, "idempotency-key", "", "dedupe repeated sends with this key")
-	c.AddCommand(send)
-	return c
+	return groupCommand("signal", "Send signals to waiting runs", send)
 }

@@ -31,7 +31,7 @@ type Report struct {
 
 // Commit is the revision reported when the binary's build information has
 // none (GOFLAGS=-buildvcs=false, or a build outside a git checkout): set
-// it with -ldflags "-X github.com/openworkflow-go/openworkflow/internal/bench.Commit=<rev>".
+// it with -ldflags "-X github.com/openworkflow-go/openworkflow/cmd/ow/internal/bench.Commit=<rev>".
 var Commit string
 
 // Environment says where and what was measured.

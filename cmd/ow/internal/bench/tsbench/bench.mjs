@@ -68,7 +68,7 @@ const { values: opt, positionals } = parseArgs({
 });
 const concurrency = Number(opt.concurrency);
 
-// ---- the bench workflows (as internal/bench/workflows.go) ----
+// ---- the bench workflows (as cmd/ow/internal/bench/workflows.go) ----
 
 function expected(i, n) {
   return { i, sum: n * i + (n * (n - 1)) / 2 };

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"strings"
+	"testing"
+
+	ow "github.com/openworkflow-go/openworkflow"
+	"github.com/openworkflow-go/openworkflow/backend/sqlite"
+	"github.com/openworkflow-go/openworkflow/config"
+)
+
+// damagedEnv returns an env whose SQLite file held 50 runs and was then
+// damaged by damage (called with the path once the file is closed).
+func damagedEnv(t *testing.T, damage func(t *testing.T, path string)) *env {
+	t.Helper()
+	e := newEnv(t)
+	ctx := context.Background()
+	b, err := sqlite.Open(ctx, e.db, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := ow.NewClient(b)
+	for i := range 50 {
+		if _, err := c.StartByName(ctx, "greet", "", map[string]any{"i": i, "pad": strings.Repeat("x", 400)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	damage(t, e.db)
+	return e
+}
+
+// zeroRunsTable overwrites the first page of the workflow_runs table.
+func zeroRunsTable(t *testing.T, path string) {
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page, size int64
+	err = db.QueryRow(`SELECT rootpage, (SELECT page_size FROM pragma_page_size) FROM sqlite_master WHERE name = 'workflow_runs'`).Scan(&page, &size)
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(make([]byte, size), (page-1)*size); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestADamagedSQLiteFileSaysSoAndWhatToDo(t *testing.T) {
+	t.Parallel()
+	damages := []struct {
+		name   string
+		damage func(t *testing.T, path string)
+	}{
+		{"a zeroed page of the runs table", zeroRunsTable},
+		{"a file cut in half", func(t *testing.T, path string) {
+			st, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(path, st.Size()/2/4096*4096); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a file cut to 10 bytes", func(t *testing.T, path string) {
+			if err := os.Truncate(path, 10); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, d := range damages {
+		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
+			e := damagedEnv(t, d.damage)
+			// Commands reading the damaged pages fail saying so; the demo
+			// checks the file before starting a worker on it.
+			for _, args := range [][]string{{"runs", "list"}, {"demo", "--packages", "container/list", "--sleep", "0"}} {
+				r := e.run(args...)
+				if r.code != 1 {
+					t.Errorf("ow %s: exit %d, want 1\n%s", args[0], r.code, r.stdout)
+				}
+				mustContain(t, "ow "+strings.Join(args, " ")+" stderr", r.stderr, e.db, "is damaged", "the integrity check reports", "restore it from a backup", "move it aside")
+			}
+
+			r := e.run("doctor")
+			if r.code != 1 {
+				t.Errorf("ow doctor: exit %d, want 1", r.code)
+			}
+			mustContain(t, "doctor", r.stdout, "integrity:      DAMAGED: SQLite's PRAGMA quick_check reports:", "opened:         no")
+			mustContain(t, "doctor stderr", r.stderr, "is damaged")
+			if strings.Contains(r.stdout, "reachable:      yes") {
+				t.Errorf("doctor calls the damaged file reachable:\n%s", r.stdout)
+			}
+			dj := decode[config.Diagnosis](t, e.run("doctor", "--json"))
+			if dj.Integrity != "damaged" || len(dj.IntegrityProblems) == 0 || dj.Reachable {
+				t.Errorf("doctor --json: integrity %q, problems %q, reachable %v", dj.Integrity, dj.IntegrityProblems, dj.Reachable)
+			}
+		})
+	}
+
+	t.Run("a sound file passes the check", func(t *testing.T) {
+		t.Parallel()
+		e := damagedEnv(t, func(*testing.T, string) {})
+		mustContain(t, "doctor", e.ok("doctor").stdout, "integrity:      ok", "reachable:      yes", "50 pending")
+		if d := decode[config.Diagnosis](t, e.ok("doctor", "--json")); d.Integrity != "ok" {
+			t.Errorf("doctor --json: integrity %q", d.Integrity)
+		}
+	})
+}

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/openworkflow-go/openworkflow/backend"
+	"github.com/openworkflow-go/openworkflow/dag"
+)
+
+// runDetail is the JSON document of 'ow runs get'.
+type runDetail struct {
+	Run   *backend.WorkflowRun  `json:"run"`
+	Steps []backend.StepAttempt `json:"steps"`
+	// DAG is the DAG status of a DAG workflow's run (package dag).
+	DAG *dag.RunStatus `json:"dag,omitempty"`
+}
+
+// printRunDetail prints a run as "key: value" rows, then its step attempts
+// as a table, oldest first.
+func (a *app) printRunDetail(d runDetail) error {
+	r, now := d.Run, time.Now()
+	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
+	row("id", r.ID)
+	row("workflow", r.WorkflowName)
+	row("version", orDash(r.Version))
+	row("status", string(r.Status.Normalize()))
+	row("attempts", fmt.Sprint(r.Attempts))
+	row("idempotency key", orDash(r.IdempotencyKey))
+	row("worker", orDash(r.WorkerID))
+	row("created", formatTime(&r.CreatedAt))
+	started, startedText := runStart(d)
+	row("started", startedText)
+	row("finished", formatTime(r.FinishedAt))
+	row("duration", runDuration(started, r.FinishedAt, now))
+	if !r.Status.Terminal() {
+		row("available at", formatTime(r.AvailableAt))
+	}
+	if r.ParentStepAttemptID != nil {
+		row("parent step", *r.ParentStepAttemptID)
+	}
+	row("input", clip(r.Input, 200))
+	row("output", clip(r.Output, 200))
+	if k, v := errorRow(d); k != "" {
+		row(k, v)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stdout, "\n%s\n", count(len(d.Steps), "step attempt"))
+	if len(d.Steps) == 0 {
+		return nil
+	}
+	tw = tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "STEP\tKIND\tSTATUS\tSTARTED\tDURATION\tCHILD RUN / RESULT")
+	for _, s := range d.Steps {
+		detail := clip(s.Output, 60)
+		if s.ChildWorkflowRunID != nil {
+			detail = *s.ChildWorkflowRunID
+		}
+		if len(s.Error) > 0 {
+			detail = "error: " + clip(s.Error, 60)
+		}
+		status, finished := stepEnd(r, s)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.StepName, s.Kind, status,
+			formatTime(s.StartedAt), runDuration(s.StartedAt, finished, now), detail)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if d.DAG != nil {
+		return a.printDAGStatus(d.DAG)
+	}
+	return nil
+}
+
+// runStart returns when the run started and how to show it. The engine
+// clears started_at when an attempt of the run fails, whether it is
+// retried (the next claim sets it again) or the run fails for good (as
+// OpenWorkflow does, whose schema we share), so a failed run has none and
+// a retried one shows its latest attempt's. Then the start shown is the
+// first step attempt's, labelled as such: the run started at most a few
+// milliseconds before it (its claim). With no step attempt either, the
+// start of a failed run is unknown, and said so.
+func runStart(d runDetail) (*time.Time, string) {
+	const why = "the engine clears a run's start time when an attempt fails"
+	r := d.Run
+	var first *time.Time
+	for _, s := range d.Steps {
+		if s.StartedAt != nil && (first == nil || s.StartedAt.Before(*first)) {
+			first = s.StartedAt
+		}
+	}
+	switch {
+	case first != nil && (r.StartedAt == nil || first.Before(*r.StartedAt)):
+		return first, formatTime(first) + " (its first step attempt's start: " + why + ")"
+	case r.StartedAt == nil && r.Status.Normalize() == backend.RunFailed:
+		return nil, "- (not kept: " + why + ")"
+	}
+	return r.StartedAt, formatTime(r.StartedAt)
+}
+
+// stepEnd returns the status to show for step attempt s of run r and the
+// end of its duration. An attempt still running in a finished run (a
+// wait left open when the run was canceled, or failed by its deadline)
+// will never finish: it is shown as "canceled" (when the run was) or
+// "abandoned", ending when the run did, instead of running with a duration
+// that grows forever.
+func stepEnd(r *backend.WorkflowRun, s backend.StepAttempt) (string, *time.Time) {
+	st := s.Status.Normalize()
+	if st != backend.StepRunning || !r.Status.Terminal() {
+		return string(st), s.FinishedAt
+	}
+	if r.Status.Normalize() == backend.RunCanceled {
+		return "canceled", r.FinishedAt
+	}
+	return "abandoned", r.FinishedAt
+}
+
+// errorRow returns the label and value of the run's error row; "" when
+// there is no error. Only a failed run's error is its outcome ("error").
+// The engine also keeps the error of the attempt that rescheduled a run
+// (a step being retried, as in OpenWorkflow) while the run goes on, and
+// after a cancel: that one is shown as "last step error", naming the step
+// whose latest failed attempt holds the same error, or else as "last
+// error", with what became of it.
+func errorRow(d runDetail) (string, string) {
+	r := d.Run
+	switch {
+	case len(r.Error) == 0:
+		return "", ""
+	case r.Status.Normalize() == backend.RunFailed:
+		return "error", clip(r.Error, 400)
+	}
+	then := "the run is being retried; this is not its outcome"
+	if r.Status.Terminal() {
+		then = "the run was then " + string(r.Status.Normalize())
+	}
+	for i := len(d.Steps) - 1; i >= 0; i-- {
+		s := d.Steps[i]
+		if s.Status.Normalize() == backend.StepFailed && sameJSON(s.Error, r.Error) {
+			if !r.Status.Terminal() {
+				then = "the step is being retried; this is not the run's outcome"
+			}
+			return "last step error", fmt.Sprintf("step %q failed at %s: %s (%s)", s.StepName, formatTime(s.FinishedAt), clip(r.Error, 400), then)
+		}
+	}
+	return "last error", fmt.Sprintf("%s (%s)", clip(r.Error, 400), then)
+}
+
+// sameJSON reports whether a and b are the same JSON text once compacted
+// (PostgreSQL's jsonb adds spaces).
+func sameJSON(a, b json.RawMessage) bool {
+	var ca, cb bytes.Buffer
+	return json.Compact(&ca, a) == nil && json.Compact(&cb, b) == nil && bytes.Equal(ca.Bytes(), cb.Bytes())
+}
+
+// clip renders raw JSON on one line, cut to n bytes; "-" for none.
+func clip(raw json.RawMessage, n int) string {
+	if len(raw) == 0 {
+		return "-"
+	}
+	s := string(raw)
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return s
+}

@@ -1,0 +1,291 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	ow "github.com/openworkflow-go/openworkflow"
+	"github.com/openworkflow-go/openworkflow/backend"
+)
+
+// jsonFlag checks a flag's JSON value, saying how to quote it when it is
+// not JSON.
+func jsonFlag(name, value string) (json.RawMessage, error) {
+	if !json.Valid([]byte(value)) {
+		var v any
+		err := json.Unmarshal([]byte(value), &v)
+		return nil, fmt.Errorf("invalid --%s %q: not JSON (%v); quote strings, e.g. --%s '\"text\"' or --%s '{\"ok\":true}'", name, value, err, name, name)
+	}
+	return json.RawMessage(value), nil
+}
+
+// timeFlag parses an RFC 3339 time flag.
+func timeFlag(name, value string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339, value)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("invalid --%s %q: want an RFC 3339 time, e.g. %s", name, value, time.Now().UTC().Add(time.Hour).Format(time.RFC3339))
+	}
+	return t, nil
+}
+
+func (a *app) runsStartCommand() *cobra.Command {
+	var (
+		input, version, key, startAt, deadline string
+		delay                                  time.Duration
+		wait                                   bool
+	)
+	c := &cobra.Command{
+		Use:   "start <workflow>",
+		Short: "Start a run of a workflow",
+		Long: `Start a run of a workflow registered on some worker, with JSON input, and
+print its id. A worker that has the workflow executes it; with --wait the
+command waits for the run to finish and prints its output (exit status 1
+if it failed or was canceled).
+
+  ow runs start greet --input '"ada"' --wait
+  ow runs start nightly-report --delay 1h --idempotency-key 2026-11-23`,
+		Args: exactArgs("workflow"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			raw := json.RawMessage("null")
+			var err error
+			if cmd.Flags().Changed("input") {
+				if raw, err = jsonFlag("input", input); err != nil {
+					return err
+				}
+			}
+			var opts []ow.StartOption
+			if key != "" {
+				opts = append(opts, ow.WithIdempotencyKey(key))
+			}
+			switch {
+			case startAt != "" && delay != 0:
+				return errors.New("give --start-at or --delay, not both")
+			case startAt != "":
+				t, err := timeFlag("start-at", startAt)
+				if err != nil {
+					return err
+				}
+				opts = append(opts, ow.WithStartAt(t))
+			case delay < 0:
+				return fmt.Errorf("invalid --delay %s: want a positive duration, e.g. 90s or 2h", delay)
+			case delay > 0:
+				opts = append(opts, ow.WithStartAt(time.Now().Add(delay)))
+			}
+			if deadline != "" {
+				t, err := timeFlag("deadline", deadline)
+				if err != nil {
+					return err
+				}
+				opts = append(opts, ow.WithDeadline(t))
+			}
+			_, b, err := a.openBackend(cmd)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			h, err := ow.NewClient(b).StartByName(cmd.Context(), args[0], version, raw, opts...)
+			if err != nil {
+				return err
+			}
+			if !wait {
+				if a.jsonOut {
+					return a.printJSON(h.Run)
+				}
+				fmt.Fprintf(a.stdout, "started run %s (%s)\n", h.ID, args[0])
+				fmt.Fprintf(a.stderr, "follow it with: ow runs get %s\n", h.ID)
+				return nil
+			}
+			fmt.Fprintf(a.stderr, "started run %s (%s); waiting for it to finish (Ctrl-C stops waiting, not the run)\n", h.ID, args[0])
+			out, err := h.Result(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(out)
+			}
+			fmt.Fprintln(a.stdout, string(out))
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&input, "input", "", "the run's JSON input (default null)")
+	f.StringVar(&version, "version", "", "the workflow version (default: unversioned)")
+	f.StringVar(&key, "idempotency-key", "", "a repeated start with this key within 24 h returns the first run")
+	f.DurationVar(&delay, "delay", 0, "start after this duration, e.g. 90s")
+	f.StringVar(&startAt, "start-at", "", "start at this RFC 3339 time")
+	f.StringVar(&deadline, "deadline", "", "fail the run if it has not finished by this RFC 3339 time")
+	f.BoolVar(&wait, "wait", false, "wait for the run to finish and print its output")
+	return c
+}
+
+func (a *app) runsRetryCommand() *cobra.Command {
+	var deadline string
+	c := &cobra.Command{
+		Use:   "retry <run-id>",
+		Short: "Retry a failed run from its failed step",
+		Long: `Retry a failed run: it becomes pending again and a worker executes it from
+where it failed. Its completed steps keep their results and are not
+executed again; the failed step gets a fresh retry budget.`,
+		Args: exactArgs("run-id"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p := backend.RetryWorkflowRunParams{WorkflowRunID: args[0]}
+			if deadline != "" {
+				t, err := timeFlag("deadline", deadline)
+				if err != nil {
+					return err
+				}
+				p.DeadlineAt = &t
+			}
+			_, b, err := a.openBackend(cmd)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			run, err := ow.NewClient(b).RetryRun(cmd.Context(), p)
+			if errors.Is(err, backend.ErrRunNotFailed) {
+				return fmt.Errorf("run %q has not failed; only a failed run can be retried (see its status with 'ow runs get %s')", args[0], args[0])
+			}
+			if err != nil {
+				return runError(err, args[0])
+			}
+			if a.jsonOut {
+				return a.printJSON(run)
+			}
+			fmt.Fprintf(a.stdout, "retrying run %s (%s) from its failed step\n", run.ID, run.WorkflowName)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&deadline, "deadline", "", "the retried run's deadline, an RFC 3339 time (default none)")
+	return c
+}
+
+func (a *app) runsTailCommand() *cobra.Command {
+	var stream string
+	var after int64
+	c := &cobra.Command{
+		Use:   "tail <run-id>",
+		Short: "Print a run's stream as its steps write it",
+		Long: `Print the chunks a run's steps write to a stream (ow.OpenStream): those
+written so far, then new ones as they come, until the stream is closed or
+the run finishes. The bytes go to stdout as they are; with --json, one
+JSON object per chunk. Without --stream, the run's only stream is tailed
+(the command waits for it if the run has written none yet).`,
+		Args: exactArgs("run-id"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, b, err := a.openBackend(cmd)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			ctx, c := cmd.Context(), ow.NewClient(b)
+			if _, err := c.GetRun(ctx, args[0]); err != nil {
+				return runError(err, args[0])
+			}
+			if stream == "" {
+				if stream, err = onlyStream(ctx, c, args[0]); err != nil || stream == "" {
+					return err
+				}
+			}
+			enc := json.NewEncoder(a.stdout)
+			for ch, err := range c.TailStream(ctx, args[0], stream, after) {
+				if err != nil {
+					return err
+				}
+				if a.jsonOut {
+					if err := enc.Encode(ch); err != nil {
+						return err
+					}
+					continue
+				}
+				if _, err := a.stdout.Write(ch.Data); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&stream, "stream", "", "the stream's name (default: the run's only stream)")
+	c.Flags().Int64Var(&after, "after", 0, "start after this chunk (its seq, as --json prints)")
+	return c
+}
+
+// onlyStream waits for the run's streams and returns its only one; "" if
+// the run ended without writing any.
+func onlyStream(ctx context.Context, c *ow.Client, runID string) (string, error) {
+	for {
+		streams, err := c.ListStreams(ctx, runID)
+		if err != nil {
+			return "", err
+		}
+		switch len(streams) {
+		case 1:
+			return streams[0].Stream, nil
+		case 0:
+		default:
+			names := make([]string, len(streams))
+			for i, s := range streams {
+				names[i] = s.Stream
+			}
+			slices.Sort(names)
+			return "", fmt.Errorf("run %s has %d streams (%s): choose one with --stream", runID, len(names), oneOf(names...))
+		}
+		run, err := c.GetRun(ctx, runID)
+		if err != nil {
+			return "", err
+		}
+		if run.Status.Terminal() {
+			return "", nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func (a *app) hooksCommand() *cobra.Command {
+	var payload string
+	resume := &cobra.Command{
+		Use:   "resume <token>",
+		Short: "Deliver a payload to the hook holding a token",
+		Long: `Deliver a JSON payload to the live hook holding a token (ow.CreateHook):
+the workflow receives it with Hook.Receive, in the order payloads came,
+each once; a run parked waiting on the hook is woken at once.`,
+		Args: exactArgs("token"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			raw := json.RawMessage("null")
+			var err error
+			if cmd.Flags().Changed("payload") {
+				if raw, err = jsonFlag("payload", payload); err != nil {
+					return err
+				}
+			}
+			_, b, err := a.openBackend(cmd)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			hook, p, err := ow.NewClient(b).ResumeHook(cmd.Context(), args[0], raw)
+			if errors.Is(err, backend.ErrHookNotFound) {
+				return fmt.Errorf("no live hook holds token %q: the run that created it may have finished (hooks end with their run), or the token is mistyped", args[0])
+			}
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(map[string]any{"hookId": hook.ID, "runId": hook.WorkflowRunID, "seq": p.Seq})
+			}
+			fmt.Fprintf(a.stdout, "payload %d delivered to hook %s of run %s\n", p.Seq, hook.StepName, hook.WorkflowRunID)
+			return nil
+		},
+	}
+	resume.Flags().StringVar(&payload, "payload", "", "the JSON payload (default null)")
+	return groupCommand("hooks", "Resume runs waiting on hooks", resume)
+}

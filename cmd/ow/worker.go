@@ -1,0 +1,67 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/spf13/cobra"
+
+	ow "github.com/openworkflow-go/openworkflow"
+	"github.com/openworkflow-go/openworkflow/backend"
+	"github.com/openworkflow-go/openworkflow/config"
+	"github.com/openworkflow-go/openworkflow/openflow"
+)
+
+func (a *app) workerCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "worker",
+		Short: "Run a worker for the OpenFlow flows of the configured directories",
+		Long: `Start a worker on the configured backend that runs OpenFlow flows until
+interrupted (SIGINT or SIGTERM, then a graceful stop):
+
+  - every flow file of openflow.dirs (openworkflow.yaml) as a workflow
+    named by its path: f/team/etl.flow.yaml is the workflow "f/team/etl",
+    whose input is the flow's args;
+  - the "openflow" workflow, which runs the flow given in its input: the
+    runs 'ow flow run' starts, so this worker finishes them if that command
+    was interrupted.
+
+Runs of other workflows are left to the workers that have them.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, b, err := a.openBackend(cmd)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			w, err := a.flowWorker(cfg, b)
+			if err != nil {
+				return err
+			}
+			return w.Run(cmd.Context())
+		},
+	}
+	c.Flags().IntVar(&a.concurrency, "concurrency", 0, "runs executed at once (default 10) [$"+config.EnvWorkerConcurrency+"]")
+	return c
+}
+
+// flowWorker returns a worker for the OpenFlow flows of cfg's openflow.dirs
+// (each a workflow named by its path) and the "openflow" workflow, and
+// says on stderr what it runs.
+func (a *app) flowWorker(cfg *config.Config, b backend.Backend) (*ow.Worker, error) {
+	e := openflow.New(openflow.Options{Dirs: cfg.OpenFlow.Dirs})
+	defs, err := e.DirWorkflows()
+	if err != nil {
+		return nil, fmt.Errorf("openflow.dirs: %w", err)
+	}
+	logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	w := ow.NewWorker(b, ow.WorkerOptions{Concurrency: cfg.Worker.Concurrency, OnlyRegistered: true, Logger: logger})
+	if err := w.Register(append([]ow.Definition{e.Workflow()}, defs...)...); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(a.stderr, "worker on %s %s: %d flow(s) from %s, and %q runs\n", cfg.Kind(), cfg.Location(), len(defs), orNone(cfg.OpenFlow.Dirs), openflow.WorkflowName)
+	for _, d := range defs {
+		fmt.Fprintf(a.stderr, "  %s\n", d.Spec().Name)
+	}
+	return w, nil
+}
