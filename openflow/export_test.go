@@ -1,0 +1,4 @@
+package openflow
+
+// RunSteps lists a run's steps for the package's external tests.
+var RunSteps = runSteps

@@ -1,0 +1,2 @@
+def main(n: int):
+    return n * 2
