@@ -1,0 +1,132 @@
+package api_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	ow "github.com/openworkflow-go/openworkflow"
+	"github.com/openworkflow-go/openworkflow/api"
+)
+
+// concretePath fills a route pattern's wildcards.
+func concretePath(pattern string) string {
+	r := strings.NewReplacer("{id}", "wrun_00000000000000000000000000", "{token}", "some-token", "{name}", "out")
+	return r.Replace(pattern)
+}
+
+// TestAuthOnEveryRoute walks the route table: with a token configured,
+// every route refuses a request without it, or with another, before doing
+// anything — so a route added later cannot be forgotten.
+func TestAuthOnEveryRoute(t *testing.T) {
+	h := api.New(ow.NewClient(backends[0].open(t)), api.Options{Token: "s3cret"})
+	srv := httptest.NewServer(statuses.record(h))
+	defer srv.Close()
+	routes := h.Routes()
+	if len(routes) < 16 {
+		t.Fatalf("only %d routes", len(routes))
+	}
+	for _, rt := range routes {
+		method := rt.Method
+		if method == "*" {
+			method = "POST"
+		}
+		for _, auth := range []string{"", "Bearer wrong", "Bearer s3cret2", "Basic s3cret", "s3cret"} {
+			req, _ := http.NewRequest(method, srv.URL+concretePath(rt.Pattern), strings.NewReader(`{}`))
+			if auth != "" {
+				req.Header.Set("Authorization", auth)
+			}
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != http.StatusUnauthorized || res.Header.Get("WWW-Authenticate") == "" {
+				t.Errorf("%s %s with Authorization %q answered %d, want 401", method, rt.Pattern, auth, res.StatusCode)
+			}
+		}
+		// With the token, the request gets past auth.
+		req, _ := http.NewRequest(method, srv.URL+concretePath(rt.Pattern), strings.NewReader(`{}`))
+		req.Header.Set("Authorization", "Bearer s3cret")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode == http.StatusUnauthorized {
+			t.Errorf("%s %s refused the right token", method, rt.Pattern)
+		}
+	}
+}
+
+// TestPublicWebhooks: with PublicWebhooks, only the webhook route takes
+// requests without the token (the hook token is then the credential).
+func TestPublicWebhooks(t *testing.T) {
+	h := api.New(ow.NewClient(backends[0].open(t)), api.Options{Token: "s3cret", PublicWebhooks: true})
+	srv := httptest.NewServer(statuses.record(h))
+	defer srv.Close()
+	for _, rt := range h.Routes() {
+		method := rt.Method
+		if method == "*" {
+			method = "POST"
+		}
+		res, err := http.Post(srv.URL+concretePath(rt.Pattern), "application/json", strings.NewReader(`{}`))
+		if method == "GET" {
+			res, err = http.Get(srv.URL + concretePath(rt.Pattern))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		public := rt.Pattern == "/v1/webhooks/{token}"
+		if public && res.StatusCode != http.StatusNotFound {
+			t.Errorf("a public webhook of an unknown token answered %d, want 404", res.StatusCode)
+		}
+		if !public && res.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%s %s answered %d without the token, want 401", method, rt.Pattern, res.StatusCode)
+		}
+	}
+}
+
+// TestCORS: no CORS headers unless configured; configured origins get
+// them, and a preflight is answered.
+func TestCORS(t *testing.T) {
+	b := backends[0].open(t)
+	for _, c := range []struct {
+		origins []string
+		origin  string
+		want    string
+	}{
+		{nil, "https://evil.example", ""},
+		{[]string{"https://app.example"}, "https://evil.example", ""},
+		{[]string{"https://app.example"}, "https://app.example", "https://app.example"},
+	} {
+		srv := httptest.NewServer(api.New(ow.NewClient(b), api.Options{CORSOrigins: c.origins}))
+		req, _ := http.NewRequest("GET", srv.URL+"/v1/runs", nil)
+		req.Header.Set("Origin", c.origin)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if got := res.Header.Get("Access-Control-Allow-Origin"); got != c.want {
+			t.Errorf("origins %v, Origin %s: Allow-Origin %q, want %q", c.origins, c.origin, got, c.want)
+		}
+		pre, _ := http.NewRequest("OPTIONS", srv.URL+"/v1/runs", nil)
+		pre.Header.Set("Origin", c.origin)
+		pre.Header.Set("Access-Control-Request-Method", "POST")
+		res, err = http.DefaultClient.Do(pre)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if c.want != "" && (res.StatusCode != http.StatusNoContent || res.Header.Get("Access-Control-Allow-Methods") == "") {
+			t.Errorf("preflight answered %d", res.StatusCode)
+		}
+		if c.origins == nil && res.Header.Get("Access-Control-Allow-Origin") != "" {
+			t.Errorf("a preflight without configured origins got CORS headers")
+		}
+		srv.Close()
+	}
+}

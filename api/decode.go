@@ -1,0 +1,201 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/openworkflow-go/openworkflow/backend"
+)
+
+// decodeBody decodes r's JSON body into v. Unknown members are refused
+// (a misspelt field is a mistake to report, not to ignore); an empty body
+// decodes to v's zero value when optional is true. Errors are 400 naming
+// the member, or 413.
+func decodeBody(r *http.Request, v any, optional bool) error {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return err
+		}
+		return badField("", "read the request body: %s", err)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		if optional {
+			return nil
+		}
+		return badField("", "the request needs a JSON body")
+	}
+	return decodeJSON(body, v)
+}
+
+func decodeJSON(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err)
+	}
+	if dec.More() {
+		return badField("", "the request body holds more than one JSON value")
+	}
+	return nil
+}
+
+// jsonError turns a decoding error into a 400 naming where it happened.
+func jsonError(err error) *Error {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return badField("", "the body is not valid JSON at byte %d: %s", syntax.Offset, syntax)
+	case errors.As(err, &typ):
+		field := typ.Field
+		if field == "" {
+			return badField("", "the body must be a JSON %s, not %s", typ.Type, typ.Value)
+		}
+		return badField(field, "%s must be %s, not a JSON %s", field, jsonKind(typ.Type.String()), typ.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return badField("", "the body ends in the middle of a JSON value")
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		name = strings.Trim(name, `"`)
+		return badField(name, "unknown member %q; GET /v1/openapi.json describes the request", name)
+	}
+	var timeErr *time.ParseError
+	if errors.As(err, &timeErr) {
+		return badField("", "a time must be RFC 3339, e.g. 2026-01-02T15:04:05Z: %s", timeErr)
+	}
+	return badField("", "the body is not valid: %s", err)
+}
+
+func jsonKind(goType string) string {
+	switch {
+	case strings.HasPrefix(goType, "int"), strings.HasPrefix(goType, "float"), strings.HasPrefix(goType, "uint"):
+		return "a number"
+	case goType == "string", strings.HasSuffix(goType, "*string"):
+		return "a string"
+	case goType == "bool":
+		return "true or false"
+	case strings.Contains(goType, "time.Time"):
+		return "an RFC 3339 time"
+	default:
+		return "a " + goType
+	}
+}
+
+// query reads the query parameters, refusing a malformed query string.
+type query struct {
+	v url.Values
+}
+
+func parseQuery(r *http.Request) (query, error) {
+	v, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return query{}, badField("", "the query string is malformed: %s", err)
+	}
+	return query{v}, nil
+}
+
+// known refuses parameters outside names: a misspelt filter would
+// otherwise silently list everything.
+func (q query) known(names ...string) error {
+	for k := range q.v {
+		ok := false
+		for _, n := range names {
+			ok = ok || k == n
+		}
+		if !ok {
+			return badField(k, "unknown query parameter %q; this route takes %s", k, strings.Join(names, ", "))
+		}
+	}
+	return nil
+}
+
+func (q query) str(name string) string { return q.v.Get(name) }
+
+// limit reads the page size: 1 to backend.MaxPageSize, default def.
+func (q query) limit(def int) (int, error) {
+	s := q.v.Get("limit")
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > backend.MaxPageSize {
+		return 0, badField("limit", "limit must be a whole number from 1 to %d, got %q", backend.MaxPageSize, s)
+	}
+	return n, nil
+}
+
+// int64 reads a non-negative integer parameter.
+func (q query) int64(name string) (int64, error) {
+	s := q.v.Get(name)
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0, badField(name, "%s must be a whole number ≥ 0, got %q", name, s)
+	}
+	return n, nil
+}
+
+// time reads an RFC 3339 time parameter; nil when absent.
+func (q query) time(name string) (*time.Time, error) {
+	s := q.v.Get(name)
+	if s == "" {
+		return nil, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return nil, badField(name, "%s must be an RFC 3339 time, e.g. 2026-01-02T15:04:05Z, got %q", name, s)
+	}
+	return &t, nil
+}
+
+// resolveData reads resolveData: "none" blanks inputs, outputs and
+// metadata; anything else, including unknown values, means "all" (as in
+// the World API: an unknown value must never hide data by mistake).
+func (q query) resolveNone() bool { return q.v.Get("resolveData") == "none" }
+
+// status reads a run status filter.
+func (q query) status() (backend.RunStatus, error) {
+	s := q.v.Get("status")
+	if s == "" {
+		return "", nil
+	}
+	st := backend.RunStatus(s)
+	switch st {
+	case backend.RunPending, backend.RunRunning, backend.RunCompleted, backend.RunFailed, backend.RunCanceled:
+		return st, nil
+	}
+	return "", badField("status", "status must be one of pending, running, completed, failed, canceled; got %q", s)
+}
+
+// pathID reads and checks a path parameter naming an id.
+func pathID(r *http.Request, name string) (string, error) {
+	v := r.PathValue(name)
+	if v == "" || len(v) > 255 || !backend.ValidText(v) {
+		return "", badField(name, "the %s in the path must be 1 to 255 bytes of text", name)
+	}
+	return v, nil
+}
+
+// bodyTime parses an optional RFC 3339 time of a JSON body's member
+// field.
+func bodyTime(field string, s *string) (*time.Time, error) {
+	if s == nil {
+		return nil, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, *s)
+	if err != nil {
+		return nil, badField(field, "%s must be an RFC 3339 time, e.g. 2026-01-02T15:04:05Z, got %q", field, *s)
+	}
+	return &t, nil
+}

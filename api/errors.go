@@ -1,0 +1,114 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/openworkflow-go/openworkflow/backend"
+)
+
+// Code is the stable, machine-readable code of an API error; the message
+// beside it is for people and may change.
+type Code string
+
+// The error codes, and the HTTP status each answers with.
+const (
+	CodeInvalidArgument  Code = "invalid_argument"   // 400: bad input; field names it
+	CodeUnauthorized     Code = "unauthorized"       // 401: missing or wrong bearer token
+	CodeNotFound         Code = "not_found"          // 404: unknown route, run, step or stream
+	CodeHookNotFound     Code = "hook_not_found"     // 404: no live hook holds the token
+	CodeMethodNotAllowed Code = "method_not_allowed" // 405
+	CodeRunTerminal      Code = "run_terminal"       // 409: the run is completed, failed or canceled
+	CodeRunNotFailed     Code = "run_not_failed"     // 409: only a failed run can be retried
+	CodeHookConflict     Code = "hook_conflict"      // 409: the token is held by another live hook
+	CodeStreamClosed     Code = "stream_closed"      // 409
+	CodePayloadTooLarge  Code = "payload_too_large"  // 413: body above Options.MaxBodyBytes
+	CodeNotSupported     Code = "not_supported"      // 501: the backend lacks the capability
+	CodeUnavailable      Code = "unavailable"        // 503: the backend did not answer; retry
+	CodeInternal         Code = "internal"           // 500: a fault of the server, logged
+)
+
+// Error is the body of every error answer.
+type Error struct {
+	// Code is stable; Message explains it and says what to do.
+	Code    Code   `json:"code"`
+	Message string `json:"message"`
+	// Field names the request field at fault (a JSON member, a query
+	// parameter or a path parameter), when there is one.
+	Field string `json:"field,omitempty"`
+	// Status is the HTTP status (not sent: it is the response's).
+	Status int `json:"-"`
+}
+
+func (e *Error) Error() string { return e.Message }
+
+func errorf(status int, code Code, field, format string, args ...any) *Error {
+	return &Error{Status: status, Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+func badField(field, format string, args ...any) *Error {
+	return errorf(http.StatusBadRequest, CodeInvalidArgument, field, format, args...)
+}
+
+// asAPIError maps an error of the client or the backend to its answer.
+// field names the request field an ErrInvalidArgument is about, if the
+// caller knows it.
+func asAPIError(err error, field string) *Error {
+	var e *Error
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &e):
+		return e
+	case errors.As(err, &tooLarge):
+		return errorf(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, "", "the request body is larger than %d bytes", tooLarge.Limit)
+	case errors.Is(err, backend.ErrInvalidArgument):
+		return errorf(http.StatusBadRequest, CodeInvalidArgument, field, "%s", err)
+	case errors.Is(err, backend.ErrRunNotFound), errors.Is(err, backend.ErrStepNotFound):
+		return errorf(http.StatusNotFound, CodeNotFound, "", "%s", err)
+	case errors.Is(err, backend.ErrHookNotFound):
+		return errorf(http.StatusNotFound, CodeHookNotFound, "token", "%s", err)
+	case errors.Is(err, backend.ErrRunTerminal):
+		return errorf(http.StatusConflict, CodeRunTerminal, "", "%s", err)
+	case errors.Is(err, backend.ErrRunNotFailed):
+		return errorf(http.StatusConflict, CodeRunNotFailed, "", "%s", err)
+	case errors.Is(err, backend.ErrHookConflict):
+		return errorf(http.StatusConflict, CodeHookConflict, "token", "%s", err)
+	case errors.Is(err, backend.ErrStreamClosed):
+		return errorf(http.StatusConflict, CodeStreamClosed, "", "%s", err)
+	case errors.Is(err, backend.ErrNotSupported):
+		return errorf(http.StatusNotImplemented, CodeNotSupported, "", "%s", err)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return errorf(http.StatusServiceUnavailable, CodeUnavailable, "", "the request ended before the backend answered: %s", err)
+	default:
+		return errorf(http.StatusServiceUnavailable, CodeUnavailable, "", "the backend failed: %s; retry later", err)
+	}
+}
+
+// writeError answers err as JSON, unless the response has begun (an event
+// stream that failed midway just ends).
+func writeError(w *recorder, r *http.Request, err error) {
+	if w.code != 0 {
+		return
+	}
+	e := asAPIError(err, "")
+	if e.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="openworkflow"`)
+	}
+	writeJSON(w, e.Status, e)
+}
+
+// writeJSON answers v as JSON with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b, _ = json.Marshal(&Error{Code: CodeInternal, Message: "encode the response: " + err.Error()})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}

@@ -1,0 +1,164 @@
+package api_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	ow "github.com/openworkflow-go/openworkflow"
+	"github.com/openworkflow-go/openworkflow/api"
+)
+
+// Each request decoder has a fuzz target: whatever the bytes, the API
+// answers, never with a 5xx, and an error answer is a JSON {code,
+// message}. CI runs each for a few seconds (.ci/run); the seeds run with
+// every `go test`.
+
+// fuzzHandler is the API over a SQLite database of the fuzz target's own.
+func fuzzHandler(f *testing.F) http.Handler {
+	b := backends[0].open(f)
+	return api.New(ow.NewClient(b), api.Options{MaxBodyBytes: 64 << 10})
+}
+
+// serveFuzz serves one request and checks the answer.
+func serveFuzz(t *testing.T, h http.Handler, req *http.Request) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code >= 500 {
+		t.Fatalf("%s %s answered %d: %s", req.Method, req.URL, rec.Code, rec.Body)
+	}
+	if rec.Code >= 400 {
+		var e api.Error
+		if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Code == "" || e.Message == "" {
+			t.Fatalf("%s %s answered %d with %q", req.Method, req.URL, rec.Code, rec.Body)
+		}
+	}
+}
+
+// newRequest builds a request, or nil when the fuzzer's bytes make no
+// URL at all (the HTTP server would refuse it before the API).
+func newRequest(method, target, body string) *http.Request {
+	u, err := url.Parse(target)
+	if err != nil {
+		return nil
+	}
+	req := httptest.NewRequest("GET", "/", strings.NewReader(body))
+	req.Method, req.URL, req.RequestURI = method, u, u.RequestURI()
+	return req
+}
+
+func FuzzStartRun(f *testing.F) {
+	for _, s := range []string{`{"workflowName":"add","input":{"A":1}}`, `{"workflowName":"x","delaySeconds":1e308}`, `{"workflowName":"x","startAt":"2026-01-01T00:00:00Z","deadlineAt":"0000-01-01T00:00:00Z"}`, `{"workflowName":"\u0000"}`, `{"workflowName":"a","idempotencyKey":"k","version":""}`, `{"input":"\ud800"}`, `nul`, `{}`} {
+		f.Add(s)
+	}
+	h := fuzzHandler(f)
+	f.Fuzz(func(t *testing.T, body string) {
+		serveFuzz(t, h, newRequest("POST", "/v1/runs", body))
+	})
+}
+
+func FuzzListRuns(f *testing.F) {
+	for _, s := range []string{"limit=2&status=failed", "cursor=abc", "createdAfter=2026-01-01T00:00:00Z&createdBefore=2025-01-01T00:00:00Z", "limit=-1", "resolveData=none&workflowName=%00", "%", "status=running&cursor=eyJ0IjoiMjAyNiJ9"} {
+		f.Add(s)
+	}
+	h := fuzzHandler(f)
+	f.Fuzz(func(t *testing.T, query string) {
+		if req := newRequest("GET", "/v1/runs?"+query, ""); req != nil {
+			serveFuzz(t, h, req)
+		}
+	})
+}
+
+func FuzzSendSignal(f *testing.F) {
+	for _, s := range []string{`{"signal":"s","data":[1,2],"idempotencyKey":"k"}`, `{"signal":""}`, `{"signal":"s","data":"\u0000"}`, `{"signal":1}`} {
+		f.Add(s)
+	}
+	h := fuzzHandler(f)
+	f.Fuzz(func(t *testing.T, body string) {
+		serveFuzz(t, h, newRequest("POST", "/v1/signals", body))
+	})
+}
+
+func FuzzResumeHook(f *testing.F) {
+	f.Add("tok", `{"ok":true}`)
+	f.Add("", "")
+	f.Add("%00", "null")
+	f.Add(strings.Repeat("t", 300), "1")
+	h := fuzzHandler(f)
+	f.Fuzz(func(t *testing.T, token, body string) {
+		if req := newRequest("POST", "/v1/hooks/"+url.PathEscape(token), body); req != nil {
+			serveFuzz(t, h, req)
+		}
+		if req := newRequest("GET", "/v1/hooks/"+url.PathEscape(token)+"?resolveData=none", ""); req != nil {
+			serveFuzz(t, h, req)
+		}
+	})
+}
+
+func FuzzWebhook(f *testing.F) {
+	f.Add("POST", "tok", "body", "text/plain")
+	f.Add("PATCH", "t%2Fo", "\xff\x00", "")
+	h := fuzzHandler(f)
+	f.Fuzz(func(t *testing.T, method, token, body, contentType string) {
+		if method == "" || strings.ContainsAny(method, " \t\r\n()<>@,;:\\\"/[]?={}") {
+			return // not an HTTP method: the server refuses it before the API
+		}
+		req := newRequest(method, "/v1/webhooks/"+url.PathEscape(token), body)
+		if req == nil {
+			return
+		}
+		req.Header.Set("Content-Type", contentType)
+		serveFuzz(t, h, req)
+	})
+}
+
+func FuzzRetryRun(f *testing.F) {
+	f.Add("wrun_x", `{"deadlineAt":"2030-01-01T00:00:00Z"}`)
+	f.Add("", "")
+	f.Add("..", `{"deadlineAt":null}`)
+	h := fuzzHandler(f)
+	f.Fuzz(func(t *testing.T, id, body string) {
+		if req := newRequest("POST", "/v1/runs/"+url.PathEscape(id)+"/retry", body); req != nil {
+			serveFuzz(t, h, req)
+		}
+		if req := newRequest("POST", "/v1/runs/"+url.PathEscape(id)+"/cancel", body); req != nil {
+			serveFuzz(t, h, req)
+		}
+	})
+}
+
+func FuzzReadStream(f *testing.F) {
+	f.Add("wrun_x", "out", "cursor=1&limit=2", "", false)
+	f.Add("wrun_x", "a/b", "", "12", true)
+	f.Add("", "", "limit=1001", "-1", true)
+	h := fuzzHandler(f)
+	f.Fuzz(func(t *testing.T, id, name, query, lastID string, sse bool) {
+		req := newRequest("GET", "/v1/runs/"+url.PathEscape(id)+"/streams/"+url.PathEscape(name)+"?"+query, "")
+		if req == nil {
+			return
+		}
+		if sse {
+			req.Header.Set("Accept", "text/event-stream")
+			req.Header.Set("Last-Event-ID", lastID)
+		}
+		serveFuzz(t, h, req)
+	})
+}
+
+func FuzzRunRoutes(f *testing.F) {
+	f.Add("wrun_x", "resolveData=none")
+	f.Add("", "limit=0")
+	f.Add("counts", "x=1")
+	h := fuzzHandler(f)
+	f.Fuzz(func(t *testing.T, id, query string) {
+		for _, suffix := range []string{"", "/steps", "/history", "/hooks", "/streams"} {
+			if req := newRequest("GET", "/v1/runs/"+url.PathEscape(id)+suffix+"?"+query, ""); req != nil {
+				serveFuzz(t, h, req)
+			}
+		}
+	})
+}

@@ -1,0 +1,255 @@
+package api
+
+import (
+	"encoding/json"
+	"math"
+	"net/http"
+	"time"
+
+	ow "github.com/openworkflow-go/openworkflow"
+	"github.com/openworkflow-go/openworkflow/backend"
+)
+
+// startRunRequest is the body of POST /v1/runs.
+type startRunRequest struct {
+	// WorkflowName (required) and Version ("" or absent: unversioned)
+	// route the run to the workers that registered it.
+	WorkflowName string  `json:"workflowName"`
+	Version      *string `json:"version"`
+	// Input is the run's input, any JSON (absent: null).
+	Input json.RawMessage `json:"input"`
+	// IdempotencyKey makes a repeated start within 24 hours return the
+	// first run.
+	IdempotencyKey *string `json:"idempotencyKey"`
+	// StartAt or DelaySeconds delay the start (at most one).
+	StartAt      *string  `json:"startAt"`
+	DelaySeconds *float64 `json:"delaySeconds"`
+	// DeadlineAt fails the run if it has not finished by then.
+	DeadlineAt *string `json:"deadlineAt"`
+}
+
+func (h *Handler) startRun(w http.ResponseWriter, r *http.Request) error {
+	q, err := parseQuery(r)
+	if err == nil {
+		err = q.known()
+	}
+	if err != nil {
+		return err
+	}
+	var req startRunRequest
+	if err := decodeBody(r, &req, false); err != nil {
+		return err
+	}
+	opts, err := req.options(time.Now())
+	if err != nil {
+		return err
+	}
+	version := ""
+	if req.Version != nil {
+		version = *req.Version
+	}
+	input := any(nil)
+	if req.Input != nil {
+		input = req.Input
+	}
+	handle, err := h.c.StartByName(r.Context(), req.WorkflowName, version, input, opts...)
+	if err != nil {
+		return asAPIError(err, "")
+	}
+	writeJSON(w, http.StatusCreated, RunOf(handle.Run, false))
+	return nil
+}
+
+// options checks the request and turns it into start options.
+func (req *startRunRequest) options(now time.Time) ([]ow.StartOption, error) {
+	if req.WorkflowName == "" {
+		return nil, badField("workflowName", "workflowName is required: the name the workflow was registered with")
+	}
+	if !backend.ValidText(req.WorkflowName) || len(req.WorkflowName) > 255 {
+		return nil, badField("workflowName", "workflowName must be 1 to 255 bytes of text")
+	}
+	if req.Version != nil && !backend.ValidText(*req.Version) {
+		return nil, badField("version", "version must be text")
+	}
+	if req.Input != nil {
+		if err := backend.ValidateJSON(req.Input); err != nil {
+			return nil, badField("input", "input cannot be stored: %s", err)
+		}
+	}
+	var opts []ow.StartOption
+	if k := req.IdempotencyKey; k != nil {
+		if *k == "" || len(*k) > 255 || !backend.ValidText(*k) {
+			return nil, badField("idempotencyKey", "idempotencyKey must be 1 to 255 bytes of text")
+		}
+		opts = append(opts, ow.WithIdempotencyKey(*k))
+	}
+	startAt, err := bodyTime("startAt", req.StartAt)
+	if err != nil {
+		return nil, err
+	}
+	if d := req.DelaySeconds; d != nil {
+		if startAt != nil {
+			return nil, badField("delaySeconds", "give startAt or delaySeconds, not both")
+		}
+		if *d < 0 || math.IsNaN(*d) || *d > 100*365*24*3600 {
+			return nil, badField("delaySeconds", "delaySeconds must be from 0 to 100 years of seconds, got %v", *d)
+		}
+		t := now.Add(time.Duration(*d * float64(time.Second)))
+		startAt = &t
+	}
+	if startAt != nil {
+		opts = append(opts, ow.WithStartAt(*startAt))
+	}
+	deadline, err := bodyTime("deadlineAt", req.DeadlineAt)
+	if err != nil {
+		return nil, err
+	}
+	if deadline != nil {
+		opts = append(opts, ow.WithDeadline(*deadline))
+	}
+	return opts, nil
+}
+
+func (h *Handler) getRun(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	q, err := parseQuery(r)
+	if err == nil {
+		err = q.known("resolveData")
+	}
+	if err != nil {
+		return err
+	}
+	run, err := h.c.GetRun(r.Context(), id)
+	if err != nil {
+		return asAPIError(err, "id")
+	}
+	writeJSON(w, http.StatusOK, RunOf(run, q.resolveNone()))
+	return nil
+}
+
+func (h *Handler) listRuns(w http.ResponseWriter, r *http.Request) error {
+	q, err := parseQuery(r)
+	if err == nil {
+		err = q.known("status", "workflowName", "createdAfter", "createdBefore", "limit", "cursor", "resolveData")
+	}
+	if err != nil {
+		return err
+	}
+	p := backend.ListWorkflowRunsParams{WorkflowName: q.str("workflowName"), After: q.str("cursor")}
+	if p.Status, err = q.status(); err != nil {
+		return err
+	}
+	if p.Limit, err = q.limit(50); err != nil {
+		return err
+	}
+	if p.CreatedAfter, err = q.time("createdAfter"); err != nil {
+		return err
+	}
+	if p.CreatedBefore, err = q.time("createdBefore"); err != nil {
+		return err
+	}
+	if p.CreatedAfter != nil && p.CreatedBefore != nil && !p.CreatedAfter.Before(*p.CreatedBefore) {
+		return badField("createdBefore", "createdBefore must be after createdAfter")
+	}
+	page, err := h.c.ListRuns(r.Context(), p)
+	if err != nil {
+		return asAPIError(err, "cursor")
+	}
+	none := q.resolveNone()
+	writeJSON(w, http.StatusOK, listOf(page.Data, page.Next, func(run *backend.WorkflowRun) Run { return RunOf(run, none) }))
+	return nil
+}
+
+func (h *Handler) countRuns(w http.ResponseWriter, r *http.Request) error {
+	q, err := parseQuery(r)
+	if err == nil {
+		err = q.known()
+	}
+	if err != nil {
+		return err
+	}
+	counts, err := h.c.CountRuns(r.Context())
+	if err != nil {
+		return asAPIError(err, "")
+	}
+	writeJSON(w, http.StatusOK, counts)
+	return nil
+}
+
+func (h *Handler) cancelRun(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	if err := decodeBody(r, &struct{}{}, true); err != nil {
+		return err
+	}
+	run, err := h.c.CancelRun(r.Context(), id)
+	if err != nil {
+		return asAPIError(err, "id")
+	}
+	writeJSON(w, http.StatusOK, RunOf(run, false))
+	return nil
+}
+
+// retryRunRequest is the optional body of POST /v1/runs/{id}/retry.
+type retryRunRequest struct {
+	// DeadlineAt is the retried run's deadline (absent: none).
+	DeadlineAt *string `json:"deadlineAt"`
+}
+
+func (h *Handler) retryRun(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	var req retryRunRequest
+	if err := decodeBody(r, &req, true); err != nil {
+		return err
+	}
+	deadline, err := bodyTime("deadlineAt", req.DeadlineAt)
+	if err != nil {
+		return err
+	}
+	run, err := h.c.RetryRun(r.Context(), backend.RetryWorkflowRunParams{WorkflowRunID: id, DeadlineAt: deadline})
+	if err != nil {
+		return asAPIError(err, "id")
+	}
+	writeJSON(w, http.StatusOK, RunOf(run, false))
+	return nil
+}
+
+func (h *Handler) listSteps(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	q, err := parseQuery(r)
+	if err == nil {
+		err = q.known("limit", "cursor", "resolveData")
+	}
+	if err != nil {
+		return err
+	}
+	limit, err := q.limit(backend.DefaultPageSize)
+	if err != nil {
+		return err
+	}
+	// The run first: an unknown run is a 404, not an empty list.
+	run, err := h.c.GetRun(r.Context(), id)
+	if err != nil {
+		return asAPIError(err, "id")
+	}
+	page, err := h.c.ListSteps(r.Context(), backend.ListStepAttemptsParams{WorkflowRunID: id, Limit: limit, After: q.str("cursor")})
+	if err != nil {
+		return asAPIError(err, "cursor")
+	}
+	none := q.resolveNone()
+	out := listOf(page.Data, page.Next, func(a *backend.StepAttempt) Step { return StepOf(a, none) })
+	MarkAbandoned(run, out.Data, time.Now())
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}

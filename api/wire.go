@@ -1,0 +1,174 @@
+package api
+
+import (
+	"encoding/json"
+	"time"
+	"unicode/utf8"
+
+	"github.com/openworkflow-go/openworkflow/backend"
+)
+
+// List is the answer of every list route: one page of records, the
+// cursor of the next page (null on the last), and whether there is one.
+type List[T any] struct {
+	Data    []T     `json:"data"`
+	Cursor  *string `json:"cursor"`
+	HasMore bool    `json:"hasMore"`
+}
+
+func listOf[T, R any](data []R, next *string, conv func(*R) T) List[T] {
+	out := List[T]{Data: make([]T, 0, len(data)), Cursor: next, HasMore: next != nil}
+	for i := range data {
+		out.Data = append(out.Data, conv(&data[i]))
+	}
+	return out
+}
+
+// Run is a workflow run as the API shows it. Status is one of pending,
+// running, completed, failed, canceled (legacy values read as these); a
+// running run with Parked true is waiting (a sleep, a child, a signal, a
+// hook) until AvailableAt at the latest, and holds no worker.
+type Run struct {
+	ID             string          `json:"id"`
+	WorkflowName   string          `json:"workflowName"`
+	Version        *string         `json:"version"`
+	Status         string          `json:"status"`
+	Parked         bool            `json:"parked"`
+	IdempotencyKey *string         `json:"idempotencyKey"`
+	Input          json.RawMessage `json:"input,omitempty"`
+	Output         json.RawMessage `json:"output,omitempty"`
+	Error          json.RawMessage `json:"error,omitempty"`
+	// Attempts counts the run's claims by workers.
+	Attempts int `json:"attempts"`
+	// ParentStepID is the step of the parent run that started this one
+	// (GET /v1/runs/{id}/steps of the parent shows it), or null.
+	ParentStepID *string    `json:"parentStepId"`
+	WorkerID     *string    `json:"workerId"`
+	AvailableAt  *time.Time `json:"availableAt"`
+	DeadlineAt   *time.Time `json:"deadlineAt"`
+	StartedAt    *time.Time `json:"startedAt"`
+	FinishedAt   *time.Time `json:"finishedAt"`
+	CreatedAt    time.Time  `json:"createdAt"`
+	UpdatedAt    time.Time  `json:"updatedAt"`
+}
+
+// RunOf converts a stored run to its API shape; with resolveNone its
+// input and output are left out ("resolveData=none").
+func RunOf(r *backend.WorkflowRun, resolveNone bool) Run {
+	st := r.Status.Normalize()
+	out := Run{
+		ID: r.ID, WorkflowName: r.WorkflowName, Version: r.Version, Status: string(st),
+		Parked:         st == backend.RunRunning && r.WorkerID == nil,
+		IdempotencyKey: r.IdempotencyKey, Error: r.Error, Attempts: r.Attempts,
+		ParentStepID: r.ParentStepAttemptID, WorkerID: r.WorkerID,
+		AvailableAt: r.AvailableAt, DeadlineAt: r.DeadlineAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	}
+	if !resolveNone {
+		out.Input, out.Output = r.Input, r.Output
+	}
+	return out
+}
+
+// Step is one step attempt. Kind is function, sleep, workflow (a child
+// run, ChildRunID), signal-send, signal-wait, hook, hook-wait or retry (the
+// mark of a manual retry); Status running, completed or failed. Abandoned
+// marks a running attempt nobody executes any more: its worker lost the
+// run (crashed, or cut off) and the step ran again, or the run moved on.
+type Step struct {
+	ID         string          `json:"id"`
+	RunID      string          `json:"runId"`
+	StepName   string          `json:"stepName"`
+	Kind       string          `json:"kind"`
+	Status     string          `json:"status"`
+	Abandoned  bool            `json:"abandoned"`
+	Context    json.RawMessage `json:"context,omitempty"`
+	Output     json.RawMessage `json:"output,omitempty"`
+	Error      json.RawMessage `json:"error,omitempty"`
+	ChildRunID *string         `json:"childRunId"`
+	StartedAt  *time.Time      `json:"startedAt"`
+	FinishedAt *time.Time      `json:"finishedAt"`
+	CreatedAt  time.Time       `json:"createdAt"`
+}
+
+// StepOf converts a stored attempt to its API shape; with resolveNone its
+// output is left out.
+func StepOf(a *backend.StepAttempt, resolveNone bool) Step {
+	out := Step{
+		ID: a.ID, RunID: a.WorkflowRunID, StepName: a.StepName, Kind: string(a.Kind), Status: string(a.Status.Normalize()),
+		Context: a.Context, Error: a.Error, ChildRunID: a.ChildWorkflowRunID,
+		StartedAt: a.StartedAt, FinishedAt: a.FinishedAt, CreatedAt: a.CreatedAt,
+	}
+	if !resolveNone {
+		out.Output = a.Output
+	}
+	return out
+}
+
+// MarkAbandoned sets Abandoned on the running function attempts of steps
+// (one run's, oldest first) that no worker executes any more: a later
+// attempt of the same step exists, the run is terminal or parked, or its
+// lease expired at now. Waits (sleep, child, signal, hook) stay running
+// while the run is parked: that is what parking is.
+func MarkAbandoned(run *backend.WorkflowRun, steps []Step, now time.Time) {
+	last := map[string]int{}
+	for i, s := range steps {
+		last[s.StepName] = i
+	}
+	st := run.Status.Normalize()
+	unleased := st.Terminal() || run.WorkerID == nil || (run.AvailableAt != nil && run.AvailableAt.Before(now))
+	for i := range steps {
+		s := &steps[i]
+		if s.Status != string(backend.StepRunning) || s.Kind != string(backend.StepFunction) {
+			continue
+		}
+		s.Abandoned = last[s.StepName] != i || unleased
+	}
+}
+
+// Hook is a hook of a run (see openworkflow.CreateHook); Live is false
+// once its run ended.
+type Hook struct {
+	ID        string          `json:"id"`
+	Token     string          `json:"token"`
+	RunID     string          `json:"runId"`
+	StepName  string          `json:"stepName"`
+	Metadata  json.RawMessage `json:"metadata,omitempty"`
+	Live      bool            `json:"live"`
+	Payloads  int64           `json:"payloads"`
+	CreatedAt time.Time       `json:"createdAt"`
+}
+
+// HookOf converts a stored hook; with resolveNone its metadata is left
+// out.
+func HookOf(h *backend.Hook, resolveNone bool) Hook {
+	out := Hook{ID: h.ID, Token: h.Token, RunID: h.WorkflowRunID, StepName: h.StepName, Live: h.Live, Payloads: h.Payloads, CreatedAt: h.CreatedAt}
+	if !resolveNone {
+		out.Metadata = h.Metadata
+	}
+	return out
+}
+
+// Chunk is one chunk of a stream: its bytes in base64 (Data), and as text
+// too when they are valid UTF-8 (Text); Closes marks the chunk that closed
+// the stream.
+type Chunk struct {
+	Seq       int64     `json:"seq"`
+	Data      []byte    `json:"data"`
+	Text      *string   `json:"text,omitempty"`
+	Closes    bool      `json:"closes,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// ChunkOf converts a stored chunk.
+func ChunkOf(c *backend.StreamChunk) Chunk {
+	out := Chunk{Seq: c.Seq, Data: c.Data, Closes: c.Closes, CreatedAt: c.CreatedAt}
+	if utf8.Valid(c.Data) {
+		s := string(c.Data)
+		out.Text = &s
+	}
+	if out.Data == nil {
+		out.Data = []byte{}
+	}
+	return out
+}

@@ -1,0 +1,189 @@
+// Package server runs the HTTP surfaces of OpenWorkflow for Go in one
+// process: the API (package api) under /v1/, the dashboard at / when one
+// is given, a health check at /healthz, and optionally a worker — what
+// `ow server` and `ow dev` run.
+//
+// It owns the process's lifecycle: [Serve] listens, and when its context
+// ends (SIGTERM, say) it stops taking connections, ends event streams
+// cleanly, lets in-flight requests finish within a grace period, then
+// stops the worker (which releases the runs it holds).
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	ow "github.com/openworkflow-go/openworkflow"
+	"github.com/openworkflow-go/openworkflow/api"
+	"github.com/openworkflow-go/openworkflow/backend"
+)
+
+// Options configure [Serve].
+type Options struct {
+	// Addr is the address to listen on, host:port. Default
+	// "127.0.0.1:8080" ([DefaultAddr]). Listening beyond loopback requires
+	// API.Token.
+	Addr string
+	// Listener, when set, is used instead of listening on Addr (tests,
+	// socket activation).
+	Listener net.Listener
+	// API configures the API; its Done and Logger are set by Serve.
+	API api.Options
+	// Dashboard, when set, is served at / (every path outside /v1/,
+	// /healthz and /metrics).
+	Dashboard http.Handler
+	// Metrics, when set, is served at /metrics.
+	Metrics http.Handler
+	// Worker, when set, is started with the server and stopped after it.
+	Worker *ow.Worker
+	// Logger receives the access log and the server's events; nil
+	// discards them.
+	Logger *slog.Logger
+	// ShutdownGrace is how long in-flight requests may take to finish
+	// after the context ends. Default 10 s.
+	ShutdownGrace time.Duration
+	// Ready, when set, is called with the address listened on once the
+	// server accepts connections.
+	Ready func(addr string)
+}
+
+// DefaultAddr is the address `ow server` listens on by default: loopback
+// only.
+const DefaultAddr = "127.0.0.1:8080"
+
+// ErrTokenRequired: the address is beyond loopback and no token is set.
+var ErrTokenRequired = errors.New("a server listening beyond loopback needs an API token")
+
+// Serve serves the API (and the dashboard, metrics and worker given in
+// opts) over c until ctx ends, then shuts down gracefully and returns nil;
+// it returns an error if it cannot listen, if the address is beyond
+// loopback without a token ([ErrTokenRequired]), or if the worker fails to
+// start.
+func Serve(ctx context.Context, c *ow.Client, opts Options) error {
+	if opts.Addr == "" {
+		opts.Addr = DefaultAddr
+	}
+	if opts.ShutdownGrace <= 0 {
+		opts.ShutdownGrace = 10 * time.Second
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ln := opts.Listener
+	if ln == nil {
+		if err := CheckExposure(opts.Addr, opts.API.Token); err != nil {
+			return err
+		}
+		var err error
+		if ln, err = net.Listen("tcp", opts.Addr); err != nil {
+			return fmt.Errorf("listen on %s: %w (is another server using the port? pass --addr)", opts.Addr, err)
+		}
+	} else if err := CheckExposure(ln.Addr().String(), opts.API.Token); err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	apiOpts := opts.API
+	apiOpts.Done, apiOpts.Logger = done, opts.Logger
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", api.New(c, apiOpts))
+	mux.HandleFunc("GET /healthz", health(c))
+	if opts.Metrics != nil {
+		mux.Handle("GET /metrics", opts.Metrics)
+	}
+	if opts.Dashboard != nil {
+		mux.Handle("/", opts.Dashboard)
+	}
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	srv.RegisterOnShutdown(func() { close(done) })
+
+	if opts.Worker != nil {
+		if err := opts.Worker.Start(ctx); err != nil {
+			ln.Close()
+			return fmt.Errorf("start the worker: %w", err)
+		}
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	addr := ln.Addr().String()
+	log.Info("server listening", "addr", addr, "auth", opts.API.Token != "", "worker", opts.Worker != nil)
+	if opts.Ready != nil {
+		opts.Ready(addr)
+	}
+
+	var err error
+	select {
+	case err = <-served:
+	case <-ctx.Done():
+		log.Info("server shutting down", "grace", opts.ShutdownGrace)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opts.ShutdownGrace)
+		if serr := srv.Shutdown(sctx); serr != nil {
+			log.Warn("requests still in flight at the end of the grace period were cut", "err", serr)
+			srv.Close()
+		}
+		cancel()
+		err = <-served
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	if opts.Worker != nil {
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opts.ShutdownGrace)
+		if werr := opts.Worker.Stop(wctx); werr != nil {
+			log.Warn("worker stop", "err", werr)
+		}
+		cancel()
+	}
+	return err
+}
+
+// CheckExposure refuses to serve addr without a token unless addr is
+// loopback-only, so an API able to start and cancel runs is never exposed
+// by mistake. The error wraps [ErrTokenRequired] and says what to do.
+func CheckExposure(addr, token string) error {
+	if token != "" {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("address %q: %w (want host:port, e.g. %s)", addr, err, DefaultAddr)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(strings.Trim(host, "[]")); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("%w: %s is reachable from other machines; set OPENWORKFLOW_API_TOKEN (or server.token in openworkflow.yaml), or listen on %s", ErrTokenRequired, addr, DefaultAddr)
+}
+
+// health answers 200 {"status":"ok"} when the backend answers, 503
+// otherwise: for load balancers and `ow doctor`.
+func health(c *ow.Client) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		defer cancel()
+		// A lookup of an id that cannot exist: one indexed read.
+		_, err := c.GetRun(ctx, "wrun_healthcheck")
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		if err != nil && !errors.Is(err, backend.ErrRunNotFound) {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintf(w, "{\"status\":\"unavailable\",\"message\":%q}\n", "the backend did not answer: "+err.Error())
+			return
+		}
+		fmt.Fprint(w, "{\"status\":\"ok\"}\n")
+	}
+}

@@ -1,0 +1,160 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	ow "github.com/openworkflow-go/openworkflow"
+	"github.com/openworkflow-go/openworkflow/api"
+	"github.com/openworkflow-go/openworkflow/backend/sqlite"
+	"github.com/openworkflow-go/openworkflow/server"
+)
+
+func TestCheckExposure(t *testing.T) {
+	for _, c := range []struct {
+		addr, token string
+		ok          bool
+	}{
+		{"127.0.0.1:8080", "", true},
+		{"localhost:8080", "", true},
+		{"[::1]:8080", "", true},
+		{"127.0.0.2:80", "", true},
+		{"0.0.0.0:8080", "", false},
+		{":8080", "", false},
+		{"[::]:8080", "", false},
+		{"192.168.1.5:8080", "", false},
+		{"example.com:8080", "", false},
+		{"0.0.0.0:8080", "t", true},
+		{"no-port", "", false},
+	} {
+		err := server.CheckExposure(c.addr, c.token)
+		if (err == nil) != c.ok {
+			t.Errorf("CheckExposure(%q, %q) = %v, want ok %v", c.addr, c.token, err, c.ok)
+		}
+		if err != nil && c.addr != "no-port" && !errors.Is(err, server.ErrTokenRequired) {
+			t.Errorf("CheckExposure(%q): %v does not wrap ErrTokenRequired", c.addr, err)
+		}
+	}
+}
+
+// TestServeRefusesAnExposedListenerWithoutToken: Serve checks a listener
+// it is given too.
+func TestServeRefusesAnExposedListenerWithoutToken(t *testing.T) {
+	ln, err := net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		t.Skip("cannot listen on all interfaces:", err)
+	}
+	defer ln.Close()
+	b := openSQLite(t)
+	err = server.Serve(context.Background(), ow.NewClient(b), server.Options{Listener: ln})
+	if !errors.Is(err, server.ErrTokenRequired) {
+		t.Fatalf("Serve on %s without a token: %v", ln.Addr(), err)
+	}
+}
+
+func openSQLite(t *testing.T) *sqlite.Backend {
+	t.Helper()
+	b, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ow.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+// TestGracefulShutdown: when the context ends, a request in flight
+// finishes, an event stream ends cleanly (its response is complete, not
+// cut), the health check answered while up, and Serve returns nil.
+func TestGracefulShutdown(t *testing.T) {
+	b := openSQLite(t)
+	c := ow.NewClient(b)
+	// A slow dashboard handler: the request in flight at shutdown.
+	started := make(chan struct{})
+	release := make(chan struct{})
+	dash := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(started)
+		<-release
+		io.WriteString(w, "slow page")
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addrc := make(chan string, 1)
+	served := make(chan error, 1)
+	go func() {
+		served <- server.Serve(ctx, c, server.Options{Addr: "127.0.0.1:0", Dashboard: dash, Ready: func(a string) { addrc <- a },
+			API: api.Options{KeepAlive: time.Hour}})
+	}()
+	base := "http://" + <-addrc
+
+	res, err := http.Get(base + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 || !strings.Contains(string(body), `"ok"`) {
+		t.Fatalf("healthz: %d %s", res.StatusCode, body)
+	}
+
+	// An event stream of a run that will not write: it stays open.
+	h, err := c.StartByName(ctx, "nobody-runs-this", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("GET", base+"/v1/runs/"+h.ID+"/streams/out", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	sse, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sse.Body.Close()
+	first := make([]byte, 64)
+	if _, err := sse.Body.Read(first); err != nil {
+		t.Fatal(err)
+	}
+
+	slow := make(chan string, 1)
+	go func() {
+		res, err := http.Get(base + "/page")
+		if err != nil {
+			slow <- "error: " + err.Error()
+			return
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		slow <- string(b)
+	}()
+	<-started
+	cancel() // SIGTERM
+	// The event stream ends cleanly: EOF, not a reset.
+	rest, err := io.ReadAll(sse.Body)
+	if err != nil {
+		t.Fatalf("the event stream was cut at shutdown: %v (read %q)", err, rest)
+	}
+	if strings.Contains(string(first)+string(rest), "event: ") {
+		t.Fatalf("the event stream of a run that writes nothing said %q before shutdown", string(first)+string(rest))
+	}
+	close(release)
+	if got := <-slow; got != "slow page" {
+		t.Fatalf("the request in flight at shutdown got %q", got)
+	}
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatalf("Serve returned %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Serve did not return after shutdown")
+	}
+	// New connections are refused now.
+	if _, err := http.Get(base + "/healthz"); err == nil {
+		t.Fatal("the server still answers after shutdown")
+	}
+}
