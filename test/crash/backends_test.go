@@ -11,15 +11,13 @@ import (
 
 	ow "github.com/openworkflow-go/openworkflow"
 	"github.com/openworkflow-go/openworkflow/backend"
+	"github.com/openworkflow-go/openworkflow/internal/pgtest"
 )
-
-// defaultPostgresURL is the test database when OPENWORKFLOW_TEST_POSTGRES_URL
-// is not set.
-const defaultPostgresURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 
 // target is a backend the test process and its worker processes share.
 type target struct {
 	kind, dsn, namespace string
+	schema               string // PostgreSQL only: the test's own schema
 }
 
 // sqliteTarget is a fresh database file in the test's temporary directory.
@@ -27,14 +25,12 @@ func sqliteTarget(t *testing.T) target {
 	return target{kind: "sqlite", dsn: filepath.Join(t.TempDir(), "openworkflow.db"), namespace: randomNamespace()}
 }
 
-// postgresTarget is a fresh random namespace in the test database. The test
-// fails when the database is unreachable, unless OPENWORKFLOW_SKIP_POSTGRES=1.
+// postgresTarget is a fresh random namespace in a schema of the test's own
+// on the test server (dropped when the test ends), so the test never
+// touches tables it did not create. The test fails when the server is
+// unreachable, unless OPENWORKFLOW_SKIP_POSTGRES=1.
 func postgresTarget(t *testing.T) target {
-	url := os.Getenv("OPENWORKFLOW_TEST_POSTGRES_URL")
-	if url == "" {
-		url = defaultPostgresURL
-	}
-	return target{kind: "postgres", dsn: url, namespace: randomNamespace()}
+	return target{kind: "postgres", dsn: pgtest.URL(), schema: pgtest.NewSchema(t), namespace: randomNamespace()}
 }
 
 // open opens the target's backend for the test process (the client side),
@@ -44,7 +40,7 @@ func (tg target) open(t *testing.T) *ow.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	b, err := openBackend(ctx, tg.kind, tg.dsn, tg.namespace)
+	b, err := openBackend(ctx, tg.kind, tg.dsn, tg.schema, tg.namespace)
 	if err != nil {
 		if tg.kind == "postgres" && os.Getenv("OPENWORKFLOW_SKIP_POSTGRES") == "1" {
 			t.Skipf("PostgreSQL unavailable and OPENWORKFLOW_SKIP_POSTGRES=1: %v", err)

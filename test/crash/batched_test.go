@@ -289,7 +289,7 @@ func testKilledBeforeGroupCommit(t *testing.T, tg target, sc heldCommitScenario)
 	dir := t.TempDir()
 	stepLog, commitLog := filepath.Join(dir, "steps.log"), filepath.Join(dir, "commits.log")
 	cfg := workerConfig{
-		Backend: tg.kind, DSN: tg.dsn, Namespace: tg.namespace, StepLog: stepLog,
+		Backend: tg.kind, DSN: tg.dsn, Schema: tg.schema, Namespace: tg.namespace, StepLog: stepLog,
 		Concurrency: 1, LeaseDuration: crashLease, HeartbeatInterval: crashHeartbeat,
 		MaxPollInterval: 250 * time.Millisecond, ShutdownGrace: crashGrace,
 	}
@@ -490,7 +490,7 @@ func testStaleBatchFenced(t *testing.T, tg target) {
 	stepLog, commitLog := filepath.Join(dir, "steps.log"), filepath.Join(dir, "commits.log")
 	releaseFirst, releaseSecond := filepath.Join(dir, "release-first"), filepath.Join(dir, "release-second")
 	base := workerConfig{
-		Backend: tg.kind, DSN: tg.dsn, Namespace: tg.namespace, StepLog: stepLog,
+		Backend: tg.kind, DSN: tg.dsn, Schema: tg.schema, Namespace: tg.namespace, StepLog: stepLog,
 		Concurrency: 1, MaxPollInterval: 250 * time.Millisecond, ShutdownGrace: crashGrace,
 	}
 	stale := base

@@ -73,7 +73,7 @@ func testCrashRecovery(t *testing.T, tg target, sc crashScenario) {
 	client := tg.open(t)
 	stepLog := filepath.Join(t.TempDir(), "steps.log")
 	cfg := workerConfig{
-		Backend: tg.kind, DSN: tg.dsn, Namespace: tg.namespace, StepLog: stepLog,
+		Backend: tg.kind, DSN: tg.dsn, Schema: tg.schema, Namespace: tg.namespace, StepLog: stepLog,
 		Concurrency: 1, LeaseDuration: crashLease, HeartbeatInterval: crashHeartbeat,
 		MaxPollInterval: 250 * time.Millisecond, ShutdownGrace: crashGrace,
 	}

@@ -2,7 +2,7 @@
 // operating-system processes against a real backend file or database: a
 // worker killed with SIGKILL in the middle of a step and recovered by
 // another process, and several worker processes competing for the runs of
-// one PostgreSQL namespace.
+// one PostgreSQL namespace in a schema of the test's own.
 //
 // The tests re-execute their own test binary as the worker processes
 // (-test.run=^TestWorkerProcess$ with the worker's configuration in the

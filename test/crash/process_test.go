@@ -30,8 +30,10 @@ const workerEnv = "OW_CRASHTEST_WORKER"
 type workerConfig struct {
 	// Backend is "sqlite" (DSN is the database file) or "postgres" (DSN is
 	// the URL).
-	Backend   string `json:"backend"`
-	DSN       string `json:"dsn"`
+	Backend string `json:"backend"`
+	DSN     string `json:"dsn"`
+	// Schema is the PostgreSQL schema of the test; empty on SQLite.
+	Schema    string `json:"schema,omitempty"`
 	Namespace string `json:"namespace"`
 	// StepLog is the file step executions are appended to.
 	StepLog string `json:"stepLog"`
@@ -80,7 +82,7 @@ func runWorkerProcess(cfg workerConfig) error {
 	defer orphaned(nil)
 	go stopWhenOrphaned(ctx, orphaned)
 
-	b, err := openBackend(ctx, cfg.Backend, cfg.DSN, cfg.Namespace)
+	b, err := openBackend(ctx, cfg.Backend, cfg.DSN, cfg.Schema, cfg.Namespace)
 	if err != nil {
 		return err
 	}
@@ -143,12 +145,12 @@ func stopWhenOrphaned(ctx context.Context, stop context.CancelCauseFunc) {
 }
 
 // openBackend opens the backend a worker process or a test uses.
-func openBackend(ctx context.Context, kind, dsn, namespace string) (backend.Backend, error) {
+func openBackend(ctx context.Context, kind, dsn, schema, namespace string) (backend.Backend, error) {
 	switch kind {
 	case "sqlite":
 		return sqlite.Open(ctx, dsn, sqlite.Options{NamespaceID: namespace})
 	case "postgres":
-		return postgres.Open(ctx, dsn, postgres.Options{NamespaceID: namespace})
+		return postgres.Open(ctx, dsn, postgres.Options{Schema: schema, NamespaceID: namespace})
 	}
 	return nil, fmt.Errorf("unknown backend %q", kind)
 }

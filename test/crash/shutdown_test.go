@@ -40,7 +40,7 @@ func testShutdownRelease(t *testing.T, tg target) {
 	client := tg.open(t)
 	stepLog := filepath.Join(t.TempDir(), "steps.log")
 	cfg := workerConfig{
-		Backend: tg.kind, DSN: tg.dsn, Namespace: tg.namespace, StepLog: stepLog,
+		Backend: tg.kind, DSN: tg.dsn, Schema: tg.schema, Namespace: tg.namespace, StepLog: stepLog,
 		Concurrency: 1, LeaseDuration: releaseLease, HeartbeatInterval: time.Second,
 		MaxPollInterval: 250 * time.Millisecond, ShutdownGrace: releaseGrace,
 	}

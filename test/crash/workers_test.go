@@ -35,7 +35,7 @@ func TestWorkerProcessesShareOnePostgresNamespace(t *testing.T) {
 	client := tg.open(t)
 	stepLog := filepath.Join(t.TempDir(), "steps.log")
 	cfg := workerConfig{
-		Backend: tg.kind, DSN: tg.dsn, Namespace: tg.namespace, StepLog: stepLog, StepWork: sharedStepWork,
+		Backend: tg.kind, DSN: tg.dsn, Schema: tg.schema, Namespace: tg.namespace, StepLog: stepLog, StepWork: sharedStepWork,
 		Concurrency: sharedConcurrency, LeaseDuration: sharedLease, HeartbeatInterval: sharedHeartbeat,
 		MaxPollInterval: 250 * time.Millisecond, ShutdownGrace: sharedGrace,
 	}
