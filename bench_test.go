@@ -21,8 +21,6 @@ package openworkflow_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,12 +33,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	ow "github.com/openworkflow-go/openworkflow"
 	"github.com/openworkflow-go/openworkflow/backend"
 	"github.com/openworkflow-go/openworkflow/backend/postgres"
 	"github.com/openworkflow-go/openworkflow/backend/sqlite"
+	"github.com/openworkflow-go/openworkflow/internal/pgtest"
 	"github.com/openworkflow-go/openworkflow/internal/testhooks"
 	"github.com/openworkflow-go/openworkflow/owtest"
 )
@@ -69,34 +66,12 @@ func openSQLiteBench(b *testing.B) backend.Backend {
 
 func openPostgresBench(b *testing.B) backend.Backend {
 	b.Helper()
-	url := os.Getenv("OPENWORKFLOW_TEST_POSTGRES_URL")
-	if url == "" {
-		url = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	if pgtest.Skipped() {
+		b.Skip("OPENWORKFLOW_SKIP_POSTGRES=1")
 	}
-	var ns [8]byte
-	_, _ = rand.Read(ns[:])
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	be, err := postgres.Open(ctx, url, postgres.Options{NamespaceID: "bench-" + hex.EncodeToString(ns[:])})
-	if err == nil {
-		err = be.Pool().Ping(ctx)
-	}
-	if err != nil {
-		if be != nil {
-			_ = be.Close()
-		}
-		b.Skipf("PostgreSQL unreachable at %s: %v", url, err)
-	}
-	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		// Step attempts go with their runs (ON DELETE CASCADE).
-		table := pgx.Identifier{be.Schema(), "workflow_runs"}.Sanitize()
-		if _, err := be.Pool().Exec(ctx, "DELETE FROM "+table+" WHERE namespace_id = $1", be.NamespaceID()); err != nil {
-			b.Errorf("clean up namespace %s: %v", be.NamespaceID(), err)
-		}
-		_ = be.Close()
-	})
+	// A schema of the benchmark's own, dropped with everything in it
+	// when the benchmark ends.
+	be := pgtest.Open(b, postgres.Options{})
 	return be
 }
 

@@ -2,10 +2,7 @@ package openworkflow_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -14,11 +11,12 @@ import (
 	"github.com/openworkflow-go/openworkflow/backend"
 	"github.com/openworkflow-go/openworkflow/backend/postgres"
 	"github.com/openworkflow-go/openworkflow/backend/sqlite"
+	"github.com/openworkflow-go/openworkflow/internal/pgtest"
 	"github.com/openworkflow-go/openworkflow/internal/testhooks"
 )
 
 // realTimeBackends returns a SQLite backend and a PostgreSQL one (in a
-// fresh namespace of OPENWORKFLOW_TEST_POSTGRES_URL) on the real clock,
+// schema of the test's own on the test server) on the real clock,
 // for behaviours that both must show. PostgreSQL is left out when
 // unreachable and OPENWORKFLOW_SKIP_POSTGRES=1.
 func realTimeBackends(t *testing.T) map[string]backend.Backend {
@@ -30,24 +28,11 @@ func realTimeBackends(t *testing.T) map[string]backend.Backend {
 	}
 	t.Cleanup(func() { lite.Close() })
 	out := map[string]backend.Backend{"sqlite": lite}
-	url := os.Getenv("OPENWORKFLOW_TEST_POSTGRES_URL")
-	if url == "" {
-		url = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	if pgtest.Skipped() {
+		t.Log("PostgreSQL left out (OPENWORKFLOW_SKIP_POSTGRES=1)")
+		return out
 	}
-	var ns [6]byte
-	_, _ = rand.Read(ns[:])
-	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	pg, err := postgres.Open(octx, url, postgres.Options{NamespaceID: "unreg-" + hex.EncodeToString(ns[:]), MaxConns: 4})
-	switch {
-	case err == nil:
-		t.Cleanup(func() { pg.Close() })
-		out["postgres"] = pg
-	case os.Getenv("OPENWORKFLOW_SKIP_POSTGRES") == "1":
-		t.Logf("PostgreSQL left out (OPENWORKFLOW_SKIP_POSTGRES=1): %v", err)
-	default:
-		t.Fatalf("this test needs PostgreSQL at %s (set OPENWORKFLOW_TEST_POSTGRES_URL, or OPENWORKFLOW_SKIP_POSTGRES=1 to skip): %v", url, err)
-	}
+	out["postgres"] = pgtest.Open(t, postgres.Options{MaxConns: 4})
 	return out
 }
 
