@@ -71,9 +71,12 @@ func TestPublicWebhooks(t *testing.T) {
 		if method == "*" {
 			method = "POST"
 		}
-		res, err := http.Post(srv.URL+concretePath(rt.Pattern), "application/json", strings.NewReader(`{}`))
+		var res *http.Response
+		var err error
 		if method == "GET" {
 			res, err = http.Get(srv.URL + concretePath(rt.Pattern))
+		} else {
+			res, err = http.Post(srv.URL+concretePath(rt.Pattern), "application/json", strings.NewReader(`{}`))
 		}
 		if err != nil {
 			t.Fatal(err)
