@@ -386,11 +386,5 @@ func encodeValue(v any) (raw json.RawMessage, err error) {
 // one backend.ErrRunNotFound. As OpenWorkflow's users asked in their issue
 // #520.
 func (c *Client) RetryRun(ctx context.Context, p backend.RetryWorkflowRunParams) (*WorkflowRun, error) {
-	r, ok := c.b.(interface {
-		RetryWorkflowRun(context.Context, backend.RetryWorkflowRunParams) (*backend.WorkflowRun, error)
-	})
-	if !ok {
-		return nil, fmt.Errorf("retry run %s: %w", p.WorkflowRunID, backend.ErrNotSupported)
-	}
-	return r.RetryWorkflowRun(ctx, p)
+	return c.b.RetryWorkflowRun(ctx, p)
 }

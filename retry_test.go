@@ -289,3 +289,114 @@ func TestAWorkerWithOnlyRegisteredLeavesOtherWorkflowsRunsAlone(t *testing.T) {
 		t.Fatalf("run of an unregistered workflow was claimed: attempts %d, error %s", r.Attempts, r.Error)
 	}
 }
+
+// TestRetryRunRerunsOnlyTheFailedStepWithAFreshBudget: a failed run
+// retried by hand (Client.RetryRun) runs again from its failed step — the
+// completed step's function is not called again — and that step gets its
+// whole retry budget again.
+func TestRetryRunRerunsOnlyTheFailedStepWithAFreshBudget(t *testing.T) {
+	e := newEnv(t)
+	var calls counter
+	policy := ow.WithRetryPolicy(ow.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 2})
+	wf := ow.Define(ow.Spec{Name: "two-steps"}, func(ctx ow.Context, _ int) (string, error) {
+		one, err := ow.Run(ctx, "first", func(context.Context) (string, error) {
+			calls.inc("first")
+			return "one", nil
+		})
+		if err != nil {
+			return "", err
+		}
+		two, err := ow.Run(ctx, "second", func(context.Context) (string, error) {
+			if calls.inc("second") <= 3 { // fails its budget of 2, then once after the retry
+				return "", errFlaky
+			}
+			return "two", nil
+		}, policy)
+		return one + "+" + two, err
+	})
+	e.register(wf)
+	id := start(e, wf, 0)
+	for range 5 {
+		e.drain()
+		e.clock.Advance(time.Second)
+	}
+	failed := e.requireStatus(id, backend.RunFailed)
+	if calls.get("first") != 1 || calls.get("second") != 2 {
+		t.Fatalf("before the retry: first ran %d times, second %d; want 1 and 2", calls.get("first"), calls.get("second"))
+	}
+
+	if _, err := e.client.RetryRun(e.ctx, backend.RetryWorkflowRunParams{WorkflowRunID: id}); err != nil {
+		t.Fatalf("RetryRun: %v", err)
+	}
+	r := e.requireStatus(id, backend.RunPending)
+	if r.Attempts != failed.Attempts || r.Error != nil {
+		t.Fatalf("retried run: attempts %d (want %d), error %s", r.Attempts, failed.Attempts, r.Error)
+	}
+	if e.tick() != 1 {
+		t.Fatal("the retried run was not claimable at once")
+	}
+	// The step's third call failed: with a fresh budget of 2 it is retried
+	// after its backoff rather than failing the run.
+	e.requireStatus(id, backend.RunPending)
+	e.clock.Advance(time.Second)
+	e.drain()
+	if got := output[string](e, id); got != "one+two" {
+		t.Fatalf("output %q, want one+two", got)
+	}
+	if calls.get("first") != 1 || calls.get("second") != 4 {
+		t.Fatalf("after the retry: first ran %d times, second %d; want 1 and 4", calls.get("first"), calls.get("second"))
+	}
+	var marks int
+	for _, s := range e.steps(id) {
+		if s.Kind == backend.StepRetry {
+			marks++
+		}
+	}
+	if marks != 1 {
+		t.Fatalf("%d retry marks in the history, want 1", marks)
+	}
+
+	_, err := e.client.RetryRun(e.ctx, backend.RetryWorkflowRunParams{WorkflowRunID: id})
+	if !errors.Is(err, backend.ErrRunNotFailed) {
+		t.Fatalf("RetryRun of a completed run: %v, want ErrRunNotFailed", err)
+	}
+	_, err = e.client.RetryRun(e.ctx, backend.RetryWorkflowRunParams{WorkflowRunID: "wrun_missing"})
+	if !errors.Is(err, backend.ErrRunNotFound) {
+		t.Fatalf("RetryRun of a missing run: %v, want ErrRunNotFound", err)
+	}
+}
+
+// TestRetryRunGivesAWorkflowFailureAFreshBudget: a run failed by its
+// workflow function (outside steps) and retried by hand counts its
+// workflow retry budget from the retry, not from its first claim.
+func TestRetryRunGivesAWorkflowFailureAFreshBudget(t *testing.T) {
+	e := newEnv(t)
+	var calls counter
+	wf := ow.Define(ow.Spec{Name: "wf-budget", RetryPolicy: &ow.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 2}},
+		func(ctx ow.Context, _ int) (int, error) {
+			if n := calls.inc("body"); n <= 3 {
+				return 0, fmt.Errorf("pass %d refused", n)
+			}
+			return 4, nil
+		})
+	e.register(wf)
+	id := start(e, wf, 0)
+	for range 3 {
+		e.drain()
+		e.clock.Advance(time.Second)
+	}
+	e.requireStatus(id, backend.RunFailed)
+	if calls.get("body") != 2 {
+		t.Fatalf("the body ran %d times before the retry, want 2 (its budget)", calls.get("body"))
+	}
+	if _, err := e.client.RetryRun(e.ctx, backend.RetryWorkflowRunParams{WorkflowRunID: id}); err != nil {
+		t.Fatalf("RetryRun: %v", err)
+	}
+	e.tick()
+	e.requireStatus(id, backend.RunPending) // the third pass failed, within the fresh budget
+	e.clock.Advance(time.Second)
+	e.drain()
+	if got := output[int](e, id); got != 4 || calls.get("body") != 4 {
+		t.Fatalf("output %d after %d passes, want 4 after 4", got, calls.get("body"))
+	}
+}

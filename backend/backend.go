@@ -67,6 +67,22 @@ type Client interface {
 	// [ErrRunTerminal] for a completed or failed one and [ErrRunNotFound]
 	// for a missing one.
 	CancelWorkflowRun(ctx context.Context, workflowRunID string) (*WorkflowRun, error)
+	// RetryWorkflowRun retries the failed run p.WorkflowRunID from its
+	// failed step. In one transaction it inserts the retry mark — a
+	// completed attempt of kind [StepRetry] named "__retry:<its attempt
+	// id>" (a name no user step resolves to by accident, as the child
+	// idempotency key "__workflow:…" is chosen), with output
+	// {"attempts": <the run's attempts>} — and makes the run pending with
+	// available_at now, error, finished_at and worker_id NULL and
+	// deadline_at p.DeadlineAt (nil: none; a deadline already passed fails
+	// the run again at the next claim, as at creation), then wakes idle
+	// workers as a create does. The completed attempts keep their results;
+	// a worker's history reads the mark as the point from which the retry
+	// budgets count again (internal/history). Only a failed run can be
+	// retried: any other status gives an error wrapping [ErrRunNotFailed]
+	// (so of two concurrent retries exactly one succeeds), a missing run
+	// [ErrRunNotFound].
+	RetryWorkflowRun(ctx context.Context, p RetryWorkflowRunParams) (*WorkflowRun, error)
 
 	// GetStepAttempt returns the attempt or an error wrapping
 	// [ErrStepNotFound].

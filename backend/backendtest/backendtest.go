@@ -90,6 +90,7 @@ func Run(t *testing.T, h Harness) {
 		{"WriteFailRun", testFailRun},
 		{"WriteRescheduleRun", testRescheduleRun},
 		{"CancelWorkflowRun", testCancelWorkflowRun},
+		{"RetryWorkflowRun", testRetryWorkflowRun},
 		{"Step attempts (WriteInsertStep, WriteFinishStep)", testStepAttempts},
 		{"ListStepAttempts", testListStepAttempts},
 		{"ListStepHistories", testListStepHistories},

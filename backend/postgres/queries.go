@@ -34,6 +34,7 @@ type queries struct {
 	ListRuns               string `sql:"list_runs"`
 	CountRuns              string `sql:"count_runs"`
 	CancelRun              string `sql:"cancel_run"`
+	RetryRun               string `sql:"retry_run"`
 	WakeParent             string `sql:"wake_parent"`
 	ReconcileParkedRuns    string `sql:"reconcile_parked_runs"`
 	RunOwnership           string `sql:"run_ownership"`

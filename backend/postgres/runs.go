@@ -153,7 +153,8 @@ func (b *Backend) GetWorkflowRun(ctx context.Context, workflowRunID string) (*ba
 }
 
 // ListWorkflowRuns implements [backend.Backend]: newest first, filtered by
-// status (a legacy status counts as its current name) and workflow name.
+// status (a legacy status counts as its current name), workflow name and
+// creation time (at or after p.CreatedAfter, before p.CreatedBefore).
 func (b *Backend) ListWorkflowRuns(ctx context.Context, p backend.ListWorkflowRunsParams) (*backend.Page[backend.WorkflowRun], error) {
 	limit, after, before, err := pageParams(p.Limit, p.After, p.Before)
 	if err != nil {
@@ -211,8 +212,8 @@ func listedStatuses(status backend.RunStatus) []backend.RunStatus {
 // ListWorkflowRuns, the way OpenWorkflow's lists work (see pageQuery): a
 // Before cursor scans the other way and buildPage reverses the rows.
 //
-// Without filter it reads OpenWorkflow's (namespace_id, created_at DESC)
-// index. A filtered list reads every stored status it covers as its own
+// Without status or name filter it reads OpenWorkflow's (namespace_id,
+// created_at DESC) index, from the created range's end when one is given. A filtered list reads every stored status it covers as its own
 // branch, each one index range of OpenWorkflow's (namespace_id, status,
 // created_at DESC) or (namespace_id, workflow_name, status, created_at
 // DESC) index, in created_at order from the cursor, stopping after
@@ -233,6 +234,12 @@ func listedStatuses(status backend.RunStatus) []backend.RunStatus {
 func (b *Backend) listRunsQuery(p backend.ListWorkflowRunsParams, after, before *backend.Cursor, limit int) (string, []any) {
 	if p.Status == "" && p.WorkflowName == "" {
 		q := newPageQuery(b.q.ListRuns, b.namespace)
+		if p.CreatedAfter != nil {
+			q.and(`wr."created_at" >= %s`, *p.CreatedAfter)
+		}
+		if p.CreatedBefore != nil {
+			q.and(`wr."created_at" < %s`, *p.CreatedBefore)
+		}
 		return q.finish("wr", true, after, before, limit), q.args
 	}
 	dir, cur, op := scanDirection(true, after, before)
@@ -244,6 +251,12 @@ func (b *Backend) listRunsQuery(p backend.ListWorkflowRunsParams, after, before 
 	var filter strings.Builder
 	if p.WorkflowName != "" {
 		fmt.Fprintf(&filter, "\n    AND wr.\"workflow_name\" = %s", param(p.WorkflowName))
+	}
+	if p.CreatedAfter != nil {
+		fmt.Fprintf(&filter, "\n    AND wr.\"created_at\" >= %s", param(*p.CreatedAfter))
+	}
+	if p.CreatedBefore != nil {
+		fmt.Fprintf(&filter, "\n    AND wr.\"created_at\" < %s", param(*p.CreatedBefore))
 	}
 	if cur != nil {
 		fmt.Fprintf(&filter, "\n    AND (wr.\"created_at\", wr.\"id\") %s (%s, %s)", op, param(cur.CreatedAt), param(cur.ID))
@@ -361,6 +374,29 @@ func (b *Backend) CancelWorkflowRun(ctx context.Context, workflowRunID string) (
 	}
 	if err != nil {
 		return run, fmt.Errorf("cancel workflow run %s: %w", workflowRunID, err)
+	}
+	return run, nil
+}
+
+// RetryWorkflowRun implements [backend.Client] with one statement
+// (retry_run in sql/runs.sql): the run update and the retry mark land
+// together or not at all, and the run is announced as work. A missing run
+// gives an error wrapping [backend.ErrRunNotFound], one that is not failed
+// (a concurrent retry came first, say) [backend.ErrRunNotFailed].
+func (b *Backend) RetryWorkflowRun(ctx context.Context, p backend.RetryWorkflowRunParams) (*backend.WorkflowRun, error) {
+	if !backend.ValidText(p.WorkflowRunID) {
+		return nil, fmt.Errorf("retry workflow run %q: %w", p.WorkflowRunID, backend.ErrRunNotFound)
+	}
+	run, err := b.writeRun(ctx, nil, b.q.RetryRun, b.namespace, p.WorkflowRunID, id.New(id.PrefixStep), msPtr(p.DeadlineAt), b.at())
+	if errors.Is(err, pgx.ErrNoRows) {
+		existing, err := b.GetWorkflowRun(ctx, p.WorkflowRunID)
+		if err != nil {
+			return nil, fmt.Errorf("retry: %w", err)
+		}
+		return nil, fmt.Errorf("cannot retry workflow run %s with status %s: %w", p.WorkflowRunID, existing.Status, backend.ErrRunNotFailed)
+	}
+	if err != nil {
+		return run, fmt.Errorf("retry workflow run %s: %w", p.WorkflowRunID, err)
 	}
 	return run, nil
 }

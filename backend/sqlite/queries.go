@@ -30,6 +30,8 @@ type queries struct {
 	ListRuns               string `sql:"list_runs"`
 	CountRuns              string `sql:"count_runs"`
 	CancelRun              string `sql:"cancel_run"`
+	RetryRun               string `sql:"retry_run"`
+	InsertRetryMark        string `sql:"insert_retry_mark"`
 	WakeParent             string `sql:"wake_parent"`
 	WakeRun                string `sql:"wake_run"`
 	// claim.sql

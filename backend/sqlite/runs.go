@@ -391,6 +391,50 @@ func (b *Backend) CancelWorkflowRun(ctx context.Context, workflowRunID string) (
 	return run, nil
 }
 
+// RetryWorkflowRun makes the failed run p.WorkflowRunID pending and due
+// now (no error, finish time or worker; deadline p.DeadlineAt) and
+// inserts the retry mark (a completed attempt of kind
+// [backend.StepRetry]) in one BEGIN IMMEDIATE transaction, then publishes
+// EventWorkAvailable. A missing run gives an error wrapping
+// [backend.ErrRunNotFound], one that is not failed
+// [backend.ErrRunNotFailed].
+func (b *Backend) RetryWorkflowRun(ctx context.Context, p backend.RetryWorkflowRunParams) (*backend.WorkflowRun, error) {
+	var run *backend.WorkflowRun
+	err := b.write(ctx, func(tx *txn, now time.Time, ev *events) error {
+		var err error
+		run, err = scanRun(tx.QueryRowContext(ctx, b.q.RetryRun,
+			sql.Named("ns", b.ns),
+			sql.Named("run_id", p.WorkflowRunID),
+			sql.Named("deadline_at", nullTimeArg(p.DeadlineAt)),
+			sql.Named("now", timeArg(now))))
+		if errors.Is(err, sql.ErrNoRows) {
+			existing, err := b.getRun(ctx, tx, p.WorkflowRunID)
+			if err != nil {
+				return err
+			}
+			return fmt.Errorf("%w: status is %s", backend.ErrRunNotFailed, existing.Status)
+		}
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, b.q.InsertRetryMark,
+			sql.Named("ns", b.ns),
+			sql.Named("step_id", id.New(id.PrefixStep)),
+			sql.Named("run_id", run.ID),
+			sql.Named("attempts", run.Attempts),
+			sql.Named("now", timeArg(now)))
+		if err != nil {
+			return err
+		}
+		ev.workAvailable(b.ns)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("retry workflow run %s: %w", p.WorkflowRunID, err)
+	}
+	return run, nil
+}
+
 // The transaction bodies of the fenced run transitions of ApplyWrites.
 // JSON arguments are validated text (or nil for SQL NULL); a write the
 // fence refuses returns the fence error.

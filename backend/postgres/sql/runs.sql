@@ -74,6 +74,42 @@ WITH canceled AS (
 )
 SELECT {{run_columns}} FROM canceled AS wr
 
+-- name: retry_run
+-- Retries failed run $2 (RetryWorkflowRun) in one statement: the run
+-- becomes pending and due now, without error, finish time or worker, with
+-- deadline $4; and a completed attempt $3 of kind 'retry' named
+-- '__retry:' || $3 is inserted with output {"attempts": <the run's
+-- attempts>}, the mark from which a worker's history resets the retry
+-- budgets (internal/history). Only a failed run matches: of two
+-- concurrent retries the second waits for the first's row lock, then
+-- re-reads the row, now pending, and matches nothing. The run is
+-- announced as work.
+WITH retried AS (
+  UPDATE {{schema}}."workflow_runs" AS wr
+  SET "status" = 'pending',
+      "available_at" = {{now($5)}},
+      "error" = NULL,
+      "finished_at" = NULL,
+      "worker_id" = NULL,
+      "deadline_at" = $4,
+      "updated_at" = {{now($5)}}
+  WHERE wr."namespace_id" = $1 AND wr."id" = $2
+    AND (wr."status" = 'failed') IS TRUE
+  RETURNING wr.*, {{notify('work')}} AS notified
+),
+mark AS (
+  INSERT INTO {{schema}}."step_attempts" (
+    "namespace_id", "id", "workflow_run_id", "step_name", "kind", "status",
+    "config", "context", "output", "error",
+    "started_at", "finished_at", "created_at", "updated_at"
+  )
+  SELECT wr."namespace_id", $3::text, wr."id", '__retry:' || $3::text, 'retry', 'completed',
+    '{}'::jsonb, NULL, jsonb_build_object('attempts', wr."attempts"), NULL,
+    {{now($5)}}, {{now($5)}}, {{now($5)}}, {{now($5)}}
+  FROM retried AS wr
+)
+SELECT {{run_columns}} FROM retried AS wr
+
 -- name: wake_parent
 -- Makes a parked parent due now when its child ($3, $4) finished: the
 -- parent's workflow attempt ($1, $2) must still be running and linked to

@@ -60,6 +60,43 @@ WHERE "namespace_id" = :ns
   AND "status" IN {{non_terminal_statuses}}
 RETURNING {{run_columns}}
 
+-- name: retry_run
+-- Retries failed run :run_id (RetryWorkflowRun): pending and due now,
+-- without error, finish time or worker, with deadline :deadline_at. Only
+-- a failed run matches, so of two retries (serialized by the write lock)
+-- the second matches nothing. insert_retry_mark follows in the same
+-- transaction.
+UPDATE "workflow_runs"
+SET "status" = 'pending',
+    "available_at" = :now,
+    "error" = NULL,
+    "finished_at" = NULL,
+    "worker_id" = NULL,
+    "deadline_at" = :deadline_at,
+    "updated_at" = :now
+WHERE "namespace_id" = :ns
+  AND "id" = :run_id
+  AND "status" = 'failed'
+RETURNING {{run_columns}}
+
+-- name: insert_retry_mark
+-- The mark of a manual retry in the run's history: a completed attempt
+-- :step_id of kind 'retry' named '__retry:' || :step_id, with output
+-- {"attempts": :attempts} (the run's attempts when retried), from which a
+-- worker's history resets the retry budgets (internal/history).
+INSERT INTO "step_attempts" (
+  "namespace_id", "id", "workflow_run_id", "step_name", "kind", "status",
+  "config", "context", "output", "error",
+  "child_workflow_run_namespace_id", "child_workflow_run_id",
+  "started_at", "finished_at", "created_at", "updated_at"
+)
+VALUES (
+  :ns, :step_id, :run_id, '__retry:' || :step_id, 'retry', 'completed',
+  '{}', NULL, json_object('attempts', :attempts), NULL,
+  NULL, NULL,
+  :now, :now, :now, :now
+)
+
 -- name: wake_parent
 -- Makes the parent of a finished child claimable now, only if the parent
 -- is parked (no worker) and its workflow attempt linked to this child is
