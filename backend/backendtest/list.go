@@ -213,6 +213,64 @@ func testListWorkflowRuns(t *testing.T, s *suite) {
 		}
 	})
 
+	t.Run("filters by creation time, at or after CreatedAfter and before CreatedBefore", func(t *testing.T) {
+		t.Parallel()
+		clk := newClock()
+		b := s.newBackendOn(t, clk)
+		worker := newWorkerID()
+		// One run a second, oldest first: order, invoice, order/completed,
+		// invoice, order.
+		at := make([]time.Time, 5)
+		ids := make([]string, 5)
+		for i, name := range []string{"order", "invoice", "order", "invoice", "order"} {
+			at[i] = clk.Now()
+			ids[i] = createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: name}).ID
+			clk.Advance(time.Second)
+		}
+		claimRun(t, b, worker, longLease, ids[0])
+		park(t, b, ids[0], worker, clk.Now().Add(farFuture))
+		claimRun(t, b, worker, longLease, ids[1])
+		park(t, b, ids[1], worker, clk.Now().Add(farFuture))
+		claimRun(t, b, worker, longLease, ids[2])
+		completeRun(t, b, ids[2], worker, `1`)
+		halfMs := 500 * time.Microsecond
+
+		cases := []struct {
+			name          string
+			params        backend.ListWorkflowRunsParams
+			after, before *time.Time
+			want          []string
+		}{
+			{"after, its own creation time included", backend.ListWorkflowRunsParams{}, &at[2], nil, []string{ids[4], ids[3], ids[2]}},
+			{"before, its own creation time excluded", backend.ListWorkflowRunsParams{}, nil, &at[2], []string{ids[1], ids[0]}},
+			{"between", backend.ListWorkflowRunsParams{}, &at[1], &at[4], []string{ids[3], ids[2], ids[1]}},
+			{"after a time between two milliseconds", backend.ListWorkflowRunsParams{}, ptr(at[2].Add(halfMs)), nil, []string{ids[4], ids[3]}},
+			{"before a time between two milliseconds", backend.ListWorkflowRunsParams{}, nil, ptr(at[2].Add(halfMs)), []string{ids[2], ids[1], ids[0]}},
+			{"an empty range", backend.ListWorkflowRunsParams{}, &at[3], &at[3], []string{}},
+			{"a range before every run", backend.ListWorkflowRunsParams{}, nil, &at[0], []string{}},
+			{"a range far off", backend.ListWorkflowRunsParams{}, ptr(at[0].AddDate(-3000, 0, 0)), ptr(at[0].AddDate(9000, 0, 0)), reversed(ids)},
+			{"with a status", backend.ListWorkflowRunsParams{Status: backend.RunPending}, &at[1], nil, []string{ids[4], ids[3]}},
+			{"with the running status, parked runs included", backend.ListWorkflowRunsParams{Status: backend.RunRunning}, nil, &at[1], []string{ids[0]}},
+			{"with a workflow name", backend.ListWorkflowRunsParams{WorkflowName: "order"}, &at[1], &at[4], []string{ids[2]}},
+			{"with a status and a workflow name", backend.ListWorkflowRunsParams{Status: backend.RunPending, WorkflowName: "invoice"}, &at[1], nil, []string{ids[3]}},
+			{"one run per page", backend.ListWorkflowRunsParams{Limit: 1}, &at[1], &at[4], []string{ids[3], ids[2], ids[1]}},
+			{"with a workflow name, one run per page", backend.ListWorkflowRunsParams{WorkflowName: "order", Limit: 1}, &at[0], &at[4], []string{ids[2], ids[0]}},
+			{"with a status, two runs per page", backend.ListWorkflowRunsParams{Status: backend.RunPending, Limit: 2}, &at[2], nil, []string{ids[4], ids[3]}},
+		}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				t.Parallel()
+				p := c.params
+				p.CreatedAfter, p.CreatedBefore = c.after, c.before
+				if p.Limit == 0 {
+					requireIDs(t, "listed runs", pageRunIDs(listRuns(t, b, p)), c.want)
+					return
+				}
+				requirePaginates(t, b, p, c.want)
+			})
+		}
+	})
+
 	t.Run("rejects bad cursors and limits out of range with ErrInvalidArgument", func(t *testing.T) {
 		t.Parallel()
 		b := s.newBackend(t)

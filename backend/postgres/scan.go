@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -76,6 +77,13 @@ func newPageQuery(base string, args ...any) *pageQuery {
 	p := &pageQuery{args: args}
 	p.sql.WriteString(base)
 	return p
+}
+
+// and adds the condition cond, whose %s is the placeholder of the next
+// parameter, v.
+func (p *pageQuery) and(cond string, v any) {
+	p.args = append(p.args, v)
+	fmt.Fprintf(&p.sql, "\n  AND "+cond, "$"+strconv.Itoa(len(p.args)))
 }
 
 // finish adds the cursor, order and limit. alias is the table alias.

@@ -7,13 +7,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/openworkflow-go/openworkflow/backend"
 )
 
 // ListWorkflowRuns lists the namespace's runs newest first (created_at
 // DESC, id DESC), optionally filtered by status (a legacy status matches
-// its current name) and workflow name. Pages hold p.Limit runs (100 when
+// its current name), workflow name and creation time (at or after
+// p.CreatedAfter, before p.CreatedBefore). Pages hold p.Limit runs (100 when
 // 0, at most [backend.MaxPageSize]); p.After / p.Before are the Next /
 // Prev cursors of a previous page. Setting both, a limit out of range or
 // a malformed cursor fails with [backend.ErrInvalidArgument] (see
@@ -35,6 +37,14 @@ func (b *Backend) ListWorkflowRuns(ctx context.Context, p backend.ListWorkflowRu
 		where = append(where, `"workflow_name" = :workflow_name`)
 		args = append(args, sql.Named("workflow_name", p.WorkflowName))
 	}
+	if p.CreatedAfter != nil {
+		where = append(where, `"created_at" >= :created_after`)
+		args = append(args, sql.Named("created_after", createdBound(*p.CreatedAfter)))
+	}
+	if p.CreatedBefore != nil {
+		where = append(where, `"created_at" < :created_before`)
+		args = append(args, sql.Named("created_before", createdBound(*p.CreatedBefore)))
+	}
 	page, err := listPage(ctx, b, listQuery{
 		base: b.q.ListRuns, descending: true,
 		where: where, args: args,
@@ -44,6 +54,26 @@ func (b *Backend) ListWorkflowRuns(ctx context.Context, p backend.ListWorkflowRu
 		return nil, fmt.Errorf("list workflow runs: %w", err)
 	}
 	return page, nil
+}
+
+// createdBound is t as a bound on created_at (TEXT in
+// [backend.TimeLayout], whole milliseconds): rounded up to the next
+// millisecond, since a stored time is at or after t exactly when it is at
+// or after t's ceiling (and before t exactly when before the ceiling), and
+// kept within the years the layout sorts (0000–9999).
+func createdBound(t time.Time) string {
+	t = t.UTC()
+	if c := t.Truncate(time.Millisecond); c.Before(t) {
+		t = c.Add(time.Millisecond)
+	}
+	lo, hi := time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(9999, 12, 31, 23, 59, 59, 999e6, time.UTC)
+	switch {
+	case t.Before(lo):
+		t = lo
+	case t.After(hi):
+		t = hi
+	}
+	return timeArg(t)
 }
 
 // statusesMatching returns the stored statuses a status filter matches:
