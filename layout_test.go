@@ -57,10 +57,11 @@ func moduleImports(list []string) []string {
 // here rather than in review:
 //   - the ground floor (package backend and the internal helpers) never
 //     imports the SDK or a backend implementation;
-//   - the SDK (the root package) imports no backend implementation;
+//   - the SDK (the root package) imports no backend implementation, and
+//     does not depend on Prometheus (package metrics does);
 //   - dag/ and openflow/ import only the root package of this module:
 //     they are clients of the SDK like any user's code;
-//   - api/, dashboard/ and server/ depend on no backend implementation
+//   - api/, dashboard/, metrics/ and server/ depend on no backend implementation
 //     and import no internal package: they use the client side of the
 //     seam;
 //   - nothing but examples imports examples/.
@@ -86,13 +87,20 @@ func TestPackagesImportOnlyWhatTheirLayerMay(t *testing.T) {
 					t.Errorf("the SDK imports the backend implementation %s", imp)
 				}
 			}
+			// Metrics reach the SDK through telemetry.Metrics; a program
+			// that does not export them does not link Prometheus.
+			for _, dep := range p.Deps {
+				if strings.HasPrefix(dep, "github.com/prometheus/") {
+					t.Errorf("the SDK depends on %s; it may report metrics only through telemetry.Metrics", dep)
+				}
+			}
 		case top == "dag" || top == "openflow":
 			for _, imp := range imports {
 				if imp != "" && !strings.HasPrefix(imp, top+"/") && imp != top {
 					t.Errorf("%s imports %q; it may import only the root package of this module", rel, module+"/"+imp)
 				}
 			}
-		case top == "api" || top == "dashboard" || top == "server":
+		case top == "api" || top == "dashboard" || top == "server" || top == "metrics":
 			for _, dep := range deps {
 				if slices.Contains(implementations, dep) {
 					t.Errorf("%s depends on the backend implementation %s; it may use only the client side of the seam", rel, dep)

@@ -16,6 +16,7 @@ import (
 	"github.com/openworkflow-go/openworkflow/internal/groupcommit"
 	"github.com/openworkflow-go/openworkflow/internal/history"
 	"github.com/openworkflow-go/openworkflow/internal/id"
+	"github.com/openworkflow-go/openworkflow/telemetry"
 )
 
 // StepLimit is the maximum number of step attempts (every kind, retries
@@ -81,7 +82,9 @@ type pass struct {
 
 	runningStepAfter time.Duration
 	tr               tracing
-	span             trace.Span // the pass's workflow_run.execute span
+	span             trace.Span        // the pass's workflow_run.execute span
+	m                telemetry.Metrics // nil: not measured
+	outcome          string            // how the pass ended, for m (set by Worker.finish)
 
 	releaseOnce sync.Once
 	expireOnce  sync.Once

@@ -98,6 +98,10 @@ func runFunction[T any](x *pass, key string, fn func(context.Context) (T, error)
 		telemetry.AttrRunID.String(x.run.ID), telemetry.AttrStepName.String(key), telemetry.AttrWorkflowName.String(x.run.WorkflowName)))
 	scope := &stepScope{x: x, attemptID: a.ID}
 	sctx = withStepScope(sctx, scope)
+	var began time.Time
+	if x.m != nil {
+		began = time.Now()
+	}
 	// The step's result is encoded (its MarshalJSON is user code too) and
 	// checked storable inside the same protection as the function.
 	raw, ferr := callProtected(func() (json.RawMessage, error) {
@@ -115,6 +119,13 @@ func runFunction[T any](x *pass, key string, fn func(context.Context) (T, error)
 		return raw, nil
 	})
 	scope.end()
+	if x.m != nil {
+		status := backend.StepCompleted
+		if ferr != nil {
+			status = backend.StepFailed
+		}
+		x.m.ObserveStep(x.run.WorkflowName, string(status), time.Since(began))
+	}
 	recordError(span, ferr)
 	span.End()
 	inserted, err := slow()

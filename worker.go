@@ -10,6 +10,7 @@ import (
 
 	"github.com/openworkflow-go/openworkflow/backend"
 	"github.com/openworkflow-go/openworkflow/internal/groupcommit"
+	"github.com/openworkflow-go/openworkflow/telemetry"
 )
 
 // Worker claims runs from a backend and executes them: it replays each
@@ -21,6 +22,7 @@ type Worker struct {
 	opts   WorkerOptions
 	commit *groupcommit.Committer
 	tr     tracing
+	m      telemetry.Metrics // nil: not measured
 	reg    registry
 	log    *slog.Logger
 
@@ -33,6 +35,7 @@ type Worker struct {
 	sweptAt      time.Time        // when a claim last ran the deadline sweep (real time)
 	quarantined  []string         // worker ids of slots a failed claim may hold runs for (see quarantine)
 	started      bool
+	stopObserved sync.Once // the worker's stop is reported to m once
 
 	wake       chan struct{}
 	hardCtx    context.Context // canceled when the grace period ends
@@ -46,7 +49,10 @@ type Worker struct {
 // call Run).
 func NewWorker(b backend.Backend, opts WorkerOptions) *Worker {
 	opts = opts.withDefaults()
-	w := &Worker{b: b, opts: opts, log: opts.Logger, commit: groupcommit.New(b), tr: newTracing(opts.TracerProvider), executing: make(map[string]*pass), wake: make(chan struct{}, 1)}
+	w := &Worker{b: b, opts: opts, log: opts.Logger, commit: groupcommit.New(b), tr: newTracing(opts.TracerProvider), m: opts.Metrics, executing: make(map[string]*pass), wake: make(chan struct{}, 1)}
+	if w.m != nil {
+		w.commit.OnCommit = w.m.ObserveCommit
+	}
 	for i := opts.Concurrency - 1; i >= 0; i-- {
 		w.free = append(w.free, fmt.Sprintf("%s/%d", opts.ID, i))
 	}
@@ -83,6 +89,9 @@ func (w *Worker) Start(ctx context.Context) error {
 	if err != nil && !errors.Is(err, backend.ErrNotSupported) {
 		w.log.Warn("openworkflow: wake-up notifications unavailable; polling only", "error", err)
 	}
+	if w.m != nil {
+		w.m.ObserveWorker(true, w.opts.Concurrency)
+	}
 	go w.loop(loopCtx, events)
 	return nil
 }
@@ -111,6 +120,9 @@ func (w *Worker) Stop(ctx context.Context) error {
 	if started {
 		w.loopCancel()
 		<-w.loopDone
+		if w.m != nil {
+			defer w.stopObserved.Do(func() { w.m.ObserveWorker(false, w.opts.Concurrency) })
+		}
 	}
 	done := make(chan struct{})
 	go func() { w.passes.Wait(); close(done) }()

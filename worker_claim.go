@@ -55,7 +55,14 @@ func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (claimed, asked 
 	if w.opts.OnlyRegistered {
 		p.Workflows = w.reg.keys()
 	}
+	var began time.Time
+	if w.m != nil {
+		began = time.Now()
+	}
 	runs, err := w.b.ClaimWorkflowRuns(ctx, p)
+	if w.m != nil {
+		w.m.ObserveClaim(time.Since(began), len(ids), len(runs), err)
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			w.quarantine(ids)
@@ -74,6 +81,9 @@ func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (claimed, asked 
 		if wg != nil {
 			wg.Add(1)
 		}
+		if w.m != nil {
+			w.m.ObserveSlot(true)
+		}
 		w.passes.Add(1)
 		go func() {
 			defer w.passes.Done()
@@ -81,6 +91,9 @@ func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (claimed, asked 
 				defer wg.Done()
 			}
 			w.execute(run, hist)
+			if w.m != nil {
+				w.m.ObserveSlot(false)
+			}
 			w.mu.Lock()
 			w.free = append(w.free, *run.WorkerID)
 			w.mu.Unlock()

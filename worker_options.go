@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/openworkflow-go/openworkflow/internal/id"
+	"github.com/openworkflow-go/openworkflow/telemetry"
 )
 
 // WorkerOptions configure a [Worker]. The zero value is usable: every zero
@@ -58,6 +59,12 @@ type WorkerOptions struct {
 	// workflow_run.create per child and signal.send per signal step, named
 	// and attributed as in OpenWorkflow 0.10. Nil: no tracing.
 	TracerProvider trace.TracerProvider
+	// Metrics receives the worker's measurements as they happen: claims
+	// and their latency, slots busy, step and pass durations, finished
+	// runs, and group commits (see telemetry.Metrics). Package metrics
+	// exports them to Prometheus. Nil: nothing is measured, and the hot
+	// path does not read the clock for it.
+	Metrics telemetry.Metrics
 	// ID prefixes the worker ids written to runs ("<ID>/<slot>"). Default
 	// "<hostname>-<pid>-<random>".
 	ID string

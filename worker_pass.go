@@ -1,6 +1,7 @@
 package openworkflow
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,6 +26,10 @@ func (w *Worker) execute(run *backend.WorkflowRun, hist *[]backend.StepAttempt) 
 		w.rescheduleUnregistered(run, workerID)
 		return
 	}
+	var began time.Time
+	if w.m != nil {
+		began = time.Now()
+	}
 	ctx, cancel := context.WithCancelCause(w.hardCtx)
 	defer cancel(nil)
 	if run.DeadlineAt != nil {
@@ -48,7 +53,12 @@ func (w *Worker) execute(run *backend.WorkflowRun, hist *[]backend.StepAttempt) 
 	x := &pass{
 		b: w.b, now: w.opts.Now, log: w.log, run: run, workerID: workerID,
 		ctx: ctx, cancel: cancel, info: runInfo(run),
-		commit: w.commit, writes: w.commit.NewPass(), runningStepAfter: w.opts.RunningStepAfter, tr: w.tr, span: span,
+		commit: w.commit, writes: w.commit.NewPass(), runningStepAfter: w.opts.RunningStepAfter, tr: w.tr, span: span, m: w.m,
+	}
+	if w.m != nil {
+		defer func() {
+			w.m.ObservePass(run.WorkflowName, cmp.Or(x.outcome, telemetry.OutcomeStale), time.Since(began))
+		}()
 	}
 	w.mu.Lock()
 	w.executing[run.ID] = x
@@ -202,11 +212,16 @@ func (w *Worker) finish(x *pass, out json.RawMessage, err error) {
 	if !x.isLost() {
 		tw := w.transitionFor(x, out, err)
 		werr := x.write(tw)
-		x.span.SetAttributes(telemetry.AttrExecutionOutcome.String(outcomeOf(tw.Kind, werr)))
+		x.outcome = outcomeOf(tw.Kind, werr)
+		x.span.SetAttributes(telemetry.AttrExecutionOutcome.String(x.outcome))
 		if werr == nil {
 			switch tw.Kind {
 			case backend.WriteParkRun, backend.WriteRescheduleRun:
 				w.noteWake(tw.AvailableAt)
+			case backend.WriteCompleteRun:
+				w.observeRunFinished(x, backend.RunCompleted)
+			case backend.WriteFailRun:
+				w.observeRunFinished(x, backend.RunFailed)
 			}
 			return
 		}
@@ -318,6 +333,7 @@ func (w *Worker) expire(x *pass) {
 		switch {
 		case err == nil:
 			x.span.SetAttributes(telemetry.AttrExecutionOutcome.String(telemetry.OutcomeFailed))
+			w.observeRunFinished(x, backend.RunFailed)
 			w.log.Info("openworkflow: run failed: deadline exceeded", "run", x.run.ID)
 		case errors.Is(err, backend.ErrNotOwner):
 			w.log.Debug("openworkflow: run past its deadline is no longer ours", "run", x.run.ID, "error", err)
@@ -340,7 +356,22 @@ func (w *Worker) failUnrecordable(x *pass, cause error) {
 			return
 		}
 		w.log.Warn("openworkflow: could not fail run whose write was refused", "run", x.run.ID, "error", err)
+		return
 	}
+	w.observeRunFinished(x, backend.RunFailed)
+}
+
+// observeRunFinished reports x's run finished with status to the worker's
+// metrics, with its duration from its first claim by the worker's clock.
+func (w *Worker) observeRunFinished(x *pass, status backend.RunStatus) {
+	if w.m == nil {
+		return
+	}
+	var d time.Duration
+	if x.run.StartedAt != nil {
+		d = max(0, w.opts.Now().Sub(*x.run.StartedAt))
+	}
+	w.m.ObserveRunFinished(x.run.WorkflowName, string(status), d)
 }
 
 // releaseRetryFirst and releaseRetryMax bound the backoff between two

@@ -38,6 +38,7 @@ import (
 	"time"
 
 	ow "github.com/openworkflow-go/openworkflow"
+	"github.com/openworkflow-go/openworkflow/telemetry"
 )
 
 // Options configure the API handler. The zero value serves without auth,
@@ -70,6 +71,10 @@ type Options struct {
 	// KeepAlive is the interval of comments sent on idle event streams so
 	// that proxies keep them open. Default 15 s.
 	KeepAlive time.Duration
+	// Metrics, when set, receives each request's route pattern, method,
+	// status and duration (telemetry.Metrics.ObserveRequest); package
+	// metrics exports them to Prometheus. Default none.
+	Metrics telemetry.Metrics
 }
 
 // DefaultMaxBodyBytes is the default limit of a request body: 1 MiB.
@@ -193,6 +198,9 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, pattern string, 
 	}
 	if err != nil {
 		writeError(rec, r, err)
+	}
+	if h.opts.Metrics != nil {
+		h.opts.Metrics.ObserveRequest(pattern, r.Method, rec.status(), time.Since(start))
 	}
 	if h.opts.Logger != nil {
 		h.opts.Logger.LogAttrs(r.Context(), slog.LevelInfo, "http request",

@@ -3,6 +3,11 @@
 // options): the names and keys of OpenWorkflow 0.10's telemetry.ts, so
 // traces from the Go and TypeScript SDKs line up. Use them to find the
 // SDK's spans in a trace, or to filter them.
+//
+// It also defines [Metrics], the hook through which a worker and the HTTP
+// API report what they measure (claims, steps, passes, commits, requests)
+// without depending on a metrics library; package metrics exports those
+// measurements to Prometheus.
 package telemetry
 
 import "go.opentelemetry.io/otel/attribute"

@@ -60,6 +60,12 @@ type Batcher interface {
 type Committer struct {
 	b Batcher
 
+	// OnCommit, when set, is called after each group commit with the
+	// groups and writes it applied, how many groups failed, and how long
+	// the backend took: the worker's metrics hook. Set it before the first
+	// Submit; it must not block.
+	OnCommit func(groups, writes, failed int, d time.Duration)
+
 	mu      sync.Mutex
 	queue   []*Group
 	queued  int // writes in queue
@@ -165,6 +171,10 @@ func (c *Committer) apply(groups []*Group) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 	defer cancel()
+	var start time.Time
+	if c.OnCommit != nil {
+		start = time.Now()
+	}
 	errs := c.b.ApplyWrites(ctx, batch)
 	if len(errs) != len(groups) {
 		err := fmt.Errorf("backend applied %d write groups but reported %d outcomes", len(groups), len(errs))
@@ -173,8 +183,21 @@ func (c *Committer) apply(groups []*Group) {
 			errs[i] = err
 		}
 	}
+	var d time.Duration
+	if c.OnCommit != nil {
+		d = time.Since(start)
+	}
+	writes, failed := 0, 0
 	for i, g := range groups {
+		writes += len(g.writes)
+		if errs[i] != nil {
+			failed++
+		}
 		g.err = errs[i]
 		close(g.done)
+	}
+	if c.OnCommit != nil {
+		// After the groups are done: their passes go on meanwhile.
+		c.OnCommit(len(groups), writes, failed, d)
 	}
 }

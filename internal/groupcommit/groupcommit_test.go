@@ -235,3 +235,39 @@ func groupCounts(calls [][][]backend.Write) []int {
 	}
 	return out
 }
+
+func TestOnCommitReportsEachCommitsGroupsWritesAndFailures(t *testing.T) {
+	f := &fakeBatcher{hold: make(chan struct{}), entered: make(chan struct{}, 100), fail: map[string]error{"bad": errors.New("refused")}}
+	c := New(f)
+	type report struct{ groups, writes, failed int }
+	var mu sync.Mutex
+	var reports []report
+	c.OnCommit = func(groups, writes, failed int, d time.Duration) {
+		if d < 0 {
+			t.Errorf("negative commit duration %v", d)
+		}
+		mu.Lock()
+		reports = append(reports, report{groups, writes, failed})
+		mu.Unlock()
+	}
+	first := c.Submit([]backend.Write{write("r0", "a")})
+	<-f.entered // held: the next groups share the second commit
+	gs := []*Group{
+		c.Submit([]backend.Write{write("r1", "a"), write("r1", "b")}),
+		c.Submit([]backend.Write{write("bad", "a")}),
+	}
+	f.hold <- struct{}{}
+	<-f.entered
+	f.hold <- struct{}{}
+	first.Wait()
+	for _, g := range gs {
+		g.Wait()
+	}
+	c.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	want := []report{{1, 1, 0}, {2, 3, 1}}
+	if fmt.Sprint(reports) != fmt.Sprint(want) {
+		t.Errorf("OnCommit saw %v, want %v", reports, want)
+	}
+}
