@@ -11,6 +11,8 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -38,7 +40,10 @@ type Options struct {
 	// Dashboard, when set, is served at / (every path outside /v1/,
 	// /healthz and /metrics).
 	Dashboard http.Handler
-	// Metrics, when set, is served at /metrics.
+	// Metrics, when set, is served at GET /metrics (package metrics'
+	// Exporter.Handler). With API.Token set it needs the same bearer
+	// token as the API: Prometheus sends it with
+	// `authorization: {credentials: <token>}` in its scrape config.
 	Metrics http.Handler
 	// Worker, when set, is started with the server and stopped after it.
 	Worker *ow.Worker
@@ -95,7 +100,7 @@ func Serve(ctx context.Context, c *ow.Client, opts Options) error {
 	mux.Handle("/v1/", api.New(c, apiOpts))
 	mux.HandleFunc("GET /healthz", health(c))
 	if opts.Metrics != nil {
-		mux.Handle("GET /metrics", opts.Metrics)
+		mux.Handle("GET /metrics", requireToken(opts.API.Token, opts.Metrics))
 	}
 	if opts.Dashboard != nil {
 		mux.Handle("/", opts.Dashboard)
@@ -186,4 +191,24 @@ func health(c *ow.Client) http.HandlerFunc {
 		}
 		fmt.Fprint(w, "{\"status\":\"ok\"}\n")
 	}
+}
+
+// requireToken serves h only to requests carrying "Authorization: Bearer
+// <token>" (compared in constant time, as the API does), and answers 401
+// to others; with no token it is h.
+func requireToken(token string, h http.Handler) http.Handler {
+	if token == "" {
+		return h
+	}
+	want := sha256.Sum256([]byte(token))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
+		if !ok || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			http.Error(w, "this server needs its API token: send the header \"Authorization: Bearer <token>\"", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
