@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 
 	"github.com/spf13/cobra"
@@ -9,6 +10,7 @@ import (
 	ow "github.com/openworkflow-go/openworkflow"
 	"github.com/openworkflow-go/openworkflow/api"
 	"github.com/openworkflow-go/openworkflow/config"
+	"github.com/openworkflow-go/openworkflow/metrics"
 	"github.com/openworkflow-go/openworkflow/server"
 )
 
@@ -17,17 +19,19 @@ func (a *app) serverCommand() *cobra.Command {
 	var worker bool
 	c := &cobra.Command{
 		Use:   "server",
-		Short: "Serve the HTTP API (and a worker for OpenFlow flows) on the configured backend",
-		Long: `Serve the HTTP API under /v1 (GET /v1/openapi.json describes it) and a
-health check at /healthz, on the configured backend, until interrupted
-(SIGINT or SIGTERM: requests in flight finish, event streams end, then
-the process exits).
+		Short: "Serve the HTTP API and /metrics (and a worker for OpenFlow flows) on the configured backend",
+		Long: `Serve the HTTP API under /v1 (GET /v1/openapi.json describes it), a
+health check at /healthz and Prometheus metrics at /metrics, on the
+configured backend, until interrupted (SIGINT or SIGTERM: requests in
+flight finish, event streams end, then the process exits).
 
 The API needs a bearer token when it listens beyond loopback: set
-OPENWORKFLOW_API_TOKEN (or server.token in openworkflow.yaml). With
---worker, the process also runs a worker for the OpenFlow flows of
-openflow.dirs, as 'ow worker' does; workflows written in Go run in your
-own program's workers.
+OPENWORKFLOW_API_TOKEN (or server.token in openworkflow.yaml); /metrics
+then needs it too. With --worker, the process also runs a worker for the
+OpenFlow flows of openflow.dirs, as 'ow worker' does, and /metrics
+includes its measurements; workflows written in Go run in your own
+program's workers. For development, 'ow dev' runs all of it with sample
+workflows.
 
   OPENWORKFLOW_API_TOKEN=$(openssl rand -hex 32) ow server --addr 0.0.0.0:8080
   curl -H "Authorization: Bearer $OPENWORKFLOW_API_TOKEN" localhost:8080/v1/runs`,
@@ -44,30 +48,59 @@ own program's workers.
 			if err := server.CheckExposure(cfg.Server.Addr, cfg.Server.Token); err != nil {
 				return err
 			}
-			opts := server.Options{
-				Addr: cfg.Server.Addr,
-				API: api.Options{
-					Token: cfg.Server.Token, PublicWebhooks: cfg.Server.PublicWebhooks, CORSOrigins: cfg.Server.CORSOrigins,
-				},
-				Logger: slog.New(slog.NewJSONHandler(a.stderr, nil)),
-				Ready: func(addr string) {
-					auth := "no token: loopback only"
-					if cfg.Server.Token != "" {
-						auth = "bearer token required"
-					}
-					fmt.Fprintf(a.stderr, "serving the API on http://%s/v1 (%s), backend %s %s\n", addr, auth, cfg.Kind(), cfg.Location())
-				},
+			client := ow.NewClient(b)
+			opts, m, err := httpOptions(cfg, client, slog.New(slog.NewJSONHandler(a.stderr, nil)))
+			if err != nil {
+				return err
+			}
+			opts.Ready = func(addr string) {
+				auth := "no token: loopback only"
+				if cfg.Server.Token != "" {
+					auth = "bearer token required"
+				}
+				fmt.Fprintf(a.stderr, "serving the API on http://%s/v1 and metrics on http://%s/metrics (%s), backend %s %s\n", addr, addr, auth, cfg.Kind(), cfg.Location())
+				if opts.Dashboard != nil {
+					fmt.Fprintf(a.stderr, "dashboard: http://%s/\n", addr)
+				}
 			}
 			if worker {
-				if opts.Worker, err = a.flowWorker(cfg, b); err != nil {
+				if opts.Worker, err = a.flowWorker(cfg, b, m); err != nil {
 					return err
 				}
 			}
-			return server.Serve(cmd.Context(), ow.NewClient(b), opts)
+			return server.Serve(cmd.Context(), client, opts)
 		},
 	}
 	c.Flags().StringVar(&addr, "addr", config.DefaultServerAddr, "address to listen on [$"+config.EnvServerAddr+"]")
 	c.Flags().BoolVar(&worker, "worker", false, "also run a worker for the OpenFlow flows of openflow.dirs")
 	c.Flags().IntVar(&a.concurrency, "concurrency", 0, "runs the worker executes at once (default 10) [$"+config.EnvWorkerConcurrency+"]")
 	return c
+}
+
+// httpOptions are the server options 'ow server' and 'ow dev' share: the
+// API with the configured token, webhook and CORS settings, Prometheus
+// metrics at /metrics (also given to the worker the caller adds, as
+// returned), and the dashboard when this build has one. logger receives
+// the access log and the server's events.
+func httpOptions(cfg *config.Config, c *ow.Client, logger *slog.Logger) (server.Options, *metrics.Exporter, error) {
+	m, err := metrics.New(metrics.Options{Client: c, Logger: logger})
+	if err != nil {
+		return server.Options{}, nil, err
+	}
+	apiOpts := api.Options{
+		Token: cfg.Server.Token, PublicWebhooks: cfg.Server.PublicWebhooks, CORSOrigins: cfg.Server.CORSOrigins, Metrics: m,
+	}
+	return server.Options{
+		Addr:      cfg.Server.Addr,
+		API:       apiOpts,
+		Dashboard: dashboard(c, apiOpts),
+		Metrics:   m.Handler(),
+		Logger:    logger,
+	}, m, nil
+}
+
+// warnLogger logs warnings and errors as text to w: a worker's logger in
+// a terminal.
+func warnLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }

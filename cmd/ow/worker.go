@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"log/slog"
 
 	"github.com/spf13/cobra"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/openworkflow-go/openworkflow/backend"
 	"github.com/openworkflow-go/openworkflow/config"
 	"github.com/openworkflow-go/openworkflow/openflow"
+	"github.com/openworkflow-go/openworkflow/telemetry"
 )
 
 func (a *app) workerCommand() *cobra.Command {
@@ -34,7 +34,7 @@ Runs of other workflows are left to the workers that have them.`,
 				return err
 			}
 			defer b.Close()
-			w, err := a.flowWorker(cfg, b)
+			w, err := a.flowWorker(cfg, b, nil)
 			if err != nil {
 				return err
 			}
@@ -47,21 +47,31 @@ Runs of other workflows are left to the workers that have them.`,
 
 // flowWorker returns a worker for the OpenFlow flows of cfg's openflow.dirs
 // (each a workflow named by its path) and the "openflow" workflow, and
-// says on stderr what it runs.
-func (a *app) flowWorker(cfg *config.Config, b backend.Backend) (*ow.Worker, error) {
+// says on stderr what it runs. m, if not nil, receives its measurements.
+func (a *app) flowWorker(cfg *config.Config, b backend.Backend, m telemetry.Metrics) (*ow.Worker, error) {
+	defs, err := flowDefinitions(cfg)
+	if err != nil {
+		return nil, err
+	}
+	w := ow.NewWorker(b, ow.WorkerOptions{Concurrency: cfg.Worker.Concurrency, OnlyRegistered: true, Logger: warnLogger(a.stderr), Metrics: m})
+	if err := w.Register(defs...); err != nil {
+		return nil, err
+	}
+	flows := defs[1:]
+	fmt.Fprintf(a.stderr, "worker on %s %s: %d flow(s) from %s, and %q runs\n", cfg.Kind(), cfg.Location(), len(flows), orNone(cfg.OpenFlow.Dirs), openflow.WorkflowName)
+	for _, d := range flows {
+		fmt.Fprintf(a.stderr, "  %s\n", d.Spec().Name)
+	}
+	return w, nil
+}
+
+// flowDefinitions are the "openflow" workflow, first, then one workflow
+// per flow file of cfg's openflow.dirs.
+func flowDefinitions(cfg *config.Config) ([]ow.Definition, error) {
 	e := openflow.New(openflow.Options{Dirs: cfg.OpenFlow.Dirs})
 	defs, err := e.DirWorkflows()
 	if err != nil {
 		return nil, fmt.Errorf("openflow.dirs: %w", err)
 	}
-	logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	w := ow.NewWorker(b, ow.WorkerOptions{Concurrency: cfg.Worker.Concurrency, OnlyRegistered: true, Logger: logger})
-	if err := w.Register(append([]ow.Definition{e.Workflow()}, defs...)...); err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(a.stderr, "worker on %s %s: %d flow(s) from %s, and %q runs\n", cfg.Kind(), cfg.Location(), len(defs), orNone(cfg.OpenFlow.Dirs), openflow.WorkflowName)
-	for _, d := range defs {
-		fmt.Fprintf(a.stderr, "  %s\n", d.Spec().Name)
-	}
-	return w, nil
+	return append([]ow.Definition{e.Workflow()}, defs...), nil
 }
