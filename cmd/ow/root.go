@@ -62,7 +62,9 @@ working directory), then OPENWORKFLOW_* environment variables, then the
 flags below. With no configuration, runs live in the SQLite file
 .openworkflow/openworkflow.db.
 
-Start with:  ow demo`,
+Start with:  ow demo      (a durable workflow end to end, in the terminal)
+then:        ow dev       (the API, metrics and a worker with sample workflows)
+or:          ow init app  (a Go module of your own, with a workflow and a worker)`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -80,7 +82,7 @@ Start with:  ow demo`,
 	f.BoolVar(&a.jsonOut, "json", false, "print one JSON document on stdout instead of text")
 
 	root.AddCommand(a.migrateCommand(), a.runsCommand(), a.signalCommand(), a.doctorCommand(), a.demoCommand(), a.benchCommand(),
-		a.flowCommand(), a.workerCommand(), a.serverCommand(), a.hooksCommand())
+		a.flowCommand(), a.workerCommand(), a.serverCommand(), a.hooksCommand(), a.devCommand())
 	return root
 }
 

@@ -2,12 +2,16 @@
 // fresh development server has something to start from the API or the
 // dashboard that shows each kind of step:
 //
-//   - "hello" greets: one step. The workflow `ow init` scaffolds is the
-//     same, so its README's commands work against `ow dev` too.
-//   - "order" fulfils an order: a step, a step that fails on its first
-//     attempts and is retried after a backoff, a durable sleep, a child
-//     run ("ship"), a wait for a signal with a timeout, and a last step.
-//   - "ship" is order's child: two steps.
+//   - "samples/hello" greets: one step.
+//   - "samples/order" fulfils an order: a step, a step that fails on its
+//     first attempts and is retried after a backoff, a durable sleep, a
+//     child run ("samples/ship"), a wait for a signal with a timeout, and
+//     a last step.
+//   - "samples/ship" is order's child: two steps.
+//
+// The names carry the "samples/" prefix so that `ow dev` run in a
+// project of its own (one `ow init` made, whose workflow is "hello")
+// never executes that project's runs with these workflows.
 //
 // The workflows do no I/O; they only shape runs worth looking at.
 package samples
@@ -24,9 +28,9 @@ import (
 
 // Workflow names, as stored in workflow_runs.workflow_name.
 const (
-	HelloName = "hello"
-	OrderName = "order"
-	ShipName  = "ship"
+	HelloName = "samples/hello"
+	OrderName = "samples/order"
+	ShipName  = "samples/ship"
 )
 
 // HelloInput is hello's input: {"name": "Ada"}.

@@ -67,7 +67,7 @@ func TestOrderRetriesTheChargeSleepsShipsAndWaitsForDelivery(t *testing.T) {
 	}
 	got, _ := json.Marshal(stepStatuses(env, h.ID))
 	wantSteps, _ := json.Marshal([]string{"reserve-stock completed", "charge-card failed", "charge-card completed", "cool-off completed",
-		"ship completed", "order/ord-7/delivered completed", "send-receipt completed"})
+		"samples/ship completed", "order/ord-7/delivered completed", "send-receipt completed"})
 	if string(got) != string(wantSteps) {
 		t.Errorf("steps %s\nwant %s", got, wantSteps)
 	}
