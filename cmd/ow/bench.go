@@ -25,7 +25,8 @@ func (a *app) benchCommand() *cobra.Command {
 		Short: "Measure the engine on the standard workloads W0–W5, on PostgreSQL and SQLite",
 		Long: `Run the standard workloads (enqueue W0/W0b, 3-step throughput W1,
 latency W2, fan-out W3, durable sleep W4, scale-out W5 over 2 and 4 worker
-processes; L0, the pgbench limit, on request) and print runs/s, steps/s,
+processes; on request L0, the pgbench limit, and W1m, W1 with Prometheus
+metrics, measured in turn with W1) and print runs/s, steps/s,
 PostgreSQL commits per step, latency and wake lateness percentiles.
 
 Each measurement runs on a fresh database: on PostgreSQL a database
@@ -44,7 +45,8 @@ PATH is older) and prints Go/TS ratios.`,
 		Example: `  ow bench                                  # everything, standard counts
   ow bench --runs 200                       # a quick check that it all works
   ow bench --workload W1,W2 --backend postgres --repeat 3
-  ow bench --repeat 3 --compare-openworkflow-ts`,
+  ow bench --repeat 3 --compare-openworkflow-ts
+  ow bench --workload W1,W1m --repeat 5     # what metrics cost: W1m's speed-up over W1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ws, err := bench.ParseWorkloads(o.Workloads)
@@ -86,7 +88,7 @@ PATH is older) and prints Go/TS ratios.`,
 		},
 	}
 	f := c.Flags()
-	f.StringSliceVar(&o.Workloads, "workload", nil, "workloads to run, comma-separated: W0 (with W0b), W0b, W1, W2, W3, W4, W5, L0, or all (default all = W0–W5)")
+	f.StringSliceVar(&o.Workloads, "workload", nil, "workloads to run, comma-separated: W0 (with W0b), W0b, W1, W1m, W2, W3, W4, W5, L0, or all (default all = W0–W5)")
 	f.IntVar(&o.Runs, "runs", 0, "W1's run count; the others keep their standard proportion (default: the standard counts, W1 = 5000)")
 	f.IntVar(&o.Concurrency, "concurrency", bench.DefaultConcurrency, "worker slots")
 	f.StringVar(&backend, "backend", "both", "postgres, sqlite or both")

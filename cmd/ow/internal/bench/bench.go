@@ -75,6 +75,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	var raw []Result
 	var failures []error
 	for _, w := range o.Workloads {
+		if w == W1m && slices.Contains(o.Workloads, W1) {
+			continue // measured in turn with W1
+		}
 		for _, bk := range o.Backends {
 			if w == L0 {
 				rs, err := runL0(ctx, o, admin, bk)
@@ -82,8 +85,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 				continue
 			}
 			for i := range o.Repeat {
-				for _, workers := range workersOf(w) {
-					m := &measurement{o: o, id: w, workers: workers, label: label(w, bk, workers, i, o.Repeat)}
+				for _, t := range turnsOf(w, i, o.Workloads) {
+					m := &measurement{o: o, id: t.id, workers: t.workers, label: label(t.id, bk, t.workers, i, o.Repeat)}
 					res, err := measureOnce(ctx, m, admin, bk)
 					if ctx.Err() != nil {
 						return rep, ctx.Err()
@@ -153,13 +156,32 @@ func measureOnce(ctx context.Context, m *measurement, admin *pgAdmin, bk string)
 	return m.run(ctx)
 }
 
-// workersOf is the worker process counts a workload is measured with (0:
-// a worker in this process).
-func workersOf(w string) []int {
-	if w == W5 {
-		return w5Workers
+// turn is one measurement of a repetition: a workload, and its worker
+// processes (0: a worker in this process).
+type turn struct {
+	id      string
+	workers int
+}
+
+// turnsOf is what repetition i of workload w measures: W5 once per worker
+// process count; W1, when W1m is selected too, beside W1m, in alternating
+// order, so that the two are compared under the same conditions and a
+// drift of the machine does not favour either; any other workload once.
+func turnsOf(w string, i int, selected []string) []turn {
+	switch {
+	case w == W5:
+		var ts []turn
+		for _, n := range w5Workers {
+			ts = append(ts, turn{W5, n})
+		}
+		return ts
+	case w == W1 && slices.Contains(selected, W1m):
+		if i%2 == 1 {
+			return []turn{{W1m, 0}, {W1, 0}}
+		}
+		return []turn{{W1, 0}, {W1m, 0}}
 	}
-	return []int{0}
+	return []turn{{w, 0}}
 }
 
 func label(w, bk string, workers, i, repeat int) string {

@@ -351,6 +351,7 @@ func TestWorkloadSelectionAndScaling(t *testing.T) {
 		{[]string{"w2", "W0"}, "W0,W0b,W2", false},
 		{[]string{"W0b"}, "W0b", false},
 		{[]string{"L0", "W1"}, "W1,L0", false},
+		{[]string{"w1m", "W1"}, "W1,W1m", false},
 		{[]string{"W9"}, "", true},
 	}
 	for _, c := range cases {
@@ -401,5 +402,55 @@ func TestCommitCountsKeepThreeSignificantDigits(t *testing.T) {
 		if got := significant(v); got != want {
 			t.Errorf("significant(%v) = %q, want %q", v, got, want)
 		}
+	}
+}
+
+func TestW1AndW1mAreMeasuredInTurnsWhoseOrderAlternates(t *testing.T) {
+	both := []string{W1, W1m}
+	for i, want := range []string{"W1 W1m", "W1m W1", "W1 W1m"} {
+		var got []string
+		for _, tr := range turnsOf(W1, i, both) {
+			got = append(got, tr.id)
+		}
+		if strings.Join(got, " ") != want {
+			t.Errorf("repetition %d measures %v, want %s", i, got, want)
+		}
+	}
+	if got := turnsOf(W1, 0, []string{W1}); len(got) != 1 || got[0].id != W1 {
+		t.Errorf("W1 alone measures %v", got)
+	}
+	res := func(w string, runsPerS float64) Result {
+		return Result{Engine: EngineGo, Workload: w, Backend: SQLite, Concurrency: 100, Repeat: 1, Metrics: map[string]float64{MetricRunsPerS: runsPerS}}
+	}
+	got := aggregate([]Result{res(W1, 1000), res(W1m, 950), res(W1m, 990), res(W1, 1100), res(W1, 900), res(W1m, 970)})
+	if len(got) != 2 || got[1].Workload != W1m || got[1].Metrics[MetricSpeedup] != 0.97 {
+		t.Errorf("W1m's speed-up over W1 = %+v; want 970 ÷ 1000 = 0.97", got)
+	}
+	if _, ok := got[0].Metrics[MetricSpeedup]; ok {
+		t.Errorf("W1 got a speed-up of its own: %v", got[0].Metrics)
+	}
+}
+
+func TestW1mCountsEveryRunInItsMetrics(t *testing.T) {
+	o := Options{Runs: 40, Concurrency: 10, Backends: []string{SQLite}, Workloads: []string{W1m, W1}, Repeat: 2, TempDir: t.TempDir()}
+	var progress syncBuffer
+	o.Progress = &progress
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, o)
+	if err != nil {
+		t.Fatalf("Run: %v\nprogress:\n%s", err, progress.String())
+	}
+	if len(rep.Results) != 2 || rep.Results[1].Workload != W1m || rep.Results[1].Repeat != 2 || rep.Results[1].Metrics[MetricSpeedup] <= 0 {
+		t.Fatalf("results %+v; want W1 and W1m, 2 measurements each, W1m with its ratio to W1", rep.Results)
+	}
+	var order []string
+	for _, l := range strings.Split(progress.String(), "\n") {
+		if f := strings.Fields(l); len(f) > 0 && strings.Contains(l, "runs verified") {
+			order = append(order, f[0])
+		}
+	}
+	if strings.Join(order, " ") != "W1 W1m W1m W1" {
+		t.Errorf("measured in the order %v, want W1 W1m W1m W1\n%s", order, progress.String())
 	}
 }

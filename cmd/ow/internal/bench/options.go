@@ -29,8 +29,10 @@ const DefaultConcurrency = 100
 // TypeScript comparison.
 type Options struct {
 	// Workloads are the workload ids to run, in any order: W0 (which brings
-	// W0b along), W0b, W1, W2, W3, W4, W5, and L0 (pgbench, never part of
-	// the default). Empty means every standard workload, W0–W5.
+	// W0b along), W0b, W1, W2, W3, W4, W5, and, never part of the default,
+	// W1m (W1 with Prometheus metrics; measured in turn with W1 when both
+	// are selected) and L0 (pgbench). Empty means every standard workload,
+	// W0–W5.
 	Workloads []string
 	// Runs is W1's run count; every other workload keeps its standard
 	// proportion to W1's 5,000 (W0 and W5 N, W3 N/10, W4 N/5, W2 N/25), and
@@ -74,6 +76,10 @@ const (
 	W0  = "W0"
 	W0b = "W0b"
 	W1  = "W1"
+	// W1m is W1 with the worker's measurements exported to Prometheus
+	// (package metrics) and scraped every second, as Prometheus would:
+	// beside W1, what metrics cost.
+	W1m = "W1m"
 	W2  = "W2"
 	W3  = "W3"
 	W4  = "W4"
@@ -85,10 +91,10 @@ const (
 var standardWorkloads = []string{W0, W0b, W1, W2, W3, W4, W5}
 
 // knownWorkloads is every id in the order they run.
-var knownWorkloads = []string{W0, W0b, W1, W2, W3, W4, W5, L0}
+var knownWorkloads = []string{W0, W0b, W1, W1m, W2, W3, W4, W5, L0}
 
 // standardRuns is each workload's run count at the standard scale.
-var standardRuns = map[string]int{W0: 5000, W0b: 5000, W1: 5000, W2: 200, W3: 500, W4: 1000, W5: 5000}
+var standardRuns = map[string]int{W0: 5000, W0b: 5000, W1: 5000, W1m: 5000, W2: 200, W3: 500, W4: 1000, W5: 5000}
 
 // w5Workers are the worker process counts W5 measures; 1 is the baseline
 // the speed-ups are relative to.

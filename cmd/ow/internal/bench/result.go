@@ -26,7 +26,7 @@ const (
 	MetricP99            = "p99_ms"
 	MetricLatenessP50    = "lateness_p50_ms" // W4: finish − start − 2 s
 	MetricLatenessP99    = "lateness_p99_ms"
-	MetricSpeedup        = "speedup" // W5: runs/s ÷ runs/s of 1 worker process
+	MetricSpeedup        = "speedup" // W5: runs/s ÷ runs/s of 1 worker process; W1m: runs/s ÷ W1's
 	MetricTPS            = "tps"     // L0: pgbench transactions per second
 	MetricSeconds        = "seconds" // the measured phase
 )
@@ -175,7 +175,8 @@ func formatFloat(v float64) string {
 
 // aggregate folds repeated measurements (same engine, workload, backend
 // and workers) into one result each holding the medians, in first-seen
-// order, and sets W5's speed-up from the medians.
+// order, and sets the speed-ups of W5 (over 1 process) and W1m (over W1)
+// from the medians.
 func aggregate(rs []Result) []Result {
 	var order []string
 	groups := map[string][]Result{}
@@ -212,12 +213,16 @@ func aggregate(rs []Result) []Result {
 		out = append(out, agg)
 	}
 	for i, r := range out {
-		if r.Workers == 0 || r.Skipped != "" || r.Error != "" {
+		if (r.Workers == 0 && r.Workload != W1m) || r.Skipped != "" || r.Error != "" {
 			continue
 		}
 		delete(out[i].Metrics, MetricSpeedup)
 		for _, base := range out {
-			if base.Engine == r.Engine && base.Workload == r.Workload && base.Backend == r.Backend && base.Workers == 1 && base.Repeat > 0 {
+			isBase := base.Workload == r.Workload && base.Workers == 1
+			if r.Workload == W1m {
+				isBase = base.Workload == W1 && base.Workers == 0
+			}
+			if isBase && base.Engine == r.Engine && base.Backend == r.Backend && base.Concurrency == r.Concurrency && base.Repeat > 0 {
 				if b := base.Metrics[MetricRunsPerS]; b > 0 {
 					out[i].Metrics[MetricSpeedup] = r.Metrics[MetricRunsPerS] / b
 				}

@@ -115,7 +115,10 @@ func runTS(ctx context.Context, o Options, admin *pgAdmin) ([]Result, string, er
 
 	prefix := dbPrefix + "ts_" + randomHex(4) + "_"
 	runs := map[string]int{}
-	for _, w := range o.Workloads {
+	// W1m measures this SDK's metrics: the TypeScript engine has no such
+	// workload.
+	workloads := slices.DeleteFunc(slices.Clone(o.Workloads), func(w string) bool { return w == W1m })
+	for _, w := range workloads {
 		runs[w] = o.runsFor(w)
 	}
 	rj, _ := json.Marshal(runs)
@@ -128,7 +131,7 @@ func runTS(ctx context.Context, o Options, admin *pgAdmin) ([]Result, string, er
 	for _, inv := range invs {
 		args := append(slices.Clone(inv.nodeArgs), filepath.Join(dir, "bench.mjs"),
 			"--admin-url", adminURL, "--db-prefix", prefix,
-			"--workloads", strings.Join(o.Workloads, ","), "--runs", string(rj),
+			"--workloads", strings.Join(workloads, ","), "--runs", string(rj),
 			"--concurrency", strconv.Itoa(o.Concurrency), "--repeat", strconv.Itoa(o.Repeat),
 			"--backends", strings.Join(inv.backends, ","), "--tmp", dir)
 		args = append(args, inv.benchArgs...)

@@ -4,11 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	"net/http"
+	"sync"
 	"time"
 
 	ow "github.com/openworkflow-go/openworkflow"
 	"github.com/openworkflow-go/openworkflow/backend"
+	"github.com/openworkflow-go/openworkflow/metrics"
 )
 
 // startBatch is the number of runs one StartMany call starts (W0b, and the
@@ -28,6 +33,9 @@ type measurement struct {
 	id      string // workload id
 	workers int    // W5's worker processes
 	label   string // "W1 postgres" for messages
+	// exporter receives the in-process worker's measurements (W1m); nil
+	// for the other workloads.
+	exporter *metrics.Exporter
 }
 
 func (m *measurement) progress() *progress {
@@ -49,6 +57,12 @@ func (m *measurement) run(ctx context.Context) (Result, error) {
 		return m.enqueue(ctx, true)
 	case W1:
 		return m.throughput(ctx, seq3, 3)
+	case W1m:
+		res, err := m.throughput(ctx, seq3, 3)
+		if err == nil {
+			err = m.checkMetrics(res.Runs)
+		}
+		return res, err
 	case W2:
 		return m.latency(ctx)
 	case W3:
@@ -318,28 +332,115 @@ func (m *measurement) startWorkers(ctx context.Context) (stop func() error, err 
 	if err != nil {
 		return nil, err
 	}
-	w, err := newWorker(b, m.o.Concurrency, m.o.Progress)
+	var stopScrapes func()
+	if m.id == W1m {
+		if m.exporter, err = metrics.New(metrics.Options{Client: ow.NewClient(b)}); err != nil {
+			return nil, errors.Join(err, b.Close())
+		}
+		if stopScrapes, err = scrapeEverySecond(m.exporter.Handler()); err != nil {
+			return nil, errors.Join(err, b.Close())
+		}
+	}
+	w, err := newWorker(b, m.o.Concurrency, m.o.Progress, m.exporter)
 	if err == nil {
 		err = w.Start(ctx)
 	}
 	if err != nil {
+		if stopScrapes != nil {
+			stopScrapes()
+		}
 		return nil, errors.Join(err, b.Close())
 	}
 	return func() error {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
 		defer cancel()
-		return errors.Join(w.Stop(sctx), b.Close())
+		err := w.Stop(sctx)
+		if stopScrapes != nil {
+			stopScrapes()
+		}
+		return errors.Join(err, b.Close())
 	}, nil
 }
 
 // newWorker is a bench worker: every bench workflow registered, warnings
-// logged to logTo.
-func newWorker(b backend.Backend, concurrency int, logTo interface{ Write([]byte) (int, error) }) (*ow.Worker, error) {
-	w := ow.NewWorker(b, ow.WorkerOptions{
+// logged to logTo, measurements given to m when it is not nil.
+func newWorker(b backend.Backend, concurrency int, logTo interface{ Write([]byte) (int, error) }, m *metrics.Exporter) (*ow.Worker, error) {
+	opts := ow.WorkerOptions{
 		Concurrency: concurrency,
 		Logger:      slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
+	}
+	if m != nil {
+		opts.Metrics = m
+	}
+	w := ow.NewWorker(b, opts)
 	return w, w.Register(definitions()...)
+}
+
+// scrapeEverySecond serves h on a loopback port and GETs it every second,
+// as a Prometheus server scraping often would, until the returned
+// function is called.
+func scrapeEverySecond(h http.Handler) (stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("serve metrics: %w", err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); _ = srv.Serve(ln) }()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		defer wg.Done()
+		url := "http://" + ln.Addr().String() + "/metrics"
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		_ = srv.Close()
+		wg.Wait()
+	}, nil
+}
+
+// checkMetrics checks that the exporter of a W1m measurement counted
+// every run it executed: n completed runs of seq3, 3n completed steps.
+func (m *measurement) checkMetrics(n int) error {
+	// The run counts fail now (their backend is closed); Gather still
+	// returns every other family.
+	fams, _ := m.exporter.Registry().Gather()
+	count := func(family, status string) uint64 {
+		var c uint64
+		for _, f := range fams {
+			if f.GetName() != family {
+				continue
+			}
+			for _, s := range f.GetMetric() {
+				for _, l := range s.GetLabel() {
+					if l.GetName() == "status" && l.GetValue() == status {
+						c += s.GetHistogram().GetSampleCount()
+					}
+				}
+			}
+		}
+		return c
+	}
+	runs, steps := count("openworkflow_run_duration_seconds", "completed"), count("openworkflow_step_duration_seconds", "completed")
+	if runs != uint64(n) || steps != uint64(3*n) {
+		return fmt.Errorf("the metrics counted %d completed runs and %d steps; the bench verified %d and %d", runs, steps, n, 3*n)
+	}
+	return nil
 }
 
 // startMany starts runs 0…n−1 of wf in batches of startBatch.
