@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -96,7 +97,8 @@ func TestDevRunsTheAPIMetricsAndAWorkerAndStopsOnCtrlC(t *testing.T) {
 	})
 	lines := watchLines(stdout)
 	urlRE := regexp.MustCompile(`API +(http://127\.0\.0\.1:\d+)/v1`)
-	if !lines.waitFor(time.Minute, urlRE.MatchString) {
+	banner := func(s string) bool { return urlRE.MatchString(s) && strings.Contains(s, "Ctrl-C stops it.") }
+	if !lines.waitFor(time.Minute, banner) {
 		t.Fatalf("ow dev printed no API URL:\n%s\nstderr:\n%s", lines.text(), stderr.String())
 	}
 	base := urlRE.FindStringSubmatch(lines.text())[1]
