@@ -120,7 +120,9 @@ func wantMetrics(workload, kind string) []string {
 	switch workload {
 	case W0, W0b:
 		ms = []string{MetricStartsPerS}
-	case W1, W3, W5:
+	case W1, W3:
+		ms = []string{MetricRunsPerS, MetricStepsPerS, MetricCPUPerRun} // the worker runs in the bench's process
+	case W5:
 		ms = []string{MetricRunsPerS, MetricStepsPerS}
 	case W2:
 		ms = []string{MetricRunsPerS, MetricP50, MetricP95, MetricP99}
@@ -443,6 +445,11 @@ func TestW1mCountsEveryRunInItsMetrics(t *testing.T) {
 	}
 	if len(rep.Results) != 2 || rep.Results[1].Workload != W1m || rep.Results[1].Repeat != 2 || rep.Results[1].Metrics[MetricSpeedup] <= 0 {
 		t.Fatalf("results %+v; want W1 and W1m, 2 measurements each, W1m with its ratio to W1", rep.Results)
+	}
+	for _, r := range rep.Results {
+		if r.Metrics[MetricCPUPerRun] <= 0 {
+			t.Errorf("%s has no CPU time per run: %v", r.Workload, r.Metrics)
+		}
 	}
 	var order []string
 	for _, l := range strings.Split(progress.String(), "\n") {

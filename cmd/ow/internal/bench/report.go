@@ -43,6 +43,7 @@ var columns = []column{
 	{MetricStartsPerS, "starts/s", rate},
 	{MetricCommitsPerStep, "commits/step", significant},
 	{MetricCommitsPerRun, "commits/run", significant},
+	{MetricCPUPerRun, "cpu µs/run", rate},
 	{MetricP50, "p50 ms", fixed(1)},
 	{MetricP95, "p95 ms", fixed(1)},
 	{MetricP99, "p99 ms", fixed(1)},

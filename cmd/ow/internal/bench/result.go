@@ -21,6 +21,7 @@ const (
 	MetricStartsPerS     = "starts_per_s"     // runs started per second (W0, W0b)
 	MetricCommitsPerStep = "commits_per_step" // PostgreSQL commits in the bench database per step
 	MetricCommitsPerRun  = "commits_per_run"  // the same per run (W0, W0b: per start)
+	MetricCPUPerRun      = "cpu_us_per_run"   // CPU time of the bench process (its worker, its polling) per run, in µs (W1, W1m, W3)
 	MetricP50            = "p50_ms"           // W2 start-to-result latency
 	MetricP95            = "p95_ms"
 	MetricP99            = "p99_ms"
@@ -33,7 +34,7 @@ const (
 
 // metricOrder is the order metrics are printed in.
 var metricOrder = []string{
-	MetricRunsPerS, MetricStepsPerS, MetricStartsPerS, MetricCommitsPerStep, MetricCommitsPerRun,
+	MetricRunsPerS, MetricStepsPerS, MetricStartsPerS, MetricCommitsPerStep, MetricCommitsPerRun, MetricCPUPerRun,
 	MetricP50, MetricP95, MetricP99, MetricLatenessP50, MetricLatenessP99, MetricSpeedup, MetricTPS, MetricSeconds,
 }
 

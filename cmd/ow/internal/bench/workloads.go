@@ -166,9 +166,16 @@ func (m *measurement) throughput(ctx context.Context, wf *ow.Workflow[Input, Out
 	if err != nil {
 		return res, err
 	}
+	cpu0, cpuOK := processCPU()
 	begin, seen, polls, err := m.execute(ctx, n)
 	if err != nil {
 		return res, err
+	}
+	if cpu1, ok := processCPU(); cpuOK && ok && m.workers == 0 {
+		// The in-process worker's CPU, with the bench's polling and the
+		// worker's start and stop: less moved by other work on the
+		// machine than the wall-clock rates are.
+		res.Metrics[MetricCPUPerRun] = float64((cpu1 - cpu0).Microseconds()) / float64(n)
 	}
 	if err := m.stopCommits(ctx, cm, polls, &res); err != nil {
 		return res, err
