@@ -1,7 +1,8 @@
 // Package server runs the HTTP surfaces of OpenWorkflow for Go in one
 // process: the API (package api) under /v1/, the dashboard at / when one
-// is given, a health check at /healthz, and optionally a worker — what
-// `ow server` and `ow dev` run.
+// is given, a health check at /healthz, Prometheus metrics at /metrics
+// when given (package metrics), and optionally a worker — what `ow
+// server` and `ow dev` run.
 //
 // It owns the process's lifecycle: [Serve] listens, and when its context
 // ends (SIGTERM, say) it stops taking connections, ends event streams

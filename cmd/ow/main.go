@@ -1,6 +1,8 @@
 // Command ow is the OpenWorkflow command line: it migrates the database,
 // lists, inspects and cancels runs, sends signals, checks the set-up
-// (doctor), runs a demo workflow end to end, and validates, runs and
+// (doctor), runs a demo workflow end to end, serves the HTTP API and
+// Prometheus metrics (ow server, and ow dev with a worker for sample
+// workflows), scaffolds a new module (ow init), and validates, runs and
 // resumes OpenFlow flows (ow flow, ow worker).
 //
 // The backend comes from openworkflow.yaml (searched upward from the
