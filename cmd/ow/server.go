@@ -89,6 +89,7 @@ func httpOptions(cfg *config.Config, c *ow.Client, logger *slog.Logger) (server.
 	}
 	apiOpts := api.Options{
 		Token: cfg.Server.Token, PublicWebhooks: cfg.Server.PublicWebhooks, CORSOrigins: cfg.Server.CORSOrigins, Metrics: m,
+		Logger: logger, // Serve sets it too; here the dashboard gets it as well
 	}
 	return server.Options{
 		Addr:      cfg.Server.Addr,
