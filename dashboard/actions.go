@@ -271,7 +271,9 @@ func (d *Dashboard) resumeHook(w http.ResponseWriter, r *http.Request) {
 	}
 	var delivery api.HookDelivery
 	d.runAction(w, r, "/v1/hooks/"+url.PathEscape(form.Token), payload, &delivery, form,
-		func() url.Values { return url.Values{"done": {"resumed"}, "seq": {strconv.FormatInt(delivery.Seq, 10)}} })
+		func() url.Values {
+			return url.Values{"done": {"resumed"}, "seq": {strconv.FormatInt(delivery.Seq, 10)}}
+		})
 }
 
 // sendSignal sends a signal by name, to every run waiting for it, and

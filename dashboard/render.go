@@ -68,7 +68,10 @@ func (d *Dashboard) fragment(page, name string, v *view) (string, error) {
 
 // fail renders the error page: what went wrong and what to do.
 func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, status int, title, message string) {
-	d.render(w, r, status, "error", d.view(r, title, "", struct{ Status int; Message string }{status, message}))
+	d.render(w, r, status, "error", d.view(r, title, "", struct {
+		Status  int
+		Message string
+	}{status, message}))
 }
 
 // failAPI renders an API error as the error page, with the API's status.

@@ -64,8 +64,8 @@ type childLink struct {
 // actionForm is what a failed action's form held.
 type actionForm struct {
 	Action, Field, Problem string
-	Signal, Data          string
-	Token, Payload        string
+	Signal, Data           string
+	Token, Payload         string
 }
 
 func (d *Dashboard) runPage(w http.ResponseWriter, r *http.Request) {

@@ -29,7 +29,7 @@ type timelineRow struct {
 	Name, Kind string
 	// FirstID is the step's first attempt, the row's link.
 	FirstID string
-	Bars       []timelineBar
+	Bars    []timelineBar
 	// Gaps are the back-offs between an attempt that failed and the next
 	// attempt of the same step.
 	Gaps []timelineBar
