@@ -24,7 +24,7 @@ func (d *Dashboard) loginForm(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
-	d.render(w, r, http.StatusOK, "login", d.view(r, "Sign in", "", &loginData{Next: next}))
+	d.render(w, r, http.StatusOK, "login", d.view(r, "Sign in", "login", &loginData{Next: next}))
 }
 
 func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
@@ -37,8 +37,7 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !d.tokenMatches(strings.TrimSpace(r.PostFormValue("token"))) {
-		v := d.view(r, "Sign in", "", &loginData{Next: next, Problem: "That is not this server's API token. It is the value of OPENWORKFLOW_API_TOKEN (or server.token in openworkflow.yaml) where `ow server` runs."})
-		v.SignedIn = false
+		v := d.view(r, "Sign in", "login", &loginData{Next: next, Problem: "That is not this server's API token. It is the value of OPENWORKFLOW_API_TOKEN (or server.token in openworkflow.yaml) where `ow server` runs."})
 		d.render(w, r, http.StatusUnauthorized, "login", v)
 		return
 	}

@@ -321,8 +321,8 @@ func (s *site) until(what string, cond func() bool) {
 	}
 }
 
-// page is an answer of the site.
-type page struct {
+// answer is an answer of the site.
+type answer struct {
 	status int
 	header http.Header
 	body   string
@@ -336,7 +336,7 @@ func (s *site) client() *http.Client {
 }
 
 // do sends a request with header pairs and reads the whole answer.
-func (s *site) do(c *http.Client, method, path string, form url.Values, header ...string) page {
+func (s *site) do(c *http.Client, method, path string, form url.Values, header ...string) answer {
 	s.t.Helper()
 	var body io.Reader
 	if form != nil {
@@ -362,11 +362,11 @@ func (s *site) do(c *http.Client, method, path string, form url.Values, header .
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	return page{status: res.StatusCode, header: res.Header, body: string(raw)}
+	return answer{status: res.StatusCode, header: res.Header, body: string(raw)}
 }
 
 // must is do, failing the test unless the answer has status want.
-func (s *site) must(c *http.Client, want int, method, path string, form url.Values, header ...string) page {
+func (s *site) must(c *http.Client, want int, method, path string, form url.Values, header ...string) answer {
 	s.t.Helper()
 	p := s.do(c, method, path, form, header...)
 	if p.status != want {

@@ -39,7 +39,7 @@ type view struct {
 }
 
 func (d *Dashboard) view(r *http.Request, title, nav string, page any) *view {
-	return &view{Title: title, Nav: nav, SignedIn: d.opts.Token != "", Version: d.version, Now: time.Now(), Page: page,
+	return &view{Title: title, Nav: nav, SignedIn: d.opts.Token != "" && d.authorized(r), Version: d.version, Now: time.Now(), Page: page,
 		Notice: notice(r.URL.Query())}
 }
 

@@ -30,8 +30,10 @@ type runData struct {
 	Signals []string
 	// WaitHookID is the hook the run waits on now, if any.
 	WaitHookID string
-	Terminal   bool
-	CanCancel  bool
+	// Began is when the run was first claimed (see firstActivity).
+	Began     *time.Time
+	Terminal  bool
+	CanCancel bool
 	CanRetry   bool
 	// StepsTruncated: the run has more attempts than one page shows.
 	StepsTruncated bool
@@ -122,7 +124,11 @@ func (d *Dashboard) loadRun(ctx context.Context, id string, now time.Time) (*run
 	data.Streams = streams.Data
 
 	run := &data.Run
+	data.Began = firstActivity(run, steps.Data)
 	data.State = describe(run, steps.Data, now)
+	if run.Status == "completed" || run.Status == "failed" {
+		data.State.Explain = explainFinished(run, data.Began, data.State.Explain)
+	}
 	data.Error = viewError(run.Error)
 	data.Terminal = run.Status == "completed" || run.Status == "failed" || run.Status == "canceled"
 	data.CanCancel = !data.Terminal

@@ -122,6 +122,9 @@ type runRow struct {
 	ParentRunID string
 }
 
+// Began is when the run began, for its duration (see began).
+func (r runRow) Began() *time.Time { return began(&r.Run) }
+
 func (d *Dashboard) runsPage(w http.ResponseWriter, r *http.Request) {
 	f := readRunsFilter(r.URL.Query())
 	if f.Q != "" {

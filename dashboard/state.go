@@ -3,6 +3,7 @@ package dashboard
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/openworkflow-go/openworkflow/api"
@@ -89,10 +90,10 @@ func describe(run *api.Run, steps []api.Step, now time.Time) runState {
 		return describeParked(run, steps, now)
 	case "completed":
 		return runState{Class: "completed", Label: "completed",
-			Explain: fmt.Sprintf("Completed%s, after %d claim(s) by workers.", tookFor(run), run.Attempts)}
+			Explain: fmt.Sprintf("Completed after %d claim(s) by workers.", run.Attempts)}
 	case "failed":
 		st := runState{Class: "failed", Label: "failed",
-			Explain: fmt.Sprintf("Failed%s, after %d claim(s) by workers. Retry it from the failed step: completed steps keep their results.", tookFor(run), run.Attempts)}
+			Explain: fmt.Sprintf("Failed after %d claim(s) by workers. Retry it from the failed step: completed steps keep their results.", run.Attempts)}
 		if e := viewError(run.Error); e != nil && e.Message != "" {
 			st.Detail = e.Message
 			if e.Code == "COMPENSATED" {
@@ -192,11 +193,31 @@ func hookName(stepName string) string {
 	return stepName
 }
 
-func tookFor(run *api.Run) string {
-	if run.StartedAt != nil && run.FinishedAt != nil {
-		return " in " + fmtDuration(run.FinishedAt.Sub(*run.StartedAt))
+// explainFinished adds how long a finished run took, from its first
+// claim, to the first sentence of its explanation.
+func explainFinished(run *api.Run, began *time.Time, explain string) string {
+	if began == nil || run.FinishedAt == nil {
+		return explain
 	}
-	return ""
+	word, rest, ok := strings.Cut(explain, " after ")
+	if !ok {
+		return explain
+	}
+	return word + " in " + fmtDuration(run.FinishedAt.Sub(*began)) + ", after " + rest
+}
+
+// Began is when a listed run began, for its duration: its started_at,
+// or, for a run that was claimed but whose started_at a reschedule or a
+// failure cleared, its creation (an upper bound). Nil for a run never
+// claimed.
+func began(run *api.Run) *time.Time {
+	if run.StartedAt != nil {
+		return run.StartedAt
+	}
+	if run.Attempts > 0 {
+		return &run.CreatedAt
+	}
+	return nil
 }
 
 // shortWorker shortens a worker slot id "host-1234-abcd/3" for the list.

@@ -27,6 +27,8 @@ type timeline struct {
 
 type timelineRow struct {
 	Name, Kind string
+	// Attempts counts the step's attempts (retries included).
+	Attempts int
 	// FirstID is the step's first attempt, the row's link.
 	FirstID string
 	Bars    []timelineBar
@@ -92,12 +94,12 @@ func buildTimeline(run *api.Run, steps []api.Step, now time.Time) timeline {
 		return x, w
 	}
 
-	if run.StartedAt != nil {
-		tl.Queued.X, tl.Queued.W = bar(run.CreatedAt, *run.StartedAt)
-		tl.Queued.Class, tl.Queued.Title = "queued", "queued "+fmtDuration(run.StartedAt.Sub(run.CreatedAt))
-		tl.Active.X, tl.Active.W = bar(*run.StartedAt, tl.End)
+	if began := firstActivity(run, steps); began != nil {
+		tl.Queued.X, tl.Queued.W = bar(run.CreatedAt, *began)
+		tl.Queued.Class, tl.Queued.Title = "queued", "queued "+fmtDuration(began.Sub(run.CreatedAt))
+		tl.Active.X, tl.Active.W = bar(*began, tl.End)
 		tl.Active.Class = run.Status
-		tl.Active.Title = run.Status + " " + fmtDuration(tl.End.Sub(*run.StartedAt))
+		tl.Active.Title = run.Status + " " + fmtDuration(tl.End.Sub(*began))
 	} else {
 		tl.Queued.X, tl.Queued.W = bar(run.CreatedAt, tl.End)
 		tl.Queued.Class, tl.Queued.Title = "queued", "not started"
@@ -117,6 +119,7 @@ func buildTimeline(run *api.Run, steps []api.Step, now time.Time) timeline {
 			index[s.StepName] = r
 			tl.Rows = append(tl.Rows, timelineRow{Name: s.StepName, Kind: s.Kind, FirstID: s.ID})
 		}
+		tl.Rows[r].Attempts++
 		from := attemptStart(s)
 		to := attemptEnd(s, run, now)
 		if lastFailed[s.StepName] {
@@ -174,4 +177,19 @@ func attemptEnd(s *api.Step, run *api.Run, now time.Time) time.Time {
 		return *run.FinishedAt
 	}
 	return now
+}
+
+// firstActivity is when a run began: its first claim, which is the
+// earlier of its started_at and its first attempt's start (a reschedule
+// after a failed step or a retry clears started_at, so it may be a later
+// claim's). Nil for a run never claimed.
+func firstActivity(run *api.Run, steps []api.Step) *time.Time {
+	began := run.StartedAt
+	for i := range steps {
+		if t := attemptStart(&steps[i]); began == nil || t.Before(*began) {
+			began = &t
+		}
+		break // attempts are oldest first: the first is the earliest
+	}
+	return began
 }
