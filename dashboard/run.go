@@ -34,7 +34,7 @@ type runData struct {
 	Began     *time.Time
 	Terminal  bool
 	CanCancel bool
-	CanRetry   bool
+	CanRetry  bool
 	// StepsTruncated: the run has more attempts than one page shows.
 	StepsTruncated bool
 	// Form holds the values of an action's form that failed, to show
