@@ -301,6 +301,7 @@ func TestBrowser(t *testing.T) {
 			b.until("the run completing", `document.querySelector('#run-head .badge').textContent === 'completed'`)
 			b.until("the timeline's three steps", `document.querySelectorAll('#run-timeline .tl-row').length === 5`)
 			b.until("the live view ending", `document.getElementById('live-status').textContent.includes('live updates stopped')`)
+			b.until("the notice of the end going away", `document.getElementById('live-status').textContent === ''`)
 			if !eval[bool](b, `window.__notReloaded === true`) {
 				t.Errorf("the page reloaded to show the steps")
 			}
@@ -350,6 +351,10 @@ func TestBrowser(t *testing.T) {
 			if got := eval[int](b, `[...document.querySelectorAll('#run-steps tr.attempt')].filter(r => r.textContent.includes('reserve')).length`); got != 1 {
 				t.Errorf("reserve ran %d times; a retry keeps completed steps", got)
 			}
+			if !eval[bool](b, `document.querySelector('#run-steps tr.retry-row') !== null && document.querySelector('#run-timeline line.retry-mark') !== null && document.querySelector('#run-timeline line.gap.retried') !== null`) {
+				t.Errorf("the retry is not marked in the attempts and the timeline")
+			}
+			b.screenshot(strings.TrimPrefix(s.t.Name(), "TestBrowser/") + "-retried")
 		})
 
 		t.Run("start a run from the form", func(t *testing.T) {

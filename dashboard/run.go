@@ -35,6 +35,8 @@ type runData struct {
 	Terminal  bool
 	CanCancel bool
 	CanRetry  bool
+	// Attempts counts the step attempts (retry marks left out).
+	Attempts int
 	// StepsTruncated: the run has more attempts than one page shows.
 	StepsTruncated bool
 	// Form holds the values of an action's form that failed, to show
@@ -150,6 +152,9 @@ func (d *Dashboard) loadRun(ctx context.Context, id string, now time.Time) (*run
 			sv.Until, sv.Signal = until, c.Signal
 		}
 		data.Steps = append(data.Steps, sv)
+		if s.Kind != "retry" {
+			data.Attempts++
+		}
 		if s.Kind == "workflow" && s.ChildRunID != nil {
 			data.Children = append(data.Children, childLink{StepName: s.StepName, RunID: *s.ChildRunID})
 		}

@@ -23,6 +23,8 @@ type timeline struct {
 	Queued, Active timelineBar
 	// Truncated says how many attempts were left out of a very long run.
 	Truncated int
+	// Retries mark the manual retries of the run (POST …/retry).
+	Retries []timelineTick
 }
 
 type timelineRow struct {
@@ -108,9 +110,12 @@ func buildTimeline(run *api.Run, steps []api.Step, now time.Time) timeline {
 	index := map[string]int{}
 	lastEnd := map[string]time.Time{}
 	lastFailed := map[string]bool{}
+	var lastRetry time.Time // the latest manual retry so far
 	for i := range steps {
 		s := &steps[i]
-		if s.Kind == "retry" { // the mark of a manual retry: not a step
+		if s.Kind == "retry" { // the mark of a manual retry: a marker, not a step
+			lastRetry = s.CreatedAt
+			tl.Retries = append(tl.Retries, timelineTick{X: pos(s.CreatedAt), Label: "retried by hand " + absTime(s.CreatedAt)})
 			continue
 		}
 		r, ok := index[s.StepName]
@@ -124,8 +129,11 @@ func buildTimeline(run *api.Run, steps []api.Step, now time.Time) timeline {
 		to := attemptEnd(s, run, now)
 		if lastFailed[s.StepName] {
 			gx, gw := bar(lastEnd[s.StepName], from)
-			tl.Rows[r].Gaps = append(tl.Rows[r].Gaps, timelineBar{X: gx, W: gw, Class: "backoff",
-				Title: "back-off " + fmtDuration(from.Sub(lastEnd[s.StepName])) + " before the next attempt"})
+			gap := timelineBar{X: gx, W: gw, Class: "backoff", Title: "back-off " + fmtDuration(from.Sub(lastEnd[s.StepName])) + " before the next attempt"}
+			if lastRetry.After(lastEnd[s.StepName]) {
+				gap.Class, gap.Title = "retried", "the run failed; retried by hand after "+fmtDuration(lastRetry.Sub(lastEnd[s.StepName]))
+			}
+			tl.Rows[r].Gaps = append(tl.Rows[r].Gaps, gap)
 		}
 		x, w := bar(from, to)
 		b := timelineBar{X: x, W: w, Class: attemptClass(s), Kind: s.Kind, Href: "#" + s.ID}

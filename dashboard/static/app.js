@@ -228,6 +228,7 @@
       live = null;
       ended = true;
       say('The run finished: live updates stopped.');
+      setTimeout(() => say(''), 5000);
     });
     live.onerror = () => {
       if (live && live.readyState === EventSource.CONNECTING) say('Live updates interrupted; reconnecting…');
