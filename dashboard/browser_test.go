@@ -45,7 +45,7 @@ func chromiumPath(t testing.TB) string {
 // tab is one browser tab of a Chromium of its own, closed when the test
 // ends. Page exceptions fail the test.
 type tab struct {
-	t   *testing.T
+	t   testing.TB
 	ctx context.Context
 	s   *site
 
@@ -53,7 +53,7 @@ type tab struct {
 	exceptions []string
 }
 
-func newTab(t *testing.T, s *site) *tab {
+func newTab(t testing.TB, s *site) *tab {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromiumPath(t)),

@@ -81,7 +81,7 @@ type siteOptions struct {
 // site is `ow server`'s wiring (server.Serve: the API, the dashboard,
 // a worker running the test workflows) on a loopback port.
 type site struct {
-	t     *testing.T
+	t     testing.TB
 	ctx   context.Context
 	b     backend.Backend
 	c     *ow.Client
@@ -90,7 +90,7 @@ type site struct {
 	gates *gates
 }
 
-func newSite(t *testing.T, b backend.Backend, opts siteOptions) *site {
+func newSite(t testing.TB, b backend.Backend, opts siteOptions) *site {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	s := &site{t: t, ctx: ctx, b: b, c: ow.NewClient(b), token: opts.token, gates: &gates{m: map[string]chan struct{}{}}}
