@@ -275,15 +275,40 @@ func TestBrowser(t *testing.T) {
 				t.Errorf("workflow greet lists %d greet rows of %d, want 25", n, eval[int](b, rowCount))
 			}
 
+			// The first page is live: a run started now appears without a
+			// reload, and the counts follow.
+			b.open("/")
+			b.until("the counts", `document.querySelector('#counts .count .count-n').textContent === '32'`)
+			eval[bool](b, `window.__notReloaded = true`)
+			fresh := s.start("greet", "live-row")
+			b.until("the new run in the list", `document.querySelector('#runs-table a.run-link').textContent === `+jsq(fresh))
+			b.until("the counts following", `document.querySelector('#counts .count .count-n').textContent === '33'`)
+			if !eval[bool](b, `window.__notReloaded === true`) {
+				t.Errorf("the list reloaded to show the new run")
+			}
+
 			// Open a run from the list.
+			b.do("filter greet again", chromedp.SetValue(chromedp.CSS("#f-workflow"), "greet"))
+			b.clickToLoad(`.filters button[type=submit]`)
 			b.clickToLoad(`#runs-table a.run-link`)
-			if got := eval[string](b, `location.pathname`); got != "/runs/"+done[2] {
+			if got := eval[string](b, `location.pathname`); got != "/runs/"+fresh {
 				t.Errorf("the first link opened %s", got)
 			}
 			if got := eval[string](b, `document.querySelector('h1').textContent`); got != "greet" {
 				t.Errorf("the run page's title is %q", got)
 			}
-			b.until("the output", `document.querySelector('#run-output') && document.querySelector('#run-output').textContent.includes('hello, LINUS')`)
+			b.until("the output", `document.querySelector('#run-output') && document.querySelector('#run-output').textContent.includes('hello, LIVE-ROW')`)
+
+			// The search box opens a run by id.
+			b.do("search", chromedp.SendKeys(chromedp.ID("q"), done[0]))
+			ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+			defer cancel()
+			if _, err := chromedp.Run(ctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.KeyEvent("\r"))); err != nil {
+				t.Fatalf("search: %v", err)
+			}
+			if got := eval[string](b, `location.pathname`); got != "/runs/"+done[0] {
+				t.Errorf("searching %s opened %s", done[0], got)
+			}
 		})
 
 		t.Run("a running run's steps and stream appear live", func(t *testing.T) {

@@ -319,3 +319,70 @@ func TestLiveRunViewEndsWithTheRun(t *testing.T) {
 }
 
 func itoa(i int) string { return string(rune('0' + i)) }
+
+// TestSendSignalFromARunPage: a run waiting for a signal offers the form
+// prefilled with the signal's name; sending it delivers the data, says to
+// how many runs, and the run completes with it. Bad JSON is refused and
+// nothing is sent.
+func TestSendSignalFromARunPage(t *testing.T) {
+	eachBackend(t, siteOptions{}, func(t *testing.T, s *site) {
+		id := s.start("waiter", "k1")
+		s.until("the run to wait for its signal", func() bool {
+			run, err := s.c.GetRun(s.ctx, id)
+			return err == nil && run.Status == backend.RunRunning && run.WorkerID == nil
+		})
+		c := s.client()
+		p := s.must(c, http.StatusOK, "GET", "/runs/"+id, nil)
+		for _, want := range []string{`Waiting for signal &#34;go-k1&#34;`, `data-open="dlg-signal"`, `name="signal" required autocomplete="off" spellcheck="false" value="go-k1"`} {
+			if !strings.Contains(p.body, want) {
+				t.Errorf("the waiting run's page does not have %q", want)
+			}
+		}
+		p = s.must(c, http.StatusBadRequest, "POST", "/signals", url.Values{"signal": {"go-k1"}, "data": {"{nope"}, "run": {id}})
+		if !strings.Contains(p.body, "Not valid JSON at line 1, column 2") {
+			t.Errorf("bad signal data: the page does not say where: %.2000s", p.body)
+		}
+		if run := s.waitStatus(id, "running"); run.WorkerID != nil {
+			t.Fatalf("refused signal woke the run")
+		}
+		p = s.must(c, http.StatusSeeOther, "POST", "/signals", url.Values{"signal": {"go-k1"}, "data": {`{"by":"ops"}`}, "run": {id}})
+		if loc := p.header.Get("Location"); loc != "/runs/"+id+"?done=signaled&n=1" {
+			t.Errorf("after the signal: %q", loc)
+		}
+		run := s.waitStatus(id, "completed")
+		if string(run.Output) != `{"by":"ops"}` && string(run.Output) != `{"by": "ops"}` {
+			t.Errorf("the run received %s", run.Output)
+		}
+		p = s.must(c, http.StatusOK, "GET", "/runs/"+id+"?done=signaled&n=1", nil)
+		if !strings.Contains(p.body, "Signal sent: delivered to 1 waiting run(s).") {
+			t.Errorf("the page does not say the signal reached one run")
+		}
+		// From the list, to nobody: said so.
+		p = s.must(c, http.StatusSeeOther, "POST", "/signals", url.Values{"signal": {"nobody-waits"}})
+		if loc := p.header.Get("Location"); loc != "/?done=signaled&n=0" {
+			t.Errorf("a signal from the list went back to %q", loc)
+		}
+		p = s.must(c, http.StatusOK, "GET", "/?done=signaled&n=0", nil)
+		if !strings.Contains(p.body, "no run was waiting for it") {
+			t.Errorf("a signal to nobody is not said so")
+		}
+	})
+}
+
+// TestSearchByRunID: the search box opens the run with that id, and says
+// when none has it.
+func TestSearchByRunID(t *testing.T) {
+	eachBackend(t, siteOptions{noWorker: true}, func(t *testing.T, s *site) {
+		id := s.start("greet", "ada")
+		c := s.client()
+		p := s.must(c, http.StatusSeeOther, "GET", "/?q="+url.QueryEscape(" "+id+" "), nil)
+		if loc := p.header.Get("Location"); loc != "/runs/"+id {
+			t.Errorf("searching %s leads to %q", id, loc)
+		}
+		p = s.must(c, http.StatusNotFound, "GET", "/?q=wrun_nothing", nil)
+		if !strings.Contains(p.body, "No run has the id &#34;wrun_nothing&#34;") {
+			t.Errorf("an unknown id is not said so")
+		}
+		s.must(c, http.StatusNotFound, "GET", "/runs/wrun_nothing", nil)
+	})
+}

@@ -196,6 +196,7 @@ var greet = ow.Define(ow.Spec{Name: "greet"}, func(ctx ow.Context, name string) 
 //     succeeds, and a short sleep.
 //   - approval: a hook with the token given, and one payload received.
 //   - stuck: a step held until its context ends (canceled).
+//   - waiter: waits for signal "go-<key>" and returns its data.
 func testWorkflows(g *gates) []ow.Definition {
 	steps := ow.Define(ow.Spec{Name: "steps"}, func(ctx ow.Context, key string) (int, error) {
 		for i := 1; i <= 3; i++ {
@@ -271,7 +272,17 @@ func testWorkflows(g *gates) []ow.Definition {
 			return "", sctx.Err()
 		})
 	})
-	return []ow.Definition{greet, steps, flaky, parent, approval, stuck}
+	waiter := ow.Define(ow.Spec{Name: "waiter"}, func(ctx ow.Context, key string) (json.RawMessage, error) {
+		v, ok, err := ow.WaitForSignal[json.RawMessage](ctx, "go-"+key, ow.WithTimeout(time.Minute))
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, errors.New("no signal within a minute")
+		}
+		return v, nil
+	})
+	return []ow.Definition{greet, steps, flaky, parent, approval, stuck, waiter}
 }
 
 // start starts a run through the client.

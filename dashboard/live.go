@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -33,8 +34,8 @@ func (d *Dashboard) runLive(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var last [sha256.Size]byte
-	var sent time.Time
+	last := sinceParam(r)
+	sent := time.Now()
 	tick := time.NewTicker(d.opts.LiveInterval)
 	defer tick.Stop()
 	for {
@@ -89,7 +90,7 @@ func (d *Dashboard) runsLive(w http.ResponseWriter, r *http.Request) {
 	every := max(d.opts.LiveInterval, 2*time.Second)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
-	var last [sha256.Size]byte
+	last := sinceParam(r)
 	var lastCounts backend.RunCounts
 	for first := true; ; first = false {
 		if !first {
@@ -139,6 +140,18 @@ func (d *Dashboard) runsLive(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// sinceParam reads ?since=, the fingerprint of what the page that opens
+// a live view shows (zero when absent or malformed: the view then sends
+// everything first).
+func sinceParam(r *http.Request) [sha256.Size]byte {
+	var fp [sha256.Size]byte
+	if b, err := hex.DecodeString(r.URL.Query().Get("since")); err == nil && len(b) == len(fp) {
+		copy(fp[:], b)
+	}
+	return fp
+}
+
+// fingerprintRows hashes what the list shows of its rows.
 func fingerprintRows(data *runsData) [sha256.Size]byte {
 	b, _ := json.Marshal(data.Rows)
 	return sha256.Sum256(b)

@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
 	"net/url"
 	"sync"
@@ -90,7 +91,9 @@ func (d *Dashboard) renderRun(w http.ResponseWriter, r *http.Request, status int
 	v := d.view(r, data.Run.WorkflowName+" · "+shortID(data.Run.ID), "runs", data)
 	v.Problem = problem
 	if !data.Terminal {
-		v.Live = "/runs/" + url.PathEscape(data.Run.ID) + "/live"
+		// The live view starts from what this page shows: it sends only
+		// what changes after.
+		v.Live = "/runs/" + url.PathEscape(data.Run.ID) + "/live?since=" + hex.EncodeToString(data.fingerprint[:])
 	}
 	d.render(w, r, status, "run", v)
 }

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"encoding/hex"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -143,7 +144,10 @@ func (d *Dashboard) runsPage(w http.ResponseWriter, r *http.Request) {
 	}
 	v := d.view(r, "Runs", "runs", data)
 	if data.Live {
-		v.Live = "/live?" + f.query(false).Encode()
+		q := f.query(false)
+		fp := fingerprintRows(data)
+		q.Set("since", hex.EncodeToString(fp[:]))
+		v.Live = "/live?" + q.Encode()
 	}
 	d.render(w, r, http.StatusOK, "runs", v)
 }
