@@ -494,6 +494,23 @@ func TestBrowser(t *testing.T) {
 			b.until("the counts", `!document.querySelector('#counts').hasAttribute('data-counts')`)
 			b.screenshot(name + "-runs-dark")
 			b.colorScheme("light")
+			// The workers view, with a worker holding a run; the start form
+			// with an error.
+			held := s.start("stuck", "screenshot")
+			s.until("the worker to hold the run", func() bool {
+				run, err := s.c.GetRun(s.ctx, held)
+				return err == nil && run.WorkerID != nil
+			})
+			b.open("/workers")
+			b.screenshot(name + "-workers")
+			if _, err := s.c.CancelRun(s.ctx, held); err != nil {
+				t.Fatal(err)
+			}
+			b.open("/runs/new")
+			b.do("type", chromedp.SendKeys(chromedp.ID("workflow"), "greet"))
+			b.setValue("input", "{\n  \"name\": \"ada\",\n}")
+			b.setValue("delay", "soon")
+			b.screenshot(name + "-start")
 		})
 	})
 }
