@@ -78,4 +78,3 @@ func TestServerServesTheDashboard(t *testing.T) {
 		})
 	}
 }
-
