@@ -32,7 +32,7 @@ import (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if code == 0 {
-		if err := goleak.Find(goleak.IgnoreTopFunction("github.com/chromedp/chromedp.(*Browser).run")); err != nil {
+		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goroutines leaked:", err)
 			code = 1
 		}
