@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,9 +41,11 @@ func (d *Dashboard) startForm(w http.ResponseWriter, r *http.Request) {
 			d.failAPI(w, r, "The run to start again could not be read", err)
 			return
 		}
-		f.Workflow, f.Version, f.Input, f.From = run.WorkflowName, deref(run.Version), prettyJSON(run.Input), run.ID
-		if f.Input == "" {
-			f.Input = "null"
+		f.Workflow, f.Version, f.From = run.WorkflowName, deref(run.Version), run.ID
+		f.Input = "null"
+		var buf bytes.Buffer
+		if len(run.Input) > 0 && json.Indent(&buf, run.Input, "", "  ") == nil {
+			f.Input = buf.String() // whole, not cut as for display: it is sent again
 		}
 	}
 	d.render(w, r, http.StatusOK, "start", d.view(r, "Start a run", "start", &f))

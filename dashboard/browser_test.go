@@ -415,6 +415,18 @@ func TestBrowser(t *testing.T) {
 			b.until("the hook awaited", `document.querySelector('#run-hooks .awaited') !== null && document.querySelector('#run-head .badge').textContent === 'waiting'`)
 			b.do("open the resume dialog", chromedp.Click(chromedp.CSS(`#run-hooks button[data-open=dlg-hook]`)))
 			b.until("the dialog with the token", `document.getElementById('dlg-hook').open && document.getElementById('hook-token').value === `+jsq(tok))
+			// A payload the page's check lets through but the API refuses
+			// (a lone surrogate cannot be stored): the dialog opens again
+			// with the API's message and what was typed.
+			b.setValue("hook-payload", `{"note": "\ud800"}`)
+			b.clickToLoad(`#dlg-hook button[type=submit]`)
+			b.until("the dialog again, with the problem", `document.getElementById('dlg-hook').open && document.querySelector('#dlg-hook .alert') !== null`)
+			if got := eval[string](b, `document.querySelector('#dlg-hook .alert').textContent`); !strings.Contains(got, "cannot be stored") {
+				t.Errorf("the refused payload's dialog says %q", got)
+			}
+			if got := eval[string](b, `document.getElementById('hook-token').value`); got != tok {
+				t.Errorf("the dialog lost the token: %q", got)
+			}
 			b.setValue("hook-payload", `{"approved": true, "by": "ops"}`)
 			b.clickToLoad(`#dlg-hook button[type=submit]`)
 			if got := eval[string](b, `document.querySelector('.notice').textContent`); got != "Hook resumed: payload #1 was delivered." {

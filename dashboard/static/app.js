@@ -312,6 +312,10 @@
   });
 
   function init() {
+    // A form that failed on the server opens again with its values and
+    // the problem.
+    const again = document.querySelector('dialog[data-autoopen]');
+    if (again) again.showModal();
     tick();
     setInterval(tick, 1000);
     followStreams();
