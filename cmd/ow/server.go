@@ -9,13 +9,12 @@ import (
 	ow "github.com/openworkflow-go/openworkflow"
 	"github.com/openworkflow-go/openworkflow/api"
 	"github.com/openworkflow-go/openworkflow/config"
-	"github.com/openworkflow-go/openworkflow/dashboard"
 	"github.com/openworkflow-go/openworkflow/server"
 )
 
 func (a *app) serverCommand() *cobra.Command {
 	var addr string
-	var worker, noDashboard bool
+	var worker bool
 	c := &cobra.Command{
 		Use:   "server",
 		Short: "Serve the web dashboard and the HTTP API (and a worker for OpenFlow flows) on the configured backend",
@@ -46,39 +45,33 @@ own program's workers.
 			if err := server.CheckExposure(cfg.Server.Addr, cfg.Server.Token); err != nil {
 				return err
 			}
-			logger := slog.New(slog.NewJSONHandler(a.stderr, nil))
 			client := ow.NewClient(b)
 			opts := server.Options{
 				Addr: cfg.Server.Addr,
 				API: api.Options{
 					Token: cfg.Server.Token, PublicWebhooks: cfg.Server.PublicWebhooks, CORSOrigins: cfg.Server.CORSOrigins,
 				},
-				Logger: logger,
+				Logger: slog.New(slog.NewJSONHandler(a.stderr, nil)),
 				Ready: func(addr string) {
 					auth := "no token: loopback only"
 					if cfg.Server.Token != "" {
 						auth = "bearer token required"
 					}
 					fmt.Fprintf(a.stderr, "serving the API on http://%s/v1 (%s), backend %s %s\n", addr, auth, cfg.Kind(), cfg.Location())
-					if !noDashboard {
-						fmt.Fprintf(a.stderr, "dashboard: http://%s/\n", addr)
-					}
+					fmt.Fprintf(a.stderr, "dashboard: http://%s/\n", addr)
 				},
-			}
-			if !noDashboard {
-				opts.Dashboard = dashboard.New(client, dashboard.Options{Token: cfg.Server.Token, Logger: logger})
 			}
 			if worker {
 				if opts.Worker, err = a.flowWorker(cfg, b); err != nil {
 					return err
 				}
 			}
+			opts.Dashboard = dashboard(client, opts.API)
 			return server.Serve(cmd.Context(), client, opts)
 		},
 	}
 	c.Flags().StringVar(&addr, "addr", config.DefaultServerAddr, "address to listen on [$"+config.EnvServerAddr+"]")
 	c.Flags().BoolVar(&worker, "worker", false, "also run a worker for the OpenFlow flows of openflow.dirs")
-	c.Flags().BoolVar(&noDashboard, "no-dashboard", false, "serve the API only, without the web dashboard at /")
 	c.Flags().IntVar(&a.concurrency, "concurrency", 0, "runs the worker executes at once (default 10) [$"+config.EnvWorkerConcurrency+"]")
 	return c
 }
