@@ -66,6 +66,7 @@ own program's workers.
 					return err
 				}
 			}
+			opts.API.Logger = opts.Logger // Serve sets it too; here the dashboard gets it for its failures
 			opts.Dashboard = dashboard(client, opts.API)
 			return server.Serve(cmd.Context(), client, opts)
 		},
