@@ -43,7 +43,8 @@ func chromiumPath(t testing.TB) string {
 }
 
 // tab is one browser tab of a Chromium of its own, closed when the test
-// ends. Page exceptions fail the test.
+// ends. Page exceptions and Content-Security-Policy refusals fail the
+// test.
 type tab struct {
 	t   testing.TB
 	ctx context.Context
@@ -77,7 +78,9 @@ func newTab(t testing.TB, s *site) *tab {
 			if err != nil {
 				return
 			}
-			if m.IsException() {
+			// Exceptions, and refusals of the Content-Security-Policy (an
+			// inline style or script the page should not have).
+			if m.IsException() || m.Source == "security" || strings.Contains(m.Text, "Content Security Policy") {
 				b.mu.Lock()
 				b.exceptions = append(b.exceptions, fmt.Sprintf("%s:%d %s", m.URL, m.Line+1, m))
 				b.mu.Unlock()
@@ -91,7 +94,7 @@ func newTab(t testing.TB, s *site) *tab {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		for _, e := range b.exceptions {
-			t.Errorf("the page threw: %s", e)
+			t.Errorf("the page threw or broke its policy: %s", e)
 		}
 	})
 	return b
