@@ -144,6 +144,12 @@ func (c *Client) ListSteps(ctx context.Context, p backend.ListStepAttemptsParams
 	return c.b.ListStepAttempts(ctx, p)
 }
 
+// GetStep returns one step attempt by id, or an error wrapping
+// backend.ErrStepNotFound.
+func (c *Client) GetStep(ctx context.Context, stepAttemptID string) (*backend.StepAttempt, error) {
+	return c.b.GetStepAttempt(ctx, stepAttemptID)
+}
+
 // CountRuns counts runs per status.
 func (c *Client) CountRuns(ctx context.Context) (backend.RunCounts, error) {
 	return c.b.CountWorkflowRuns(ctx)

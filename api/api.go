@@ -112,6 +112,7 @@ var routeTable = []Route{
 	{"POST", "/v1/runs/{id}/cancel", "cancelRun", (*Handler).cancelRun},
 	{"POST", "/v1/runs/{id}/retry", "retryRun", (*Handler).retryRun},
 	{"GET", "/v1/runs/{id}/steps", "listSteps", (*Handler).listSteps},
+	{"GET", "/v1/steps/{id}", "getStep", (*Handler).getStep},
 	{"GET", "/v1/runs/{id}/history", "getHistory", (*Handler).getHistory},
 	{"GET", "/v1/runs/{id}/hooks", "listRunHooks", (*Handler).listRunHooks},
 	{"GET", "/v1/runs/{id}/streams", "listStreams", (*Handler).listStreams},

@@ -133,12 +133,15 @@ func (h *Handler) getRun(w http.ResponseWriter, r *http.Request) error {
 func (h *Handler) listRuns(w http.ResponseWriter, r *http.Request) error {
 	q, err := parseQuery(r)
 	if err == nil {
-		err = q.known("status", "workflowName", "createdAfter", "createdBefore", "limit", "cursor", "resolveData")
+		err = q.known("status", "workflowName", "createdAfter", "createdBefore", "limit", "cursor", "before", "resolveData")
 	}
 	if err != nil {
 		return err
 	}
-	p := backend.ListWorkflowRunsParams{WorkflowName: q.str("workflowName"), After: q.str("cursor")}
+	p := backend.ListWorkflowRunsParams{WorkflowName: q.str("workflowName"), After: q.str("cursor"), Before: q.str("before")}
+	if p.After != "" && p.Before != "" {
+		return badField("before", "give cursor (the next, older page) or before (the previous, newer page), not both")
+	}
 	if p.Status, err = q.status(); err != nil {
 		return err
 	}
@@ -156,11 +159,28 @@ func (h *Handler) listRuns(w http.ResponseWriter, r *http.Request) error {
 	}
 	page, err := h.c.ListRuns(r.Context(), p)
 	if err != nil {
-		return asAPIError(err, "cursor")
+		field := "cursor"
+		if p.Before != "" {
+			field = "before"
+		}
+		return asAPIError(err, field)
 	}
 	none := q.resolveNone()
-	writeJSON(w, http.StatusOK, listOf(page.Data, page.Next, func(run *backend.WorkflowRun) Run { return RunOf(run, none) }))
+	writeJSON(w, http.StatusOK, RunPage{
+		List:       listOf(page.Data, page.Next, func(run *backend.WorkflowRun) Run { return RunOf(run, none) }),
+		PrevCursor: page.Prev,
+	})
 	return nil
+}
+
+// RunPage answers GET /v1/runs: a page of runs, newest first, the cursor
+// of the next (older) page, and PrevCursor, the cursor to pass as before
+// for the previous (newer) page — null on the first page. A page reached
+// with cursor always has a PrevCursor, which may lead to an empty page if
+// the newer runs were deleted since.
+type RunPage struct {
+	List[Run]
+	PrevCursor *string `json:"prevCursor"`
 }
 
 func (h *Handler) countRuns(w http.ResponseWriter, r *http.Request) error {
@@ -251,5 +271,52 @@ func (h *Handler) listSteps(w http.ResponseWriter, r *http.Request) error {
 	out := listOf(page.Data, page.Next, func(a *backend.StepAttempt) Step { return StepOf(a, none) })
 	MarkAbandoned(run, out.Data, time.Now())
 	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// getStep answers one step attempt by id, found without its run's id: a
+// child run's parentStepId leads to its parent this way. Abandoned is
+// derived as in listSteps, from the run and the step's later attempts.
+func (h *Handler) getStep(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	q, err := parseQuery(r)
+	if err == nil {
+		err = q.known("resolveData")
+	}
+	if err != nil {
+		return err
+	}
+	a, err := h.c.GetStep(r.Context(), id)
+	if err != nil {
+		return asAPIError(err, "id")
+	}
+	step := StepOf(a, q.resolveNone())
+	if step.Status == string(backend.StepRunning) && step.Kind == string(backend.StepFunction) {
+		// Only a running function attempt can be abandoned: its run lost
+		// its lease, or a later attempt of the same step exists.
+		run, err := h.c.GetRun(r.Context(), a.WorkflowRunID)
+		if err != nil {
+			return asAPIError(err, "")
+		}
+		step.Abandoned = unleased(run, time.Now())
+		cursor := backend.Cursor{CreatedAt: a.CreatedAt, ID: a.ID}.Encode()
+		for !step.Abandoned {
+			page, err := h.c.ListSteps(r.Context(), backend.ListStepAttemptsParams{WorkflowRunID: a.WorkflowRunID, Limit: backend.MaxPageSize, After: cursor})
+			if err != nil {
+				return asAPIError(err, "")
+			}
+			for i := range page.Data {
+				step.Abandoned = step.Abandoned || page.Data[i].StepName == a.StepName
+			}
+			if page.Next == nil {
+				break
+			}
+			cursor = *page.Next
+		}
+	}
+	writeJSON(w, http.StatusOK, step)
 	return nil
 }

@@ -150,6 +150,34 @@ func TestListPagination(t *testing.T) {
 		if !slices.Equal(sizes, []int{2, 2, 1}) || !slices.Equal(got, ids) {
 			t.Errorf("pages of sizes %v gave %v, want 2,2,1 giving %v", sizes, got, ids)
 		}
+		// And back, newer pages through prevCursor and before: the last
+		// page leads to the middle one, then to the first, which has no
+		// prevCursor.
+		q := url.Values{"limit": {"2"}, "workflowName": {"add"}, "status": {"pending"}, "cursor": {cursor}}
+		var last api.RunPage
+		s.must(http.StatusOK, "GET", "/v1/runs?"+q.Encode(), nil).decode(t, &last)
+		var back []string
+		for page := last; page.PrevCursor != nil; {
+			if len(back) > 5 {
+				t.Fatal("walking back does not end")
+			}
+			q.Del("cursor")
+			q.Set("before", *page.PrevCursor)
+			page = api.RunPage{}
+			s.must(http.StatusOK, "GET", "/v1/runs?"+q.Encode(), nil).decode(t, &page)
+			var pageIDs []string
+			for _, r := range page.Data {
+				pageIDs = append(pageIDs, r.ID)
+			}
+			back = append(pageIDs, back...)
+		}
+		if !slices.Equal(back, ids[:4]) {
+			t.Errorf("walking back from the last page gave %v, want %v", back, ids[:4])
+		}
+		q.Set("cursor", cursor)
+		if e := s.must(http.StatusBadRequest, "GET", "/v1/runs?"+q.Encode(), nil).apiError(t); e.Field != "before" {
+			t.Errorf("cursor and before together: %+v", e)
+		}
 		// An empty list.
 		r := s.must(http.StatusOK, "GET", "/v1/runs?workflowName=nothing-of-this-name", nil)
 		var raw map[string]json.RawMessage
@@ -278,6 +306,33 @@ func TestErrors(t *testing.T) {
 		// The 405 says what is allowed.
 		if r := s.do("DELETE", "/v1/runs", nil); r.header.Get("Allow") != "POST, GET" {
 			t.Errorf("405 Allow: %q", r.header.Get("Allow"))
+		}
+	})
+}
+
+// TestGetStep: a step is found by its id alone, so a child's parentStepId
+// leads to its parent run; an unknown id is a 404.
+func TestGetStep(t *testing.T) {
+	eachBackend(t, api.Options{}, func(t *testing.T, s *server) {
+		run := s.start("add", map[string]int{"A": 2, "B": 3})
+		s.waitStatus(run.ID, "completed")
+		var steps api.List[api.Step]
+		s.must(http.StatusOK, "GET", "/v1/runs/"+run.ID+"/steps", nil).decode(t, &steps)
+		if len(steps.Data) != 1 {
+			t.Fatalf("steps: %+v", steps.Data)
+		}
+		var step api.Step
+		s.must(http.StatusOK, "GET", "/v1/steps/"+steps.Data[0].ID, nil).decode(t, &step)
+		if step.RunID != run.ID || step.StepName != "sum" || string(step.Output) != "5" || step.Abandoned {
+			t.Errorf("step by id: %+v", step)
+		}
+		var blank api.Step
+		s.must(http.StatusOK, "GET", "/v1/steps/"+steps.Data[0].ID+"?resolveData=none", nil).decode(t, &blank)
+		if blank.Output != nil || blank.ID != step.ID {
+			t.Errorf("resolveData=none: %+v", blank)
+		}
+		if e := s.must(http.StatusNotFound, "GET", "/v1/steps/step_nothing", nil).apiError(t); e.Code != api.CodeNotFound {
+			t.Errorf("unknown step: %+v", e)
 		}
 	})
 }

@@ -115,15 +115,20 @@ func MarkAbandoned(run *backend.WorkflowRun, steps []Step, now time.Time) {
 	for i, s := range steps {
 		last[s.StepName] = i
 	}
-	st := run.Status.Normalize()
-	unleased := st.Terminal() || run.WorkerID == nil || (run.AvailableAt != nil && run.AvailableAt.Before(now))
+	lost := unleased(run, now)
 	for i := range steps {
 		s := &steps[i]
 		if s.Status != string(backend.StepRunning) || s.Kind != string(backend.StepFunction) {
 			continue
 		}
-		s.Abandoned = last[s.StepName] != i || unleased
+		s.Abandoned = last[s.StepName] != i || lost
 	}
+}
+
+// unleased reports whether no worker executes run at now: it is
+// terminal, parked or pending (no worker), or its lease expired.
+func unleased(run *backend.WorkflowRun, now time.Time) bool {
+	return run.Status.Normalize().Terminal() || run.WorkerID == nil || (run.AvailableAt != nil && run.AvailableAt.Before(now))
 }
 
 // Hook is a hook of a run (see openworkflow.CreateHook); Live is false

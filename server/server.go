@@ -104,7 +104,7 @@ func Serve(ctx context.Context, c *ow.Client, opts Options) error {
 		mux.Handle("GET /metrics", requireToken(opts.API.Token, opts.Metrics))
 	}
 	if opts.Dashboard != nil {
-		mux.Handle("/", opts.Dashboard)
+		mux.Handle("/", endOnShutdown(opts.Dashboard, done))
 	}
 	srv := &http.Server{
 		Handler:           mux,
@@ -153,6 +153,25 @@ func Serve(ctx context.Context, c *ow.Client, opts Options) error {
 		cancel()
 	}
 	return err
+}
+
+// endOnShutdown cancels the context of each request to h when done is
+// closed, so that the dashboard's live views (long-lived event streams)
+// end at shutdown: http.Server.Shutdown waits for requests, it does not
+// cancel them.
+func endOnShutdown(h http.Handler, done <-chan struct{}) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		go func() { // owned by this request: it ends with ctx
+			select {
+			case <-done:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
 }
 
 // CheckExposure refuses to serve addr without a token unless addr is

@@ -14,6 +14,7 @@ import (
 	ow "github.com/openworkflow-go/openworkflow"
 	"github.com/openworkflow-go/openworkflow/api"
 	"github.com/openworkflow-go/openworkflow/backend/sqlite"
+	"github.com/openworkflow-go/openworkflow/dashboard"
 	"github.com/openworkflow-go/openworkflow/server"
 )
 
@@ -156,5 +157,46 @@ func TestGracefulShutdown(t *testing.T) {
 	// New connections are refused now.
 	if _, err := http.Get(base + "/healthz"); err == nil {
 		t.Fatal("the server still answers after shutdown")
+	}
+}
+
+// TestDashboardLiveViewsEndAtShutdown: a live view of the dashboard (an
+// event stream that lasts while its run does) ends cleanly when the
+// server shuts down, at once rather than after the grace period.
+func TestDashboardLiveViewsEndAtShutdown(t *testing.T) {
+	b := openSQLite(t)
+	c := ow.NewClient(b)
+	h, err := c.StartByName(context.Background(), "nobody-runs-this", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addrc := make(chan string, 1)
+	served := make(chan error, 1)
+	go func() {
+		served <- server.Serve(ctx, c, server.Options{Addr: "127.0.0.1:0", Dashboard: dashboard.New(c, dashboard.Options{}),
+			Ready: func(a string) { addrc <- a }, ShutdownGrace: 20 * time.Second})
+	}()
+	base := "http://" + <-addrc
+	res, err := http.Get(base + "/runs/" + h.ID + "/live")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	first := make([]byte, 256)
+	if _, err := res.Body.Read(first); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	cancel() // SIGTERM
+	if rest, err := io.ReadAll(res.Body); err != nil {
+		t.Fatalf("the live view was cut at shutdown: %v (read %d bytes)", err, len(rest))
+	}
+	if err := <-served; err != nil {
+		t.Fatalf("Serve returned %v", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("shutdown waited %v for the live view; it should end it at once", took)
 	}
 }

@@ -5,11 +5,12 @@ import (
 
 	ow "github.com/openworkflow-go/openworkflow"
 	"github.com/openworkflow-go/openworkflow/api"
+	owdashboard "github.com/openworkflow-go/openworkflow/dashboard"
 )
 
-// dashboard returns the web dashboard 'ow server' and 'ow dev' serve at /
-// (server.Options.Dashboard), over the same client and API options as
-// the API (token, CORS, metrics); nil serves none.
+// dashboard returns the web dashboard 'ow server' serves at /
+// (server.Options.Dashboard), over the same client as the API and with
+// the API's token: whoever may call the API may use the dashboard.
 func dashboard(c *ow.Client, opts api.Options) http.Handler {
-	return nil // DASHBOARD: package dashboard (issue 13) returns its handler here.
+	return owdashboard.New(c, owdashboard.Options{Token: opts.Token, Logger: opts.Logger})
 }

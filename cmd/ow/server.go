@@ -19,19 +19,20 @@ func (a *app) serverCommand() *cobra.Command {
 	var worker bool
 	c := &cobra.Command{
 		Use:   "server",
-		Short: "Serve the HTTP API and /metrics (and a worker for OpenFlow flows) on the configured backend",
-		Long: `Serve the HTTP API under /v1 (GET /v1/openapi.json describes it), a
-health check at /healthz and Prometheus metrics at /metrics, on the
-configured backend, until interrupted (SIGINT or SIGTERM: requests in
-flight finish, event streams end, then the process exits).
+		Short: "Serve the web dashboard, the HTTP API and /metrics (and a worker for OpenFlow flows) on the configured backend",
+		Long: `Serve the web dashboard at /, the HTTP API under /v1 (GET
+/v1/openapi.json describes it), a health check at /healthz and Prometheus
+metrics at /metrics, on the configured backend, until interrupted (SIGINT
+or SIGTERM: requests in flight finish, event streams end, then the process
+exits).
 
-The API needs a bearer token when it listens beyond loopback: set
-OPENWORKFLOW_API_TOKEN (or server.token in openworkflow.yaml); /metrics
-then needs it too. With --worker, the process also runs a worker for the
-OpenFlow flows of openflow.dirs, as 'ow worker' does, and /metrics
-includes its measurements; workflows written in Go run in your own
-program's workers. For development, 'ow dev' runs all of it with sample
-workflows.
+The API, the dashboard and /metrics need a token when the server listens
+beyond loopback: set OPENWORKFLOW_API_TOKEN (or server.token in
+openworkflow.yaml); the dashboard then asks for it once. With --worker,
+the process also runs a worker for the OpenFlow flows of openflow.dirs, as
+'ow worker' does, and /metrics includes its measurements; workflows
+written in Go run in your own program's workers. For development, 'ow dev'
+runs all of it with sample workflows.
 
   OPENWORKFLOW_API_TOKEN=$(openssl rand -hex 32) ow server --addr 0.0.0.0:8080
   curl -H "Authorization: Bearer $OPENWORKFLOW_API_TOKEN" localhost:8080/v1/runs`,

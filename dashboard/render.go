@@ -1,0 +1,118 @@
+package dashboard
+
+import (
+	"bytes"
+	"html/template"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// pageNames are the templates with a page of their own; each is parsed
+// with the layout and the shared partials.
+var pageNames = []string{"runs", "run", "start", "workers", "login", "error"}
+
+func parsePages() map[string]*template.Template {
+	pages := map[string]*template.Template{}
+	for _, name := range pageNames {
+		t := template.New("layout.html").Funcs(templateFuncs)
+		pages[name] = template.Must(t.ParseFS(templateFS, "templates/layout.html", "templates/partials.html", "templates/"+name+".html"))
+	}
+	return pages
+}
+
+// view is what the layout needs besides the page's own data.
+type view struct {
+	Title string
+	// Nav is the current section: runs, workers or start.
+	Nav string
+	// SignedIn shows the sign-out button (a token is configured).
+	SignedIn bool
+	// Notice and Problem are the result of the last action, shown at the
+	// top of the page (Problem as an alert).
+	Notice, Problem string
+	// Live is the URL of the page's event stream ("" for none).
+	Live    string
+	Version string
+	Now     time.Time
+	Page    any
+}
+
+func (d *Dashboard) view(r *http.Request, title, nav string, page any) *view {
+	return &view{Title: title, Nav: nav, SignedIn: d.opts.Token != "" && d.authorized(r), Version: d.version, Now: time.Now(), Page: page,
+		Notice: notice(r.URL.Query())}
+}
+
+// render writes the page name with status.
+func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, name string, v *view) {
+	var buf bytes.Buffer
+	if err := d.pages[name].ExecuteTemplate(&buf, "layout.html", v); err != nil {
+		d.log.Error("dashboard: render page", "page", name, "path", r.URL.Path, "err", err)
+		http.Error(w, "the page could not be rendered (a bug: it is logged)", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// fragment renders one named template of a page, for live updates.
+func (d *Dashboard) fragment(page, name string, v *view) (string, error) {
+	var buf bytes.Buffer
+	if err := d.pages[page].ExecuteTemplate(&buf, name, v); err != nil {
+		return "", err
+	}
+	return buf.String(), nil
+}
+
+// fail renders the error page: what went wrong and what to do.
+func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, status int, title, message string) {
+	d.render(w, r, status, "error", d.view(r, title, "", struct {
+		Status  int
+		Message string
+	}{status, message}))
+}
+
+// failAPI renders an API error as the error page, with the API's status.
+func (d *Dashboard) failAPI(w http.ResponseWriter, r *http.Request, what string, err error) {
+	status := apiStatus(err)
+	if status >= 500 {
+		d.log.Warn("dashboard: API call failed", "what", what, "path", r.URL.Path, "err", err)
+	}
+	d.fail(w, r, status, what, err.Error())
+}
+
+// notices are the results of actions, named in the redirect after them
+// (?done=…) rather than carried as text, so a link cannot make the page
+// say something else.
+var notices = map[string]string{
+	"started":  "Run started.",
+	"canceled": "Run canceled.",
+	"retried":  "Run retried from its failed step: it is pending again, and its completed steps keep their results.",
+	"signaled": "Signal sent.",
+	"resumed":  "Hook resumed: the payload was delivered.",
+}
+
+func notice(q url.Values) string {
+	msg := notices[q.Get("done")]
+	if msg == "" {
+		return ""
+	}
+	switch q.Get("done") {
+	case "signaled":
+		if n := q.Get("n"); n != "" {
+			msg = "Signal sent: delivered to " + n + " waiting run(s)."
+			if n == "0" {
+				msg = "Signal sent, but no run was waiting for it: signals are not kept for later waits."
+			}
+		}
+	case "resumed":
+		if seq := q.Get("seq"); seq != "" {
+			msg = "Hook resumed: payload #" + seq + " was delivered."
+		}
+	}
+	return msg
+}
+
+func urlQueryEscape(s string) string { return url.QueryEscape(s) }

@@ -1,0 +1,199 @@
+package dashboard
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/openworkflow-go/openworkflow/api"
+	"github.com/openworkflow-go/openworkflow/backend"
+)
+
+// runData is a run's page.
+type runData struct {
+	Run      api.Run
+	State    runState
+	Error    *errorView
+	Steps    []stepView
+	Timeline timeline
+	Hooks    []api.Hook
+	Streams  []backend.StreamInfo
+	Children []childLink
+	// ParentRunID and ParentStep are the run and step that started this
+	// run, for a child.
+	ParentRunID, ParentStep string
+	// Signals are the signals the run waits for now (prefilled in the
+	// send form).
+	Signals []string
+	// WaitHookID is the hook the run waits on now, if any.
+	WaitHookID string
+	// Began is when the run was first claimed (see firstActivity).
+	Began     *time.Time
+	Terminal  bool
+	CanCancel bool
+	CanRetry  bool
+	// Attempts counts the step attempts (retry marks left out).
+	Attempts int
+	// StepsTruncated: the run has more attempts than one page shows.
+	StepsTruncated bool
+	// Form holds the values of an action's form that failed, to show
+	// them again beside the error.
+	Form actionForm
+
+	// fingerprint hashes the API answers the page was made from, so a
+	// live view sends an update only when something changed.
+	fingerprint [sha256.Size]byte
+}
+
+// stepView is one attempt in the attempts table.
+type stepView struct {
+	api.Step
+	// N is the attempt's number among its step's attempts, from 1.
+	N     int
+	Class string
+	Error *errorView
+	// Wait is the wait's context (until, signal), for waits.
+	Until  *time.Time
+	Signal string
+}
+
+// childLink is a child run started by one of the run's steps.
+type childLink struct {
+	StepName, RunID, Status string
+}
+
+// actionForm is what a failed action's form held.
+type actionForm struct {
+	Action, Field, Problem string
+	Signal, Data           string
+	Token, Payload         string
+}
+
+func (d *Dashboard) runPage(w http.ResponseWriter, r *http.Request) {
+	data, err := d.loadRun(r.Context(), r.PathValue("id"), time.Now())
+	if err != nil {
+		if apiStatus(err) == http.StatusNotFound {
+			d.fail(w, r, http.StatusNotFound, "No such run", "No run has the id "+r.PathValue("id")+" in this namespace. It may have been deleted, or belong to another namespace.")
+			return
+		}
+		d.failAPI(w, r, "The run could not be read", err)
+		return
+	}
+	d.renderRun(w, r, http.StatusOK, data, "")
+}
+
+// renderRun renders a run's page; problem is an action's failure.
+func (d *Dashboard) renderRun(w http.ResponseWriter, r *http.Request, status int, data *runData, problem string) {
+	v := d.view(r, data.Run.WorkflowName+" · "+shortID(data.Run.ID), "runs", data)
+	v.Problem = problem
+	if !data.Terminal {
+		// The live view starts from what this page shows: it sends only
+		// what changes after.
+		v.Live = "/runs/" + url.PathEscape(data.Run.ID) + "/live?since=" + hex.EncodeToString(data.fingerprint[:])
+	}
+	d.render(w, r, status, "run", v)
+}
+
+// loadRun reads a run, its attempts, hooks and streams through the API,
+// then its children's statuses and its parent.
+func (d *Dashboard) loadRun(ctx context.Context, id string, now time.Time) (*runData, error) {
+	base := "/v1/runs/" + url.PathEscape(id)
+	data := &runData{}
+	h := sha256.New()
+	raw, err := d.api.call(ctx, http.MethodGet, base, nil, nil, &data.Run)
+	if err != nil {
+		return nil, err
+	}
+	h.Write(raw)
+	var steps api.List[api.Step]
+	if raw, err = d.api.call(ctx, http.MethodGet, base+"/steps", url.Values{"limit": {"1000"}}, nil, &steps); err != nil {
+		return nil, err
+	}
+	h.Write(raw)
+	data.StepsTruncated = steps.HasMore
+	var hooks api.List[api.Hook]
+	if raw, err = d.api.call(ctx, http.MethodGet, base+"/hooks", nil, nil, &hooks); err != nil && apiCode(err) != api.CodeNotSupported {
+		return nil, err
+	}
+	h.Write(raw)
+	data.Hooks = hooks.Data
+	var streams api.List[backend.StreamInfo]
+	if raw, err = d.api.call(ctx, http.MethodGet, base+"/streams", nil, nil, &streams); err != nil && apiCode(err) != api.CodeNotSupported {
+		return nil, err
+	}
+	h.Write(raw)
+	data.Streams = streams.Data
+
+	run := &data.Run
+	data.Began = firstActivity(run, steps.Data)
+	data.State = describe(run, steps.Data, now)
+	if run.Status == "completed" || run.Status == "failed" {
+		data.State.Explain = explainFinished(run, data.Began, data.State.Explain)
+	}
+	data.Error = viewError(run.Error)
+	data.Terminal = run.Status == "completed" || run.Status == "failed" || run.Status == "canceled"
+	data.CanCancel = !data.Terminal
+	data.CanRetry = run.Status == "failed"
+	data.Timeline = buildTimeline(run, steps.Data, now)
+	if data.State.Wait != nil {
+		c, _ := readWait(data.State.Wait)
+		if c.Signal != "" {
+			data.Signals = append(data.Signals, c.Signal)
+		}
+		data.WaitHookID = c.HookID
+	}
+	n := map[string]int{}
+	for _, s := range steps.Data {
+		n[s.StepName]++
+		sv := stepView{Step: s, N: n[s.StepName], Class: attemptClass(&s), Error: viewError(s.Error)}
+		if s.Kind != "function" && s.Kind != "retry" {
+			c, until := readWait(&s)
+			sv.Until, sv.Signal = until, c.Signal
+		}
+		data.Steps = append(data.Steps, sv)
+		if s.Kind != "retry" {
+			data.Attempts++
+		}
+		if s.Kind == "workflow" && s.ChildRunID != nil {
+			data.Children = append(data.Children, childLink{StepName: s.StepName, RunID: *s.ChildRunID})
+		}
+	}
+
+	// The children's statuses and the parent, read at once.
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	const maxChildLookups = 50 // beyond, the links show without a status
+	for i := range data.Children[:min(len(data.Children), maxChildLookups)] {
+		c := &data.Children[i]
+		wg.Add(1)
+		go func() { // owned by loadRun, which waits for it
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			var child api.Run
+			if d.api.get(ctx, "/v1/runs/"+url.PathEscape(c.RunID), url.Values{"resolveData": {"none"}}, &child) == nil {
+				c.Status = describe(&child, nil, now).Label
+			}
+		}()
+	}
+	if run.ParentStepID != nil {
+		wg.Add(1)
+		go func() { // owned by loadRun, which waits for it
+			defer wg.Done()
+			var parent api.Step
+			if d.api.get(ctx, "/v1/steps/"+url.PathEscape(*run.ParentStepID), url.Values{"resolveData": {"none"}}, &parent) == nil {
+				data.ParentRunID, data.ParentStep = parent.RunID, parent.StepName
+			}
+		}()
+	}
+	wg.Wait()
+	for _, c := range data.Children {
+		h.Write([]byte(c.RunID + c.Status))
+	}
+	copy(data.fingerprint[:], h.Sum(nil))
+	return data, ctx.Err()
+}

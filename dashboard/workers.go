@@ -1,0 +1,134 @@
+package dashboard
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/openworkflow-go/openworkflow/api"
+)
+
+// The workers view is derived from the runs: there is no table of
+// workers (a worker writes nothing but its runs' rows), so a worker is
+// seen through the running runs it leases. A run's worker id is a slot
+// id, "<worker id>/<slot>" from this SDK; a heartbeat renews the lease
+// (available_at) and sets updated_at, so a run's updated_at is its
+// worker's last sign of life for it (a heartbeat or a step's write). A
+// worker that holds no run is not seen.
+
+// workersData is the workers page.
+type workersData struct {
+	Workers []workerView
+	// Parked counts the running runs that hold no worker (waiting).
+	Parked int
+	// Truncated: more running runs exist than the page read.
+	Truncated bool
+	Read      int
+}
+
+type workerView struct {
+	ID   string
+	Runs []heldRun
+	// LastSeen is the latest updated_at of its runs; LeaseUntil the latest
+	// lease expiry.
+	LastSeen, LeaseUntil time.Time
+	// Expired: every lease it holds has expired (the worker is gone or
+	// stuck).
+	Expired bool
+}
+
+type heldRun struct {
+	Run     api.Run
+	Slot    string
+	Expired bool
+}
+
+// maxWorkerRuns bounds the running runs the page reads (ten pages of the
+// API's largest).
+const maxWorkerRuns = 10000
+
+func (d *Dashboard) workersPage(w http.ResponseWriter, r *http.Request) {
+	data, err := d.loadWorkers(r.Context(), time.Now())
+	if err != nil {
+		d.failAPI(w, r, "The running runs could not be listed", err)
+		return
+	}
+	d.render(w, r, http.StatusOK, "workers", d.view(r, "Workers", "workers", data))
+}
+
+func (d *Dashboard) loadWorkers(ctx context.Context, now time.Time) (*workersData, error) {
+	data := &workersData{}
+	byID := map[string]*workerView{}
+	cursor := ""
+	for {
+		q := url.Values{"status": {"running"}, "limit": {"1000"}, "resolveData": {"none"}}
+		if cursor != "" {
+			q.Set("cursor", cursor)
+		}
+		var page api.RunPage
+		if err := d.api.get(ctx, "/v1/runs", q, &page); err != nil {
+			return nil, err
+		}
+		for _, run := range page.Data {
+			data.Read++
+			if run.WorkerID == nil {
+				data.Parked++
+				continue
+			}
+			id, slot := splitSlot(*run.WorkerID)
+			wv := byID[id]
+			if wv == nil {
+				wv = &workerView{ID: id, Expired: true}
+				byID[id] = wv
+			}
+			held := heldRun{Run: run, Slot: slot, Expired: run.AvailableAt != nil && run.AvailableAt.Before(now)}
+			wv.Runs = append(wv.Runs, held)
+			wv.Expired = wv.Expired && held.Expired
+			if run.UpdatedAt.After(wv.LastSeen) {
+				wv.LastSeen = run.UpdatedAt
+			}
+			if run.AvailableAt != nil && run.AvailableAt.After(wv.LeaseUntil) {
+				wv.LeaseUntil = *run.AvailableAt
+			}
+		}
+		if page.Cursor == nil {
+			break
+		}
+		if data.Read >= maxWorkerRuns {
+			data.Truncated = true
+			break
+		}
+		cursor = *page.Cursor
+	}
+	for _, wv := range byID {
+		data.Workers = append(data.Workers, *wv)
+	}
+	// Live workers first, then by id.
+	slices.SortFunc(data.Workers, func(a, b workerView) int {
+		if a.Expired != b.Expired {
+			if a.Expired {
+				return 1
+			}
+			return -1
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return data, nil
+}
+
+// splitSlot splits a slot id "<worker>/<n>" into the worker and the
+// slot; an id of another shape (another SDK's) is a worker of its own.
+func splitSlot(id string) (string, string) {
+	i := strings.LastIndexByte(id, '/')
+	if i <= 0 {
+		return id, ""
+	}
+	if _, err := strconv.Atoi(id[i+1:]); err != nil {
+		return id, ""
+	}
+	return id[:i], id[i+1:]
+}
