@@ -27,6 +27,7 @@ import (
 
 	ow "github.com/openworkflow-go/openworkflow"
 	"github.com/openworkflow-go/openworkflow/api"
+	"github.com/openworkflow-go/openworkflow/backend"
 	"github.com/openworkflow-go/openworkflow/backend/postgres"
 	"github.com/openworkflow-go/openworkflow/internal/pgtest"
 )
@@ -125,6 +126,36 @@ func BenchmarkListFailedRuns(b *testing.B) {
 		cursor = ""
 		if page.Cursor != nil && len(l)%100 != 0 { // back to the first page now and then
 			cursor = *page.Cursor
+		}
+	}
+	l.report(b)
+}
+
+// BenchmarkCountRuns: GET /v1/runs/counts (target: ≤ 50 ms with
+// 1,000,000 finished runs, OW_API_BENCH_SCALE=1; exact).
+func BenchmarkCountRuns(b *testing.B) {
+	_, be, url := benchServer(b)
+	n := 10_000
+	if os.Getenv("OW_API_BENCH_SCALE") == "1" {
+		n = 1_000_000
+	}
+	fillFinishedRuns(b, be, n)
+	var l latencies
+	b.ResetTimer()
+	for b.Loop() {
+		start := time.Now()
+		res, err := http.Get(url + "/v1/runs/counts")
+		if err != nil {
+			b.Fatal(err)
+		}
+		var counts backend.RunCounts
+		if err := json.NewDecoder(res.Body).Decode(&counts); err != nil {
+			b.Fatal(err)
+		}
+		res.Body.Close()
+		l = append(l, time.Since(start))
+		if counts.Completed+counts.Failed != n {
+			b.Fatalf("counts %+v, want %d finished runs", counts, n)
 		}
 	}
 	l.report(b)

@@ -1,8 +1,11 @@
 package backendtest
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -359,4 +362,128 @@ func testCountWorkflowRuns(t *testing.T, s *suite) {
 		}
 		requireCounts(t, "after canceling 1", b, backend.RunCounts{Pending: 1, Completed: 1, Failed: 1, Canceled: 1})
 	})
+
+	t.Run("moves a retried run from failed to pending, and follows the deadline sweep and a batch start", func(t *testing.T) {
+		t.Parallel()
+		clk := newClock()
+		b := s.newBackendOn(t, clk)
+		w := newWorkerID()
+		r := startRun(t, b, w, backend.CreateWorkflowRunParams{})
+		failRun(t, b, r.ID, w, `{"message":"x"}`)
+		requireCounts(t, "after the failure", b, backend.RunCounts{Failed: 1})
+		retryFailed(t, b, r.ID, ptr(clk.Now().Add(time.Minute)))
+		requireCounts(t, "after the retry", b, backend.RunCounts{Pending: 1})
+		clk.Advance(time.Hour)
+		requireNothingClaimable(t, b) // the sweep fails it past its deadline
+		requireCounts(t, "after the deadline sweep", b, backend.RunCounts{Failed: 1})
+		batch := make([]backend.CreateWorkflowRunParams, 25)
+		for i := range batch {
+			batch[i].WorkflowName = "wf"
+		}
+		if _, err := b.CreateWorkflowRuns(t.Context(), batch); err != nil {
+			t.Fatalf("CreateWorkflowRuns: %v", err)
+		}
+		requireCounts(t, "after a batch of 25", b, backend.RunCounts{Pending: 25, Failed: 1})
+	})
+
+	t.Run("stays exact while clients and workers change runs concurrently", func(t *testing.T) {
+		t.Parallel()
+		ns := newNamespace()
+		// Four processes of one namespace: two clients starting and
+		// canceling runs, two workers claiming and finishing them.
+		clients := []backend.Backend{s.backendIn(t, ns), s.backendIn(t, ns)}
+		workers := []backend.Backend{s.backendIn(t, ns), s.backendIn(t, ns)}
+		const perClient = 40
+		var created atomic.Int64 // runs whose create returned
+		var wg sync.WaitGroup
+		done := make(chan struct{})
+		for _, c := range clients {
+			wg.Go(func() {
+				for i := range perClient {
+					r, err := c.CreateWorkflowRun(t.Context(), backend.CreateWorkflowRunParams{WorkflowName: "wf"})
+					if err != nil {
+						t.Errorf("create: %v", err)
+						return
+					}
+					created.Add(1)
+					if i%5 == 0 {
+						if _, err := c.CancelWorkflowRun(t.Context(), r.ID); err != nil && !errors.Is(err, backend.ErrRunTerminal) {
+							t.Errorf("cancel %s: %v", r.ID, err)
+						}
+					}
+				}
+			})
+		}
+		var workersWG sync.WaitGroup
+		for wi, b := range workers {
+			workersWG.Go(func() {
+				for n := 0; ; n++ {
+					runs, err := b.ClaimWorkflowRuns(t.Context(), backend.ClaimWorkflowRunsParams{
+						WorkerIDs: []string{newWorkerID(), newWorkerID(), newWorkerID()}, LeaseDuration: longLease})
+					if err != nil {
+						t.Errorf("claim: %v", err)
+						return
+					}
+					if len(runs) == 0 {
+						select {
+						case <-done:
+							return
+						case <-time.After(time.Millisecond): // poll again, leaving the clients room
+							continue
+						}
+					}
+					groups := make([][]backend.Write, len(runs))
+					for i, r := range runs {
+						if (n+i+wi)%3 == 0 {
+							groups[i] = []backend.Write{failWrite(r.ID, *r.WorkerID, `{"message":"x"}`)}
+						} else {
+							groups[i] = []backend.Write{completeWrite(r.ID, *r.WorkerID, `1`)}
+						}
+					}
+					for _, err := range b.ApplyWrites(t.Context(), groups) {
+						// A run canceled after the claim refuses its write.
+						if err != nil && !errors.Is(err, backend.ErrNotOwner) {
+							t.Errorf("apply: %v", err)
+						}
+					}
+				}
+			})
+		}
+		// Meanwhile every count covers between the runs created before it
+		// began and those whose create had started when it ended.
+		reader := s.backendIn(t, ns)
+		for {
+			lo := created.Load()
+			c := countRuns(t, reader)
+			hi := created.Load() + int64(len(clients))
+			if total := int64(c.Pending + c.Running + c.Completed + c.Failed + c.Canceled); total < lo || total > hi {
+				t.Fatalf("a count during the writes totals %d runs (%+v), want between %d and %d", total, c, lo, hi)
+			}
+			if lo == perClient*int64(len(clients)) {
+				break
+			}
+		}
+		wg.Wait()
+		close(done)
+		workersWG.Wait()
+		requireCounts(t, "after the writes", reader, statusesListed(t, reader))
+	})
+}
+
+// statusesListed counts the namespace's runs per status by listing them
+// all: what CountWorkflowRuns must say, found another way.
+func statusesListed(t testing.TB, b backend.Backend) backend.RunCounts {
+	t.Helper()
+	var c backend.RunCounts
+	p := backend.ListWorkflowRunsParams{Limit: backend.MaxPageSize}
+	for {
+		page := listRuns(t, b, p)
+		for _, r := range page.Data {
+			c.Add(r.Status, 1)
+		}
+		if page.Next == nil {
+			return c
+		}
+		p.After = *page.Next
+	}
 }

@@ -114,7 +114,7 @@ const LatestMigrationVersion = 5
 // LatestGoMigrationVersion is the version of the newest migration of this
 // SDK's own line, the value MAX(version) of openworkflow_go_migrations has
 // after [Migrate].
-const LatestGoMigrationVersion = 5
+const LatestGoMigrationVersion = 6
 
 // Migrate creates or upgrades the OpenWorkflow tables in schema (empty means
 // [DefaultSchema]): first OpenWorkflow's line, applying every embedded

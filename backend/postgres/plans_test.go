@@ -176,7 +176,7 @@ FROM generate_series(1, 20000) AS g, generate_series(1, 3) AS s`, schema)); err 
 // characters, dropped at the end of the test; it skips the test when the
 // server is unreachable and OPENWORKFLOW_SKIP_POSTGRES=1. The schema is not
 // created: the caller migrates it.
-func scratchSchema(t *testing.T, prefix string) (*pgxpool.Pool, string) {
+func scratchSchema(t testing.TB, prefix string) (*pgxpool.Pool, string) {
 	t.Helper()
 	url := os.Getenv("OPENWORKFLOW_TEST_POSTGRES_URL")
 	if url == "" {
@@ -195,7 +195,8 @@ func scratchSchema(t *testing.T, prefix string) (*pgxpool.Pool, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close) // after the schema is dropped: cleanups run last-in first-out
-	schema := prefix + strings.ToLower(id.New("")[1:9])
+	u := id.New("")
+	schema := prefix + strings.ToLower(u[len(u)-10:]) // the ULID's random end: tests in parallel start in the same millisecond
 	t.Cleanup(func() {
 		if _, err := pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+quoteIdent(schema)+" CASCADE"); err != nil {
 			t.Errorf("drop scratch schema %s: %v", schema, err)

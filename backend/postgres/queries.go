@@ -33,6 +33,7 @@ type queries struct {
 	GetRun                 string `sql:"get_run"`
 	ListRuns               string `sql:"list_runs"`
 	CountRuns              string `sql:"count_runs"`
+	FoldRunCounts          string `sql:"fold_run_counts"`
 	CancelRun              string `sql:"cancel_run"`
 	RetryRun               string `sql:"retry_run"`
 	WakeParent             string `sql:"wake_parent"`

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/openworkflow-go/openworkflow/backend"
 )
@@ -69,31 +70,8 @@ func TestScalePlans(t *testing.T) {
 	} else if err := Migrate(ctx, pool, schema); err != nil {
 		t.Fatal(err)
 	}
-	// Load without the secondary indexes, then rebuild them exactly as
-	// the migrations made them: a sorted build is far faster than 1M
-	// inserts into each index.
 	start := time.Now()
-	defs, err := collectStrings(pool.Query(ctx, `SELECT indexdef FROM pg_indexes
-		WHERE schemaname = $1 AND tablename = 'workflow_runs' AND indexname <> 'workflow_runs_pkey'`, schema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pool.Exec(ctx, `DO $$ DECLARE i text; BEGIN
-		FOR i IN SELECT indexname FROM pg_indexes WHERE schemaname = '`+schema+`' AND tablename = 'workflow_runs' AND indexname <> 'workflow_runs_pkey'
-		LOOP EXECUTE format('DROP INDEX %I.%I', '`+schema+`', i); END LOOP; END $$`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pool.Exec(ctx, withSchema(scaleLoad, schema)); err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range defs {
-		if _, err := pool.Exec(ctx, d); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := pool.Exec(ctx, `ANALYZE `+quoteIdent(schema)+`."workflow_runs"`); err != nil {
-		t.Fatal(err)
-	}
+	loadScale(t, pool, schema)
 	t.Logf("loaded 1,005,000 runs in %v", time.Since(start).Round(time.Millisecond))
 
 	b, err := newBackend(pool, Options{NamespaceID: "scale", Schema: schema})
@@ -191,6 +169,98 @@ func TestScalePlans(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// loadScale fills namespace 'scale' of schema, migrated, with scaleLoad
+// and ANALYZEs it. It loads without the secondary indexes, then rebuilds
+// them exactly as the migrations made them: a sorted build is far faster
+// than 1M inserts into each index.
+func loadScale(t testing.TB, pool *pgxpool.Pool, schema string) {
+	t.Helper()
+	ctx := context.Background()
+	defs, err := collectStrings(pool.Query(ctx, `SELECT indexdef FROM pg_indexes
+		WHERE schemaname = $1 AND tablename = 'workflow_runs' AND indexname <> 'workflow_runs_pkey'`, schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `DO $$ DECLARE i text; BEGIN
+		FOR i IN SELECT indexname FROM pg_indexes WHERE schemaname = '`+schema+`' AND tablename = 'workflow_runs' AND indexname <> 'workflow_runs_pkey'
+		LOOP EXECUTE format('DROP INDEX %I.%I', '`+schema+`', i); END LOOP; END $$`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, withSchema(scaleLoad, schema)); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range defs {
+		if _, err := pool.Exec(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := pool.Exec(ctx, `ANALYZE `+quoteIdent(schema)+`."workflow_runs"`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// scaleCounts are the counts per status of scaleLoad.
+var scaleCounts = backend.RunCounts{Completed: 900000, Failed: 100000, Pending: 3000, Running: 2000}
+
+// BenchmarkCountWorkflowRunsAt1M counts the runs per status of a namespace
+// holding scaleLoad's 1,005,000 runs (GET /v1/runs/counts): "counters" is
+// CountWorkflowRuns, which sums the counters of go migration 6, "rows" the
+// statement it replaced, a count of the rows; the two alternate within
+// the run, so their ratio is measured under one load. It loads the runs
+// first (a minute or two), so it runs only with OPENWORKFLOW_SCALE=1:
+//
+//	OPENWORKFLOW_SCALE=1 go test ./backend/postgres -run '^$' -bench CountWorkflowRunsAt1M -benchtime 20x
+func BenchmarkCountWorkflowRunsAt1M(b *testing.B) {
+	if os.Getenv("OPENWORKFLOW_SCALE") != "1" {
+		b.Skip("set OPENWORKFLOW_SCALE=1 to load 1M runs and count them")
+	}
+	ctx := context.Background()
+	pool, schema := scratchSchema(b, "ow_count_")
+	if err := Migrate(ctx, pool, schema); err != nil {
+		b.Fatal(err)
+	}
+	loadScale(b, pool, schema)
+	be, err := newBackend(pool, Options{NamespaceID: "scale", Schema: schema})
+	if err != nil {
+		b.Fatal(err)
+	}
+	countRows := func() backend.RunCounts {
+		rows, err := pool.Query(ctx, `SELECT wr."status", COUNT(*) FROM `+quoteIdent(schema)+`."workflow_runs" AS wr
+			WHERE wr."namespace_id" = $1 GROUP BY wr."status"`, be.namespace)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var c backend.RunCounts
+		var status string
+		var n int
+		if _, err := pgx.ForEachRow(rows, []any{&status, &n}, func() error { c.Add(backend.RunStatus(status), n); return nil }); err != nil {
+			b.Fatal(err)
+		}
+		return c
+	}
+	countCounters := func() backend.RunCounts {
+		c, err := be.CountWorkflowRuns(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return c
+	}
+	var spent [2]time.Duration
+	for b.Loop() {
+		for i, count := range []func() backend.RunCounts{countCounters, countRows} {
+			start := time.Now()
+			got := count()
+			spent[i] += time.Since(start)
+			if got != scaleCounts {
+				b.Fatalf("counts %+v, want %+v", got, scaleCounts)
+			}
+		}
+	}
+	b.ReportMetric(float64(spent[0].Microseconds())/1000/float64(b.N), "counters-ms/op")
+	b.ReportMetric(float64(spent[1].Microseconds())/1000/float64(b.N), "rows-ms/op")
+	b.ReportMetric(float64(spent[1])/float64(spent[0]), "rows/counters")
 }
 
 var errRollback = fmt.Errorf("rollback")

@@ -222,3 +222,30 @@ func BenchmarkCreateWorkflowRuns1000(b *testing.B) {
 	}
 	reportCPU(b, cpuTime()-cpu0)
 }
+
+// BenchmarkCountWorkflowRunsAt100k counts the runs per status of a
+// namespace holding 100,000 finished runs (every tenth failed) and 1,000
+// pending ones (GET /v1/runs/counts).
+func BenchmarkCountWorkflowRunsAt100k(b *testing.B) {
+	be := openBench(b)
+	const finished, pending = 100000, 1000
+	now := timeArg(be.now())
+	_, err := be.db.ExecContext(b.Context(), `WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < ?)
+		INSERT INTO "workflow_runs" ("namespace_id", "id", "workflow_name", "status", "config", "attempts",
+			"available_at", "finished_at", "created_at", "updated_at")
+		SELECT ?, 'wrun_count_' || i, 'wf', CASE WHEN i > ? THEN 'pending' WHEN i % 10 = 0 THEN 'failed' ELSE 'completed' END,
+			'{}', 1, NULL, ?, ?, ? FROM g`, finished+pending, be.ns, finished, now, now, now)
+	if err != nil {
+		b.Fatal(err)
+	}
+	want := backend.RunCounts{Completed: finished * 9 / 10, Failed: finished / 10, Pending: pending}
+	for b.Loop() {
+		got, err := be.CountWorkflowRuns(b.Context())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if got != want {
+			b.Fatalf("counts %+v, want %+v", got, want)
+		}
+	}
+}

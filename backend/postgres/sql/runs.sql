@@ -54,10 +54,38 @@ FROM {{schema}}."workflow_runs" AS wr
 WHERE wr."namespace_id" = $1
 
 -- name: count_runs
-SELECT wr."status", COUNT(*)
-FROM {{schema}}."workflow_runs" AS wr
-WHERE wr."namespace_id" = $1
-GROUP BY wr."status"
+-- The runs of the namespace per stored status: the sums of the counters
+-- the triggers of go migration 6 keep (one row per session that wrote and
+-- status), read through their primary key, and how many counter rows were
+-- summed (fold_run_counts folds them when they are many). Counting
+-- workflow_runs itself took 0.1–0.8 s with a million finished runs.
+SELECT c."status", SUM(c."n")::bigint, COUNT(*)::bigint
+FROM {{schema}}."openworkflow_go_run_counts" AS c
+WHERE c."namespace_id" = $1
+GROUP BY c."status"
+
+-- name: fold_run_counts
+-- Folds the counter rows of the namespace's ended sessions (a slot is a
+-- backend process id: see go migration 6) into slot 0, so the rows stay
+-- one per live session and status. One folder at a time (a transaction
+-- advisory lock, tried, not awaited): two folders deleting the same rows
+-- in different orders could deadlock. Sums are unchanged, so a count read
+-- at any moment is exact.
+WITH folder AS (
+  SELECT pg_try_advisory_xact_lock(hashtextextended({{schema_literal}} || '.openworkflow_go_run_counts', 0)) AS "held"
+),
+gone AS (
+  DELETE FROM {{schema}}."openworkflow_go_run_counts" AS c
+  WHERE (SELECT f."held" FROM folder AS f)
+    AND c."namespace_id" = $1 AND c."slot" <> 0
+    AND NOT EXISTS (SELECT 1 FROM pg_stat_activity AS a WHERE a."pid" = c."slot")
+  RETURNING c."status", c."n"
+)
+INSERT INTO {{schema}}."openworkflow_go_run_counts" AS c ("namespace_id", "status", "slot", "n")
+SELECT $1, g."status", 0, SUM(g."n")
+FROM gone AS g
+GROUP BY g."status"
+ON CONFLICT ("namespace_id", "status", "slot") DO UPDATE SET "n" = c."n" + EXCLUDED."n"
 
 -- name: cancel_run
 -- Cancels a non-terminal run, whoever holds it.
