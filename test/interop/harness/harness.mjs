@@ -180,6 +180,19 @@ const kinds = {
     return "unreachable";
   },
 
+  // Step "first", then step "second" (no retry), which fails while
+  // secondFails is set (op setSecondFails): a run to fail, then retry from
+  // Go once the cause is gone.
+  "fail-second": (name) => async ({ step, run }) => {
+    const first = await step.run({ name: "first" }, stepFn(name, "first", run.id, "one"));
+    const second = await step.run({ name: "second", retryPolicy: { maximumAttempts: 1 } }, () => {
+      emit("step", { workflow: name, step: "second", runId: run.id });
+      if (secondFails) throw new InteropError("second step refused");
+      return "two";
+    });
+    return `${first}+${second}`;
+  },
+
   // Returns input.value unchanged, through a step.
   "step-echo": (name) => async ({ input, step }) => {
     const v = await step.run({ name: "echo" }, () => input.value);
@@ -188,6 +201,7 @@ const kinds = {
 };
 
 let worker = null;
+let secondFails = true; // see kind "fail-second"
 
 // --- operations ---
 
@@ -208,6 +222,11 @@ const ops = {
     worker = new Worker({ backend, workflows: defs, concurrency: concurrency ?? 2 });
     await worker.start();
     return { workerIds: worker.workerIds };
+  },
+
+  async setSecondFails({ fails }) {
+    secondFails = fails;
+    return null;
   },
 
   async stopWorker() {
