@@ -260,9 +260,10 @@ func (d *runsData) Count(status string) int {
 	return 0
 }
 
-// countsCache keeps the last counts by status for a while: counting is
-// a scan of every run of the namespace (about 0.2 s at a million runs on
-// PostgreSQL), so pages never wait for it. A page shows the counts when
+// countsCache keeps the last counts by status for a while: on SQLite
+// counting is a scan of every run of the namespace (11 ms at 100,000
+// runs; PostgreSQL reads counters since go migration 6, well under a
+// millisecond), so pages never wait for it. A page shows the counts when
 // they are fresh, and otherwise asks for them after it loaded; one count
 // at a time runs, whoever asks.
 type countsCache struct {
