@@ -114,6 +114,7 @@ var routeTable = []Route{
 	{"GET", "/v1/runs/{id}/steps", "listSteps", (*Handler).listSteps},
 	{"GET", "/v1/steps/{id}", "getStep", (*Handler).getStep},
 	{"GET", "/v1/runs/{id}/history", "getHistory", (*Handler).getHistory},
+	{"GET", "/v1/runs/{id}/dag", "getDAGRun", (*Handler).getDAG},
 	{"GET", "/v1/runs/{id}/hooks", "listRunHooks", (*Handler).listRunHooks},
 	{"GET", "/v1/runs/{id}/streams", "listStreams", (*Handler).listStreams},
 	{"GET", "/v1/runs/{id}/streams/{name}", "readStream", (*Handler).readStream},

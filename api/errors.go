@@ -20,6 +20,7 @@ const (
 	CodeUnauthorized     Code = "unauthorized"       // 401: missing or wrong bearer token
 	CodeNotFound         Code = "not_found"          // 404: unknown route, run, step or stream
 	CodeHookNotFound     Code = "hook_not_found"     // 404: no live hook holds the token
+	CodeNotDAGRun        Code = "not_a_dag_run"      // 404: the run is not a DAG workflow run (GET /v1/runs/{id}/dag)
 	CodeMethodNotAllowed Code = "method_not_allowed" // 405
 	CodeRunTerminal      Code = "run_terminal"       // 409: the run is completed, failed or canceled
 	CodeRunNotFailed     Code = "run_not_failed"     // 409: only a failed run can be retried

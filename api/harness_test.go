@@ -23,6 +23,7 @@ import (
 	"github.com/openworkflow-go/openworkflow/backend"
 	"github.com/openworkflow-go/openworkflow/backend/postgres"
 	"github.com/openworkflow-go/openworkflow/backend/sqlite"
+	"github.com/openworkflow-go/openworkflow/dag"
 	"github.com/openworkflow-go/openworkflow/internal/pgtest"
 )
 
@@ -87,6 +88,9 @@ type server struct {
 	url   string
 	token string
 	calls *calls
+	// dag runs the DAG workflows of dag_test.go (their interpreters are
+	// registered on the worker).
+	dag *dag.Engine
 }
 
 // calls counts the executions of the test workflows' step functions.
@@ -112,8 +116,9 @@ func newServer(t *testing.T, b backend.Backend, opts api.Options) *server {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	s := &server{t: t, ctx: ctx, b: b, c: ow.NewClient(b), token: opts.Token, calls: &calls{n: map[string]int{}}}
+	s.dag = dag.New(s.c, dag.Options{Handlers: dagHandlers(s.calls)})
 	w := ow.NewWorker(b, ow.WorkerOptions{})
-	if err := w.Register(testWorkflows(s.calls)...); err != nil {
+	if err := w.Register(append(testWorkflows(s.calls), s.dag.Workflow(orderWorkflow))...); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Start(ctx); err != nil {

@@ -182,3 +182,33 @@ func TestHandleRefusesDuplicatesAndEmptyNames(t *testing.T) {
 		t.Error("Handle of a nil handler: no error")
 	}
 }
+
+func TestLayersAreTheLongestPathFromARoot(t *testing.T) {
+	d := dag.Definition{Name: "order", Steps: []dag.Step{
+		{Name: "stock", Handler: "h"},
+		{Name: "fraud", Handler: "h"},
+		{Name: "charge", Handler: "h", DependsOn: []string{"stock", "fraud"}},
+		{Name: "invoice", Handler: "h", DependsOn: []string{"charge"}},
+		// A shortcut from a root does not pull email above invoice.
+		{Name: "email", Handler: "h", DependsOn: []string{"invoice", "stock"}},
+		{Name: "analytics", Handler: "h", DependsOn: []string{"charge"}},
+	}}
+	want := map[string]int{"stock": 0, "fraud": 0, "charge": 1, "invoice": 2, "email": 3, "analytics": 2}
+	got := d.Layers()
+	if len(got) != len(want) {
+		t.Fatalf("layers %v, want %v", got, want)
+	}
+	for name, l := range want {
+		if got[name] != l {
+			t.Errorf("layer of %s is %d, want %d (all: %v)", name, got[name], l, got)
+		}
+	}
+	// A cycle (an invalid definition) ends; unknown dependencies are ignored.
+	bad := dag.Definition{Name: "bad", Steps: []dag.Step{
+		{Name: "a", Handler: "h", DependsOn: []string{"b", "ghost"}},
+		{Name: "b", Handler: "h", DependsOn: []string{"a"}},
+	}}
+	if l := bad.Layers(); len(l) != 2 {
+		t.Errorf("layers of a cycle: %v", l)
+	}
+}
