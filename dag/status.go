@@ -76,6 +76,12 @@ type RunStatus struct {
 	Error *ow.Error `json:"error,omitempty"`
 	// Steps holds every step of the definition, by name.
 	Steps map[string]StepStatus `json:"steps"`
+	// Compensations lists, once the run compensates, the steps whose
+	// compensate handler runs, in the order the chain runs them (reverse
+	// topological order, the later declared first on ties): the steps
+	// with a compensate handler that completed or had an attempt. Empty
+	// for a run that never compensated.
+	Compensations []string `json:"compensations,omitempty"`
 	// Definition is the definition the run executes (declaration order
 	// and dependencies, to draw the graph).
 	Definition Definition `json:"definition"`
@@ -176,10 +182,21 @@ func StatusOf(run *ow.WorkflowRun, attempts []ow.StepAttempt) (*RunStatus, error
 		st.Steps[s.Name] = ss
 	}
 	st.Status = runStatus(run, st.Error, failing)
+	compensated := false
 	for _, s := range d.Steps {
 		ss := st.Steps[s.Name]
+		compensated = compensated || ss.Compensation != nil
 		ss.Status = stepStatus(ss, st.Status)
 		st.Steps[s.Name] = ss
+	}
+	if compensated || st.Status == StatusCompensating || st.Status == StatusCompensated {
+		order := topologicalOrder(d.Steps)
+		for i := len(order) - 1; i >= 0; i-- {
+			s := d.Steps[order[i]]
+			if s.Compensate != "" && st.Steps[s.Name].Attempts > 0 {
+				st.Compensations = append(st.Compensations, s.Name)
+			}
+		}
 	}
 	return st, nil
 }

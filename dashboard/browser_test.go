@@ -438,6 +438,86 @@ func TestBrowser(t *testing.T) {
 			b.until("the run completing with the payload", `document.querySelector('#run-head .badge').textContent === 'completed' && document.querySelector('#run-output').textContent.includes('"approved": true')`)
 		})
 
+		t.Run("a DAG run's graph shows each step's state and the compensations, live", func(t *testing.T) {
+			b.t = t
+			key := s.t.Name() + "/dag"
+			h, err := s.dag.Start(s.ctx, orderWorkflow, orderInput{Key: key, Fail: "send-email", Hold: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			name := strings.TrimPrefix(s.t.Name(), "TestBrowser/")
+			node := func(step string) string {
+				return `document.querySelector('#run-dag a.dag-node[data-step=` + jsq(step) + `]')`
+			}
+			state := func(step string) string { return node(step) + `?.getAttribute('data-status')` }
+			b.open("/runs/" + h.ID)
+			// Held in release-stock: the run compensates, the later steps
+			// are undone already, in reverse order.
+			b.until("the run compensating", state("validate-stock")+` === 'compensating' && `+state("charge-card")+` === 'compensated'`)
+			want := map[string]string{
+				"validate-fraud": "completed", "charge-card": "compensated", "emit-invoice": "compensated", "send-email": "failed",
+			}
+			for step, status := range want {
+				if got := eval[string](b, state(step)); got != status {
+					t.Errorf("while compensating, %s is drawn %q, want %q", step, got, status)
+				}
+			}
+			for _, badge := range []string{"#run-dag h2 .badge", "#run-head .badge"} {
+				if got := eval[string](b, `document.querySelector(`+jsq(badge)+`).textContent`); got != "compensating" {
+					t.Errorf("%s says %q while compensating", badge, got)
+				}
+			}
+			if got := eval[string](b, `document.querySelector('#run-dag .dag-chain').textContent`); !strings.Contains(got, "↺1 emit-invoice (void-invoice, completed) → ↺2 charge-card (refund-card, completed) → ↺3 validate-stock (release-stock, running)") {
+				t.Errorf("the compensation chain reads %q", got)
+			}
+			// The compensation chain is numbered: void-invoice, refund-card, release-stock.
+			for step, badge := range map[string]string{"emit-invoice": "↺1 void-invoice · completed", "charge-card": "↺2 refund-card · completed", "validate-stock": "↺3 release-stock · running"} {
+				if got := eval[string](b, node(step)+`.querySelector('.dag-comp text').textContent`); got != badge {
+					t.Errorf("%s's compensation badge reads %q, want %q", step, got, badge)
+				}
+			}
+			if got := eval[string](b, node("charge-card")+`.getAttribute('aria-label')`); !strings.Contains(got, "compensated") || !strings.Contains(got, "refund-card completed") {
+				t.Errorf("charge-card's accessible name %q does not say it was compensated", got)
+			}
+			// The graph is laid out in layers, left to right.
+			x := func(step string) int { return eval[int](b, `+`+node(step)+`.querySelector('rect').getAttribute('x')`) }
+			if !(x("validate-stock") == x("validate-fraud") && x("validate-fraud") < x("charge-card") && x("charge-card") < x("emit-invoice") && x("emit-invoice") < x("send-email") && x("send-email") == x("update-analytics")) {
+				t.Errorf("layers are not left to right: %d %d %d %d %d %d", x("validate-stock"), x("validate-fraud"), x("charge-card"), x("emit-invoice"), x("send-email"), x("update-analytics"))
+			}
+			if n := eval[int](b, `document.querySelectorAll('#run-dag path.dag-edge').length`); n != 5 {
+				t.Errorf("%d edges drawn, want 5", n)
+			}
+			b.screenshot(name + "-dag-compensating")
+
+			// Released: the live view turns the run compensated.
+			eval[bool](b, `window.__notReloaded = true`)
+			s.gates.open(key + "/release")
+			b.until("the run compensated", state("validate-stock")+` === 'compensated' && document.querySelector('#run-dag h2 .badge').textContent === 'compensated'`)
+			if !eval[bool](b, `window.__notReloaded === true`) {
+				t.Errorf("the page reloaded to show the end of the compensation")
+			}
+			b.screenshot(name + "-dag")
+			for _, scheme := range []string{"dark", "light"} {
+				b.colorScheme(scheme)
+				b.open("/runs/" + h.ID)
+				b.until("the page's script", `document.readyState === 'complete'`)
+				var check struct {
+					Problems []string
+					Texts    int
+				}
+				raw := eval[string](b, a11yProblems)
+				if err := json.Unmarshal([]byte(raw), &check); err != nil {
+					t.Fatalf("a11y check answer %s: %v", raw, err)
+				}
+				for _, p := range check.Problems {
+					t.Errorf("DAG run (%s): %s", scheme, p)
+				}
+				if scheme == "dark" {
+					b.screenshot(name + "-dag-dark")
+				}
+			}
+		})
+
 		t.Run("keyboard, labels and contrast in both themes", func(t *testing.T) {
 			b.t = t
 			parent := s.start("parent", "ada")

@@ -24,6 +24,7 @@ import (
 	"github.com/openworkflow-go/openworkflow/backend"
 	"github.com/openworkflow-go/openworkflow/backend/postgres"
 	"github.com/openworkflow-go/openworkflow/backend/sqlite"
+	"github.com/openworkflow-go/openworkflow/dag"
 	"github.com/openworkflow-go/openworkflow/dashboard"
 	"github.com/openworkflow-go/openworkflow/internal/pgtest"
 	"github.com/openworkflow-go/openworkflow/server"
@@ -88,6 +89,8 @@ type site struct {
 	url   string
 	token string
 	gates *gates
+	// dag runs the DAG workflow orderWorkflow (when there is a worker).
+	dag *dag.Engine
 }
 
 func newSite(t testing.TB, b backend.Backend, opts siteOptions) *site {
@@ -106,7 +109,11 @@ func newSite(t testing.TB, b backend.Backend, opts siteOptions) *site {
 	}
 	if !opts.noWorker {
 		w := ow.NewWorker(b, ow.WorkerOptions{Concurrency: 8})
-		if err := w.Register(testWorkflows(s.gates)...); err != nil {
+		s.dag = dag.New(s.c, dag.Options{Handlers: orderHandlers(s.gates)})
+		if err := w.Register(append(testWorkflows(s.gates), s.dag.Workflow(orderWorkflow))...); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.dag.Define(ctx, orderDefinition); err != nil {
 			t.Fatal(err)
 		}
 		sopts.Worker = w
@@ -384,4 +391,65 @@ func (s *site) must(c *http.Client, want int, method, path string, form url.Valu
 		s.t.Fatalf("%s %s answered %d, want %d: %.2000s", method, path, p.status, want, p.body)
 	}
 	return p
+}
+
+// orderWorkflow is the DAG workflow of the dashboard's tests, the order
+// fulfilment of issue 14:
+//
+//	validate-stock ─┐                             ┌─> send-email
+//	                ├─> charge-card ─> emit-invoice ┤
+//	validate-fraud ─┘                             └─> update-analytics
+//
+// with compensations release-stock, refund-card and void-invoice. The
+// run's input names the step that fails for good (orderInput.Fail), and
+// release-stock waits for gate "<key>/release" when Hold is set.
+const orderWorkflow = "order"
+
+var orderDefinition = dag.Definition{Name: orderWorkflow, Steps: []dag.Step{
+	{Name: "validate-stock", Handler: "work", Compensate: "release-stock"},
+	{Name: "validate-fraud", Handler: "work"},
+	{Name: "charge-card", Handler: "work", Compensate: "refund-card", DependsOn: []string{"validate-stock", "validate-fraud"}},
+	{Name: "emit-invoice", Handler: "work", Compensate: "void-invoice", DependsOn: []string{"charge-card"}},
+	{Name: "send-email", Handler: "work", Retries: dag.Retries(0), DependsOn: []string{"emit-invoice"}},
+	{Name: "update-analytics", Handler: "work", DependsOn: []string{"emit-invoice"}},
+}}
+
+// orderInput is an order run's input.
+type orderInput struct {
+	Key  string `json:"key"`
+	Fail string `json:"fail,omitempty"`
+	Hold bool   `json:"hold,omitempty"`
+}
+
+// orderHandlers are orderWorkflow's handlers.
+func orderHandlers(g *gates) map[string]dag.Handler {
+	undo := func(_ context.Context, sc dag.StepContext) (any, error) {
+		return map[string]string{"undone": sc.Step}, nil
+	}
+	return map[string]dag.Handler{
+		"work": func(_ context.Context, sc dag.StepContext) (any, error) {
+			var in orderInput
+			if err := sc.DecodeInput(&in); err != nil {
+				return nil, err
+			}
+			if sc.Step == in.Fail {
+				return nil, ow.NonRetryable(errors.New("the mail server refused the message"))
+			}
+			return map[string]string{"done": sc.Step}, nil
+		},
+		"release-stock": func(ctx context.Context, sc dag.StepContext) (any, error) {
+			var in orderInput
+			if err := sc.DecodeInput(&in); err != nil {
+				return nil, err
+			}
+			if in.Hold {
+				if err := g.wait(ctx, in.Key+"/release"); err != nil {
+					return nil, err
+				}
+			}
+			return undo(ctx, sc)
+		},
+		"refund-card":  undo,
+		"void-invoice": undo,
+	}
 }

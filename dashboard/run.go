@@ -20,6 +20,8 @@ type runData struct {
 	Error    *errorView
 	Steps    []stepView
 	Timeline timeline
+	// DAG is the graph of a DAG workflow run (nil for another run).
+	DAG      *dagGraph
 	Hooks    []api.Hook
 	Streams  []backend.StreamInfo
 	Children []childLink
@@ -128,11 +130,34 @@ func (d *Dashboard) loadRun(ctx context.Context, id string, now time.Time) (*run
 	h.Write(raw)
 	data.Streams = streams.Data
 
+	// A DAG run's graph; any other run answers not_a_dag_run.
+	var dagRun api.DAGRun
+	raw, err = d.api.call(ctx, http.MethodGet, base+"/dag", url.Values{"resolveData": {"none"}}, nil, &dagRun)
+	switch {
+	case err == nil:
+		h.Write(raw)
+		first := map[string]string{}
+		for _, s := range steps.Data {
+			if _, ok := first[s.StepName]; !ok {
+				first[s.StepName] = s.ID
+			}
+		}
+		data.DAG = buildDAG(&dagRun, first)
+	case apiCode(err) != api.CodeNotDAGRun:
+		return nil, err
+	}
+
 	run := &data.Run
 	data.Began = firstActivity(run, steps.Data)
 	data.State = describe(run, steps.Data, now)
 	if run.Status == "completed" || run.Status == "failed" {
 		data.State.Explain = explainFinished(run, data.Began, data.State.Explain)
+	}
+	if data.DAG != nil && data.DAG.Status == "compensating" {
+		// Stored running (for TypeScript readers of the database), but
+		// undoing its steps: say so.
+		data.State.Class, data.State.Label = "compensating", "compensating"
+		data.State.Explain = "A step failed for good: the compensate handlers of the steps done run one after another, in reverse order (the DAG shows the chain). " + data.State.Explain
 	}
 	data.Error = viewError(run.Error)
 	data.Terminal = run.Status == "completed" || run.Status == "failed" || run.Status == "canceled"
