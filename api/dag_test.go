@@ -84,6 +84,9 @@ func TestDAGStatusOfACompletedAndACompensatedRun(t *testing.T) {
 			if st.RunID != id || st.Workflow != orderWorkflow || st.Status != dag.StatusCompleted || st.FinishedAt == nil || st.Error != nil {
 				t.Fatalf("run: %s %s %s finished %v error %v", st.RunID, st.Workflow, st.Status, st.FinishedAt, st.Error)
 			}
+			if len(st.Compensations) != 0 {
+				t.Errorf("a completed run has a compensation chain %v", st.Compensations)
+			}
 			if string(st.Input) != `{}` {
 				t.Errorf("input %s, want the caller's {}", st.Input)
 			}
@@ -152,6 +155,9 @@ func TestDAGStatusOfACompletedAndACompensatedRun(t *testing.T) {
 			charge, stock := st.Steps["charge"].Compensation, st.Steps["stock"].Compensation
 			if charge == nil || stock == nil || charge.Status != dag.StatusCompleted || stock.Status != dag.StatusCompleted || charge.Attempts != 1 {
 				t.Fatalf("compensations: charge %+v, stock %+v", charge, stock)
+			}
+			if fmt.Sprint(st.Compensations) != "[charge stock]" {
+				t.Errorf("compensation chain %v, want [charge stock]", st.Compensations)
 			}
 			// Reverse topological order: charge is undone before stock.
 			if charge.CompletedAt == nil || stock.StartedAt == nil || stock.StartedAt.Before(*charge.CompletedAt) {

@@ -74,6 +74,9 @@ func TestCompensationRunsInReverseTopologicalOrder(t *testing.T) {
 				if st.Status != dag.StatusCompensated {
 					t.Fatalf("run %s, want compensated (%v)", st.Status, st.Error)
 				}
+				if !slices.Equal(st.Compensations, tc.want) {
+					t.Errorf("the status gives the compensation chain %v, want %v", st.Compensations, tc.want)
+				}
 				for _, s := range d.Steps {
 					got := st.Steps[s.Name]
 					want := dag.StatusCompensated

@@ -9,10 +9,14 @@ import (
 )
 
 // printDAGStatus prints, after a DAG run's attempts, its DAG status: one
-// row per step in declaration order, with its dependencies, status,
+// row per step in declaration order (after the compensation chain, once
+// the run compensates), with its dependencies, status,
 // attempts and the state of its compensation.
 func (a *app) printDAGStatus(st *dag.RunStatus) error {
 	fmt.Fprintf(a.stdout, "\nDAG status: %s\n", st.Status)
+	if len(st.Compensations) > 0 {
+		fmt.Fprintf(a.stdout, "Compensation chain: %s\n", strings.Join(st.Compensations, " → "))
+	}
 	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "STEP\tDEPENDS ON\tSTATUS\tATTEMPTS\tSTARTED\tCOMPLETED\tCOMPENSATION\tRESULT")
 	for _, def := range st.Definition.Steps {

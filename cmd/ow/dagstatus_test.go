@@ -52,7 +52,7 @@ func TestRunsGetShowsTheDAGStatusOfADAGRun(t *testing.T) {
 		t.Fatalf("Result: %v, want the run failed (compensated)", err)
 	}
 	out := e.ok("runs", "get", h.ID).stdout
-	mustContain(t, "runs get", out, "DAG status: compensated",
+	mustContain(t, "runs get", out, "DAG status: compensated", "Compensation chain: reserve-stock\n",
 		"reserve-stock", "compensated", "release completed ×1",
 		"charge-card", "reserve-stock", "failed", "error: card declined")
 
