@@ -1,6 +1,7 @@
 // Package api is the HTTP API of OpenWorkflow for Go: runs, steps, signals,
-// hooks, webhooks and streams under /v1, in JSON, described by the OpenAPI
-// 3.1 document it serves at /v1/openapi.json.
+// hooks, webhooks, streams and the status of DAG runs (package dag) under
+// /v1, in JSON, described by the OpenAPI 3.1 document it serves at
+// /v1/openapi.json.
 //
 // It uses only the client side of the storage seam (an
 // [openworkflow.Client] and the backend.Client behind it, with the optional
