@@ -476,6 +476,9 @@ func TestBrowser(t *testing.T) {
 					t.Errorf("%s's compensation badge reads %q, want %q", step, got, badge)
 				}
 			}
+			if got := eval[string](b, node("send-email")+`.querySelector('.dag-error').textContent`); got != "the mail server refused the m…" {
+				t.Errorf("send-email's box shows the error %q", got)
+			}
 			if got := eval[string](b, node("charge-card")+`.getAttribute('aria-label')`); !strings.Contains(got, "compensated") || !strings.Contains(got, "refund-card completed") {
 				t.Errorf("charge-card's accessible name %q does not say it was compensated", got)
 			}

@@ -51,6 +51,9 @@ type dagNode struct {
 	// StateText is the node's second line (state, attempts beyond one);
 	// CompText its compensation badge ("↺2 refund · completed").
 	StateText, CompText string
+	// ErrorText is the start of the last error of a failed step without
+	// a compensation badge, on the badge's line (whole in the tooltip).
+	ErrorText string
 	// Href links to the step's first attempt in the attempts table.
 	Href string
 	// Label is the node's accessible name; Title its tooltip (errors and
@@ -189,6 +192,9 @@ func buildDAG(st *api.DAGRun, firstAttempt map[string]string) *dagGraph {
 				order = fmt.Sprint(node.CompOrder)
 			}
 			node.CompText = fmt.Sprintf("↺%s %s · %s", order, clipRunes(n.Compensate, 14), node.CompStatus)
+		}
+		if node.CompText == "" && ss.Error != "" && (node.Status == "failed" || node.Status == "pending") {
+			node.ErrorText = clipRunes(ss.Error, 30)
 		}
 		node.Label, node.Title = describeDAGNode(n, ss, node)
 		counts[node.Status]++

@@ -54,8 +54,8 @@ func TestDAGLayoutOrdersColumnsToKeepEdgesFromCrossing(t *testing.T) {
 	if b := at["b"]; b.CompOrder != 1 || b.CompText != "↺1 undo-b · completed" || b.StateText != "compensated · 2 attempts" {
 		t.Errorf("b: order %d, badge %q, state %q", b.CompOrder, b.CompText, b.StateText)
 	}
-	if c := at["c"]; c.Href != "#wstep_1" || c.CompText != "" {
-		t.Errorf("c: href %q, badge %q", c.Href, c.CompText)
+	if c := at["c"]; c.Href != "#wstep_1" || c.CompText != "" || c.ErrorText != "boom" {
+		t.Errorf("c: href %q, badge %q, error %q", c.Href, c.CompText, c.ErrorText)
 	}
 	if want := "DAG of 5 steps in 3 layers: 1 pending, 2 completed, 1 failed, 1 compensated; 1 compensation ran."; g.Summary != want {
 		t.Errorf("summary %q, want %q", g.Summary, want)
