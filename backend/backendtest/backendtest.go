@@ -62,7 +62,8 @@ type suite struct {
 // Tests needing h.AgeRun or h.StoreStatus are skipped when it is nil, the
 // Definitions ones when the backend does not implement
 // [backend.DefinitionStore], and the Hooks and Streams ones when it does
-// not implement [backend.HookStore] and [backend.StreamStore].
+// not implement [backend.HookStore] and [backend.StreamStore], and the
+// Retention ones when it does not implement [backend.RunPruner].
 func Run(t *testing.T, h Harness) {
 	if h.NewBackend == nil {
 		t.Fatal("backendtest: Harness.NewBackend is nil")
@@ -105,6 +106,7 @@ func Run(t *testing.T, h Harness) {
 		{"Definitions", testDefinitions},
 		{"Hooks", testHooks},
 		{"Streams", testStreams},
+		{"Retention", testRetention},
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {

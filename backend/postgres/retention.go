@@ -1,0 +1,126 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/openworkflow-go/openworkflow/backend"
+)
+
+var _ backend.RunPruner = (*Backend)(nil)
+
+// PruneWorkflowRuns implements [backend.RunPruner]: one READ COMMITTED
+// transaction that locks the batch's runs (prune_candidates, FOR UPDATE
+// SKIP LOCKED) and deletes what they own, then the runs, in one round
+// trip (sql/retention.sql). A dry run reads and locks the same batch and
+// rolls back.
+func (b *Backend) PruneWorkflowRuns(ctx context.Context, p backend.PruneWorkflowRunsParams) (backend.PruneResult, error) {
+	limit, after, err := p.Validate()
+	if err != nil {
+		return backend.PruneResult{}, fmt.Errorf("prune workflow runs: %w", err)
+	}
+	var name *string
+	if p.WorkflowName != "" {
+		name = &p.WorkflowName
+	}
+	except := p.ExceptWorkflowNames
+	if except == nil {
+		except = []string{} // NULL would make <> ALL unknown for every run
+	}
+	var afterAt *time.Time
+	var afterID *string
+	if after != nil {
+		t := ms(after.CreatedAt)
+		afterAt, afterID = &t, &after.ID
+	}
+	var res backend.PruneResult
+	err = b.inTx(ctx, func(tx pgx.Tx) error {
+		res = backend.PruneResult{}
+		rows, err := tx.Query(ctx, b.q.PruneCandidates, b.namespace, ms(p.FinishedBefore), name, except, afterAt, afterID, limit)
+		if err != nil {
+			return err
+		}
+		var (
+			ids, statuses []string
+			last          backend.Cursor
+			seen          int
+		)
+		var id string
+		var createdAt time.Time
+		var status *string
+		_, err = pgx.ForEachRow(rows, []any{&id, &createdAt, &status}, func() error {
+			seen++
+			last = backend.Cursor{CreatedAt: createdAt, ID: id}
+			if status != nil {
+				ids, statuses = append(ids, id), append(statuses, *status)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if seen == limit {
+			res.Next = last.Encode()
+		}
+		if p.DryRun || len(ids) == 0 {
+			for _, s := range statuses {
+				res.Deleted.Add(backend.RunStatus(s), 1)
+			}
+			if p.DryRun {
+				return errDryRun
+			}
+			return nil
+		}
+		return b.deleteRuns(ctx, tx, ids, &res.Deleted)
+	})
+	if errors.Is(err, errDryRun) {
+		err = nil
+	}
+	if err != nil {
+		return backend.PruneResult{}, fmt.Errorf("prune workflow runs finished before %s: %w", backend.FormatTime(p.FinishedBefore), err)
+	}
+	return res, nil
+}
+
+// errDryRun rolls a dry run's transaction back.
+var errDryRun = errors.New("dry run")
+
+// deleteRuns deletes runs ids (locked by the caller's transaction) and
+// what they own, in one batch, and adds the deleted runs to counts by
+// their stored status.
+func (b *Backend) deleteRuns(ctx context.Context, tx pgx.Tx, ids []string, counts *backend.RunCounts) error {
+	owned := []string{ // in this order: each reads rows the next ones delete
+		b.q.PruneEscapes, b.q.PruneSignals, b.q.PruneChunks, b.q.PruneStreams,
+		b.q.PruneHookPayloads, b.q.PruneHooks, b.q.PruneSteps,
+	}
+	batch := &pgx.Batch{}
+	for _, q := range owned {
+		batch.Queue(q, b.namespace, ids)
+	}
+	batch.Queue(b.q.PruneRuns, b.namespace, ids)
+	br := tx.SendBatch(ctx, batch)
+	for range owned {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return err
+		}
+	}
+	rows, err := br.Query()
+	if err != nil {
+		br.Close()
+		return err
+	}
+	var status string
+	_, err = pgx.ForEachRow(rows, []any{&status}, func() error {
+		counts.Add(backend.RunStatus(status), 1)
+		return nil
+	})
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,139 @@
+-- Retention (backend.RunPruner, retention.go): one batch of a prune is
+-- prune_candidates, then the deletes below, in one READ COMMITTED
+-- transaction of a few milliseconds; no lock outlives it.
+
+-- name: prune_candidates
+-- The next batch of finished runs of namespace $1 that finished before
+-- $2, oldest first by (created_at, id) after the cursor ($5, $6; NULL:
+-- from the start), at most $7 of them, restricted to workflow $3 (NULL:
+-- any) and leaving out the workflows of $4; each with its stored status
+-- once its row is locked, or NULL when another transaction holds the row
+-- (SKIP LOCKED: the batch never waits) or it is no longer terminal.
+--
+-- Each stored terminal status is its own branch, one index range of
+-- OpenWorkflow's (namespace_id, status, created_at DESC) index — or
+-- (namespace_id, workflow_name, status, created_at DESC) with $3 —
+-- read backwards from the oldest, so a batch reads about $7 rows per
+-- branch plus those it passes (in use, or finished after the cutoff)
+-- however many runs the namespace holds; the branches merge in order. A
+-- run finishes after it is created, so created_at < $2 bounds each range
+-- without an index on finished_at, which every completion would pay for
+-- (go migration 2 says what an index of workflow_runs costs).
+--
+-- In use, and passed: a child whose parent still waits in a running
+-- workflow step (the step the child names, or one linked to it), since
+-- that step reads the child's output from the child's row when it
+-- resumes. Both probes are index lookups (the primary key of
+-- step_attempts, and OpenWorkflow's partial child index).
+WITH candidates AS MATERIALIZED (
+  {{prune_branch('completed')}}
+  UNION ALL
+  {{prune_branch('succeeded')}}
+  UNION ALL
+  {{prune_branch('failed')}}
+  UNION ALL
+  {{prune_branch('canceled')}}
+  ORDER BY "created_at", "id"
+  LIMIT $7
+)
+SELECT c."id", c."created_at", locked."status"
+FROM candidates AS c
+LEFT JOIN LATERAL (
+  SELECT wr."status"
+  FROM {{schema}}."workflow_runs" AS wr
+  WHERE wr."namespace_id" = c."namespace_id" AND wr."id" = c."id"
+    AND (wr."status" IN ('completed', 'succeeded', 'failed', 'canceled')) IS TRUE
+  FOR UPDATE SKIP LOCKED
+) AS locked ON TRUE
+ORDER BY c."created_at", c."id"
+
+-- fragment: prune_branch(status)
+-- One stored status's candidates for prune_candidates.
+(SELECT wr."namespace_id", wr."id", wr."created_at"
+  FROM {{schema}}."workflow_runs" AS wr
+  WHERE wr."namespace_id" = $1 AND wr."status" = {{status}}
+    AND wr."created_at" < $2
+    AND COALESCE(wr."finished_at", wr."updated_at") < $2
+    AND ($3::text IS NULL OR wr."workflow_name" = $3)
+    AND wr."workflow_name" <> ALL($4::text[])
+    AND ($5::timestamptz IS NULL OR (wr."created_at" >= $5 AND (wr."created_at", wr."id") > ($5, $6::text)))
+    AND NOT EXISTS (
+      SELECT 1 FROM {{schema}}."step_attempts" AS parent_step
+      WHERE parent_step."namespace_id" = wr."parent_step_attempt_namespace_id"
+        AND parent_step."id" = wr."parent_step_attempt_id"
+        AND parent_step."status" = 'running'
+    )
+    AND NOT EXISTS (
+      SELECT 1 FROM {{schema}}."step_attempts" AS waiting
+      WHERE waiting."child_workflow_run_namespace_id" = wr."namespace_id"
+        AND waiting."child_workflow_run_id" = wr."id"
+        AND waiting."status" = 'running'
+    )
+  ORDER BY wr."created_at", wr."id"
+  LIMIT $7)
+
+-- name: prune_escapes
+-- The records of the escaped JSON values of runs $2 (and of their step
+-- attempts and the signals delivered to them): they name rows that are
+-- about to go. First, while those rows still exist. Each part is a range
+-- of the record's primary key.
+DELETE FROM {{schema}}."openworkflow_go_escaped_json" AS e
+WHERE e."namespace_id" = $1
+  AND (
+    (e."table_name" = 'workflow_runs' AND e."row_id" = ANY($2::text[]))
+    OR (e."table_name" = 'step_attempts' AND e."row_id" IN (
+      SELECT sa."id" FROM {{schema}}."step_attempts" AS sa
+      WHERE sa."namespace_id" = $1 AND sa."workflow_run_id" = ANY($2::text[])))
+    OR (e."table_name" = 'workflow_signals' AND e."row_id" IN (
+      SELECT ws."id"
+      FROM {{schema}}."step_attempts" AS sa
+      JOIN {{schema}}."workflow_signals" AS ws ON ws."namespace_id" = sa."namespace_id" AND ws."step_attempt_id" = sa."id"
+      WHERE sa."namespace_id" = $1 AND sa."workflow_run_id" = ANY($2::text[])))
+  )
+
+-- name: prune_signals
+-- The signals delivered to the step attempts of runs $2: workflow_signals
+-- has no foreign key (as OpenWorkflow's), so nothing cascades to it. Found
+-- through the attempts, by the unique (namespace_id, step_attempt_id)
+-- index.
+DELETE FROM {{schema}}."workflow_signals" AS ws
+USING {{schema}}."step_attempts" AS sa
+WHERE sa."namespace_id" = $1 AND sa."workflow_run_id" = ANY($2::text[])
+  AND ws."namespace_id" = sa."namespace_id" AND ws."step_attempt_id" = sa."id"
+
+-- name: prune_chunks
+-- The stream chunks of runs $2, set-based (the foreign keys would cascade
+-- from the streams row by row).
+DELETE FROM {{schema}}."workflow_stream_chunks" AS c
+WHERE c."namespace_id" = $1 AND c."workflow_run_id" = ANY($2::text[])
+
+-- name: prune_streams
+DELETE FROM {{schema}}."workflow_streams" AS s
+WHERE s."namespace_id" = $1 AND s."workflow_run_id" = ANY($2::text[])
+
+-- name: prune_hook_payloads
+-- The payloads of the hooks of runs $2, found by the hooks' (namespace_id,
+-- workflow_run_id, step_name) index.
+DELETE FROM {{schema}}."workflow_hook_payloads" AS p
+USING {{schema}}."workflow_hooks" AS h
+WHERE h."namespace_id" = $1 AND h."workflow_run_id" = ANY($2::text[])
+  AND p."namespace_id" = h."namespace_id" AND p."hook_id" = h."id"
+
+-- name: prune_hooks
+DELETE FROM {{schema}}."workflow_hooks" AS h
+WHERE h."namespace_id" = $1 AND h."workflow_run_id" = ANY($2::text[])
+
+-- name: prune_steps
+-- The step attempts of runs $2. A child started by one of them is
+-- unlinked (its parent_step_attempt_* set NULL by OpenWorkflow's foreign
+-- key), not deleted.
+DELETE FROM {{schema}}."step_attempts" AS sa
+WHERE sa."namespace_id" = $1 AND sa."workflow_run_id" = ANY($2::text[])
+
+-- name: prune_runs
+-- The runs $2 themselves, last; a step of another run linked to one of
+-- them as its child is unlinked by OpenWorkflow's foreign key. Returns the
+-- deleted runs' stored statuses, which the counts are made of.
+DELETE FROM {{schema}}."workflow_runs" AS wr
+WHERE wr."namespace_id" = $1 AND wr."id" = ANY($2::text[])
+RETURNING wr."status"
