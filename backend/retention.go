@@ -135,6 +135,14 @@ type PruneResult struct {
 // Total is the number of runs counted in c, all statuses.
 func (c RunCounts) Total() int { return c.Pending + c.Running + c.Completed + c.Failed + c.Canceled }
 
+// Plus returns c + d, status by status (the totals of several batches).
+func (c RunCounts) Plus(d RunCounts) RunCounts {
+	return RunCounts{
+		Pending: c.Pending + d.Pending, Running: c.Running + d.Running, Completed: c.Completed + d.Completed,
+		Failed: c.Failed + d.Failed, Canceled: c.Canceled + d.Canceled,
+	}
+}
+
 // Sub subtracts d from c, status by status (a counts cache forgetting the
 // runs a prune deleted).
 func (c RunCounts) Sub(d RunCounts) RunCounts {

@@ -49,11 +49,7 @@ func pruneAll(t testing.TB, b backend.Backend, clk *clock.Fake, p backend.PruneW
 			t.Fatal("prune: still going after 1000 batches")
 		}
 		res := prune(t, b, clk, p)
-		total.Add(backend.RunCompleted, res.Deleted.Completed)
-		total.Add(backend.RunFailed, res.Deleted.Failed)
-		total.Add(backend.RunCanceled, res.Deleted.Canceled)
-		total.Add(backend.RunPending, res.Deleted.Pending)
-		total.Add(backend.RunRunning, res.Deleted.Running)
+		total = total.Plus(res.Deleted)
 		if res.Next == "" {
 			return total, batches
 		}
