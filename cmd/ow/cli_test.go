@@ -33,6 +33,9 @@ type env struct {
 	db    string   // the SQLite file; "" on PostgreSQL
 	flags []string // the global flags selecting the database
 	open  func(context.Context) (backend.Backend, error)
+	// openAt opens the database on the clock now, as open does on the
+	// real one (to write runs in the past).
+	openAt func(ctx context.Context, now func() time.Time) (backend.Backend, error)
 }
 
 func newEnv(t *testing.T) *env {
@@ -41,7 +44,10 @@ func newEnv(t *testing.T) *env {
 	// An empty --postgres-url keeps a PostgreSQL URL in the caller's
 	// environment from being used.
 	return &env{t: t, name: "sqlite", dir: dir, db: db, flags: []string{"--postgres-url=", "--sqlite-path", db},
-		open: func(ctx context.Context) (backend.Backend, error) { return sqlite.Open(ctx, db, sqlite.Options{}) }}
+		open: func(ctx context.Context) (backend.Backend, error) { return sqlite.Open(ctx, db, sqlite.Options{}) },
+		openAt: func(ctx context.Context, now func() time.Time) (backend.Backend, error) {
+			return sqlite.Open(ctx, db, sqlite.Options{Now: now})
+		}}
 }
 
 // run executes ow with args against the env's database.
