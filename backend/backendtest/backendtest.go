@@ -26,6 +26,7 @@
 package backendtest
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -48,6 +49,11 @@ type Harness struct {
 	// older OpenWorkflow did ("sleeping", "succeeded"), to test that every
 	// backend reads those legacy statuses under their current names.
 	StoreStatus func(t testing.TB, b backend.Backend, runID, status string)
+	// InTx runs fn in a transaction of the kind b's
+	// [backend.TxStarter] takes, committing it when fn returns nil and
+	// rolling it back when fn returns an error, which InTx returns. Nil
+	// skips the specifications of CreateWorkflowRunTx.
+	InTx func(t testing.TB, b backend.Backend, fn func(ctx context.Context, tx any) error) error
 }
 
 // suite carries the harness to the specifications.
@@ -107,6 +113,7 @@ func Run(t *testing.T, h Harness) {
 		{"Hooks", testHooks},
 		{"Streams", testStreams},
 		{"Retention", testRetention},
+		{"CreateWorkflowRunTx", testCreateWorkflowRunTx},
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {
