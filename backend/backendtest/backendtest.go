@@ -114,6 +114,7 @@ func Run(t *testing.T, h Harness) {
 		{"Streams", testStreams},
 		{"Retention", testRetention},
 		{"CreateWorkflowRunTx", testCreateWorkflowRunTx},
+		{"ForkWorkflowRun", testForkWorkflowRun},
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {

@@ -89,6 +89,10 @@ type queries struct {
 	// escapes.sql
 	RecordEscapes string `sql:"record_escapes"`
 	EscapedValues string `sql:"escaped_values"`
+	// fork.sql
+	ForkRun     string `sql:"fork_run"`
+	ForkSteps   string `sql:"fork_steps"`
+	ForkEscapes string `sql:"fork_escapes"`
 	// retention.sql
 	PruneCandidates   string `sql:"prune_candidates"`
 	PruneEscapes      string `sql:"prune_escapes"`

@@ -84,6 +84,9 @@ type queries struct {
 	CreateDeadlineIndex          string `sql:"create_deadline_index"`
 	GoMigrationsTableExists      string `sql:"go_migrations_table_exists"`
 	GoMigrationVersions          string `sql:"go_migration_versions"`
+	// fork.sql
+	ForkRun   string `sql:"fork_run"`
+	ForkSteps string `sql:"fork_steps"`
 	// retention.sql
 	PruneCandidates           string `sql:"prune_candidates"`
 	PruneCandidatesOfWorkflow string `sql:"prune_candidates_of_workflow"`
