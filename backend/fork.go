@@ -15,6 +15,16 @@ import (
 // workers replay those steps from their recorded results (their functions
 // are not called again) and execute the named step and everything after
 // it anew. Both built-in backends implement it.
+//
+// The copies keep every column but their ids and run (their times
+// included, so the history keeps its order). After them comes a mark: a
+// completed attempt of kind [StepRetry] named "__fork:<its id>" with
+// output {"attempts":1}, and the fork's attempts start at 1 rather than
+// 0. A worker reads the history of a run claimed before (its attempts
+// above 1 once claimed) and skips that read on a first claim, so the
+// fork must look claimed once; the mark, as after a manual retry
+// (RetryWorkflowRun), makes the fork's retry budgets count only its own
+// claims.
 type RunForker interface {
 	// ForkWorkflowRun creates the fork of p.WorkflowRunID from step
 	// p.FromStep (see [PlanFork] for what is copied) in one transaction,

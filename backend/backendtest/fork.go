@@ -44,6 +44,25 @@ func runSteps(t testing.TB, b backend.Backend, runID string) []backend.StepAttem
 	return page.Data
 }
 
+// forkedSteps returns the attempts a fork copied, after checking that its
+// history ends with the fork's mark (backend.RunForker).
+func forkedSteps(t testing.TB, b backend.Backend, fork *backend.WorkflowRun) []backend.StepAttempt {
+	t.Helper()
+	steps := runSteps(t, b, fork.ID)
+	if len(steps) == 0 {
+		t.Fatalf("fork %s has no attempt, want at least its mark", fork.ID)
+	}
+	mark := steps[len(steps)-1]
+	if mark.Kind != backend.StepRetry || mark.Status != backend.StepCompleted || mark.StepName != "__fork:"+mark.ID {
+		t.Fatalf("the fork's last attempt = %+v, want its mark: a completed retry attempt named __fork:<id>", mark)
+	}
+	requireJSON(t, "the fork mark's output", mark.Output, json.RawMessage(`{"attempts":1}`))
+	if fork.Attempts != 1 {
+		t.Fatalf("the fork's attempts = %d, want 1 (its copied history counts as a claim)", fork.Attempts)
+	}
+	return steps[:len(steps)-1]
+}
+
 func testForkWorkflowRun(t *testing.T, s *suite) {
 	t.Run("a fork is a pending run of the same workflow and input holding copies of the completed attempts before the step", func(t *testing.T) {
 		t.Parallel()
@@ -67,13 +86,13 @@ func testForkWorkflowRun(t *testing.T, s *suite) {
 		}
 		awaitEvent(t, ch, "EventWorkAvailable for the fork", isWork)
 		if fork.ID == src.ID || fork.Status != backend.RunPending || fork.WorkflowName != "order" || fork.Version == nil || *fork.Version != "v2" ||
-			fork.Attempts != 0 || fork.IdempotencyKey != nil || fork.ParentStepAttemptID != nil || fork.DeadlineAt != nil || fork.FinishedAt != nil {
+			fork.IdempotencyKey != nil || fork.ParentStepAttemptID != nil || fork.DeadlineAt != nil || fork.FinishedAt != nil {
 			t.Fatalf("fork = %+v, want a new pending run of order v2", fork)
 		}
 		requireJSON(t, "fork input", fork.Input, src.Input)
 		requireRun(t, "the fork read back", getRun(t, b, fork.ID), fork)
 
-		got := runSteps(t, b, fork.ID)
+		got := forkedSteps(t, b, fork)
 		want := []*backend.StepAttempt{fetch, charge}
 		if len(got) != len(want) {
 			t.Fatalf("the fork holds %d attempts, want %d (fetch and the completed charge)", len(got), len(want))
@@ -90,7 +109,9 @@ func testForkWorkflowRun(t *testing.T, s *suite) {
 			t.Fatalf("the forked run has %d attempts after the fork, want its %d", len(after), len(srcSteps))
 		}
 		requireRun(t, "the forked run after the fork", getRun(t, b, src.ID), srcRun)
-		claimRun(t, b, newWorkerID(), longLease, fork.ID)
+		if claimed := claimRun(t, b, newWorkerID(), longLease, fork.ID); claimed.Attempts != 2 {
+			t.Fatalf("the fork's first claim has attempts %d, want 2: a worker must read its history", claimed.Attempts)
+		}
 	})
 
 	t.Run("a fork from the first step reuses nothing, and one from a later attempt name reuses all before it", func(t *testing.T) {
@@ -106,14 +127,14 @@ func testForkWorkflowRun(t *testing.T, s *suite) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if steps := runSteps(t, b, fork.ID); len(steps) != 0 {
+		if steps := forkedSteps(t, b, fork); len(steps) != 0 {
 			t.Fatalf("a fork from the first step holds %d attempts, want none", len(steps))
 		}
 		fork, err = f.ForkWorkflowRun(t.Context(), backend.ForkWorkflowRunParams{WorkflowRunID: src.ID, FromStep: "a:1"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if steps := runSteps(t, b, fork.ID); len(steps) != 1 || steps[0].StepName != "a" {
+		if steps := forkedSteps(t, b, fork); len(steps) != 1 || steps[0].StepName != "a" {
 			t.Fatalf("a fork from a:1 holds %+v, want a's attempt", steps)
 		}
 	})

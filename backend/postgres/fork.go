@@ -46,7 +46,7 @@ func (b *Backend) ForkWorkflowRun(ctx context.Context, p backend.ForkWorkflowRun
 			}
 			return err
 		}
-		run, err = queryRun(ctx, tx, b.q.ForkRun, b.namespace, p.WorkflowRunID, forkID, contextArg, b.at())
+		run, err = queryRun(ctx, tx, b.q.ForkRun, b.namespace, p.WorkflowRunID, forkID, contextArg, b.at(), id.New(id.PrefixStep))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("workflow run %s: %w", p.WorkflowRunID, backend.ErrRunNotFound)
 		}

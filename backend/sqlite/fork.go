@@ -68,6 +68,10 @@ func (b *Backend) ForkWorkflowRun(ctx context.Context, p backend.ForkWorkflowRun
 			sql.Named("ids", string(mapping)), sql.Named("now", timeArg(now))); err != nil {
 			return err
 		}
+		if _, err := tx.ExecContext(ctx, b.q.ForkMark, sql.Named("ns", b.ns), sql.Named("fork_id", forkID),
+			sql.Named("mark_id", id.New(id.PrefixStep)), sql.Named("now", timeArg(now))); err != nil {
+			return err
+		}
 		ev.workAvailable(b.ns)
 		return nil
 	})

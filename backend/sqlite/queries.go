@@ -87,6 +87,7 @@ type queries struct {
 	// fork.sql
 	ForkRun   string `sql:"fork_run"`
 	ForkSteps string `sql:"fork_steps"`
+	ForkMark  string `sql:"fork_mark"`
 	// retention.sql
 	PruneCandidates           string `sql:"prune_candidates"`
 	PruneCandidatesOfWorkflow string `sql:"prune_candidates_of_workflow"`

@@ -7,7 +7,12 @@
 -- name: fork_run
 -- Inserts fork $3 of run $2 of namespace $1: pending and due now, the
 -- same workflow name, version, config and input, context $4, no
--- idempotency key, parent or deadline; announced as work.
+-- idempotency key, parent or deadline; announced as work. Its attempts
+-- start at 1, with the mark $6 of kind 'retry' named '__fork:' || $6
+-- (output {"attempts": 1}) after the copied attempts: a worker reads the
+-- history of a run claimed before (attempts above 1 at the claim), and
+-- the mark starts the fork's retry budgets from its own claims, as after
+-- a manual retry (RetryWorkflowRun, internal/history).
 WITH inserted AS (
   INSERT INTO {{schema}}."workflow_runs" AS wr (
     "namespace_id", "id", "workflow_name", "version", "status", "idempotency_key",
@@ -16,12 +21,23 @@ WITH inserted AS (
     "available_at", "deadline_at", "created_at", "updated_at"
   )
   SELECT src."namespace_id", $3, src."workflow_name", src."version", 'pending', NULL,
-    src."config", $4::jsonb, src."input", 0,
+    src."config", $4::jsonb, src."input", 1,
     NULL, NULL,
     {{now($5)}}, NULL, {{now($5)}}, {{now($5)}}
   FROM {{schema}}."workflow_runs" AS src
   WHERE src."namespace_id" = $1 AND src."id" = $2
   RETURNING wr.*, {{notify('work')}} AS notified
+),
+mark AS (
+  INSERT INTO {{schema}}."step_attempts" (
+    "namespace_id", "id", "workflow_run_id", "step_name", "kind", "status",
+    "config", "context", "output", "error",
+    "started_at", "finished_at", "created_at", "updated_at"
+  )
+  SELECT wr."namespace_id", $6::text, wr."id", '__fork:' || $6::text, 'retry', 'completed',
+    '{}'::jsonb, NULL, '{"attempts":1}'::jsonb, NULL,
+    {{now($5)}}, {{now($5)}}, {{now($5)}}, {{now($5)}}
+  FROM inserted AS wr
 )
 SELECT {{run_columns}} FROM inserted AS wr
 

@@ -6,7 +6,8 @@
 -- name: fork_run
 -- Inserts fork :fork_id of run :run_id: pending and due now, the same
 -- workflow name, version, config and input, context :context, no
--- idempotency key, parent or deadline.
+-- idempotency key, parent or deadline. Its attempts start at 1 (see
+-- fork_mark).
 INSERT INTO "workflow_runs" (
   "namespace_id", "id", "workflow_name", "version", "status",
   "idempotency_key", "config", "context", "input", "attempts",
@@ -14,7 +15,7 @@ INSERT INTO "workflow_runs" (
   "available_at", "deadline_at", "created_at", "updated_at"
 )
 SELECT "namespace_id", :fork_id, "workflow_name", "version", 'pending',
-  NULL, "config", :context, "input", 0,
+  NULL, "config", :context, "input", 1,
   NULL, NULL,
   :now, NULL, :now, :now
 FROM "workflow_runs"
@@ -37,3 +38,20 @@ SELECT src."namespace_id", json_extract(m.value, '$[1]'), :fork_id, src."step_na
   src."finished_at", src."created_at", :now
 FROM json_each(:ids) AS m
 JOIN "step_attempts" AS src ON src."namespace_id" = :ns AND src."id" = json_extract(m.value, '$[0]')
+
+-- name: fork_mark
+-- The mark :mark_id of kind 'retry' named '__fork:' || :mark_id (output
+-- {"attempts": 1}) after the fork's copied attempts: a worker reads the
+-- history of a run claimed before (attempts above 1 at the claim), and
+-- the mark starts the fork's retry budgets from its own claims, as after
+-- a manual retry (retry_run, internal/history).
+INSERT INTO "step_attempts" (
+  "namespace_id", "id", "workflow_run_id", "step_name",
+  "kind", "status", "config", "context", "output", "error",
+  "started_at", "finished_at", "created_at", "updated_at"
+)
+VALUES (
+  :ns, :mark_id, :fork_id, '__fork:' || :mark_id,
+  'retry', 'completed', '{}', NULL, '{"attempts":1}', NULL,
+  :now, :now, :now, :now
+)
