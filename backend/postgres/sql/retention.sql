@@ -4,21 +4,22 @@
 
 -- name: prune_candidates
 -- The next batch of finished runs of namespace $1 that finished before
--- $2, oldest first by (created_at, id) after the cursor ($5, $6; NULL:
--- from the start), at most $7 of them, restricted to workflow $3 (NULL:
--- any) and leaving out the workflows of $4; each with its stored status
--- once its row is locked, or NULL when another transaction holds the row
--- (SKIP LOCKED: the batch never waits) or it is no longer terminal.
+-- $2, oldest first by (created_at, id) after the cursor ($3, $4; from the
+-- start, a time before every run and ''), at most $5 of them, leaving out
+-- the workflows of $6; each with its stored status once its row is
+-- locked, or NULL when another transaction holds the row (SKIP LOCKED:
+-- the batch never waits) or it is no longer terminal.
 --
 -- Each stored terminal status is its own branch, one index range of
--- OpenWorkflow's (namespace_id, status, created_at DESC) index — or
--- (namespace_id, workflow_name, status, created_at DESC) with $3 —
--- read backwards from the oldest, so a batch reads about $7 rows per
--- branch plus those it passes (in use, or finished after the cutoff)
--- however many runs the namespace holds; the branches merge in order. A
--- run finishes after it is created, so created_at < $2 bounds each range
--- without an index on finished_at, which every completion would pay for
--- (go migration 2 says what an index of workflow_runs costs).
+-- OpenWorkflow's (namespace_id, status, created_at DESC) index, from the
+-- cursor to the cutoff (a run finishes after it is created, so
+-- created_at < $2 bounds it without an index on finished_at, which every
+-- completion would pay for: go migration 2 says what an index of
+-- workflow_runs costs), so a batch reads about $5 rows per branch plus
+-- those it passes (in use, or finished after the cutoff), however many
+-- runs the namespace holds; the branches merge in order. The cursor is
+-- always given, never NULL-tested, so that a generic plan of the prepared
+-- statement still bounds the range with it.
 --
 -- In use, and passed: a child whose parent still waits in a running
 -- workflow step (the step the child names, or one linked to it), since
@@ -26,16 +27,38 @@
 -- resumes. Both probes are index lookups (the primary key of
 -- step_attempts, and OpenWorkflow's partial child index).
 WITH candidates AS MATERIALIZED (
-  {{prune_branch('completed')}}
+  {{prune_branch('completed', TRUE)}}
   UNION ALL
-  {{prune_branch('succeeded')}}
+  {{prune_branch('succeeded', TRUE)}}
   UNION ALL
-  {{prune_branch('failed')}}
+  {{prune_branch('failed', TRUE)}}
   UNION ALL
-  {{prune_branch('canceled')}}
+  {{prune_branch('canceled', TRUE)}}
   ORDER BY "created_at", "id"
-  LIMIT $7
+  LIMIT $5
 )
+{{lock_candidates}}
+
+-- name: prune_candidates_of_workflow
+-- prune_candidates for the runs of workflow $7 only, each branch a range
+-- of OpenWorkflow's (namespace_id, workflow_name, status, created_at DESC)
+-- index.
+WITH candidates AS MATERIALIZED (
+  {{prune_branch('completed', wr."workflow_name" = $7)}}
+  UNION ALL
+  {{prune_branch('succeeded', wr."workflow_name" = $7)}}
+  UNION ALL
+  {{prune_branch('failed', wr."workflow_name" = $7)}}
+  UNION ALL
+  {{prune_branch('canceled', wr."workflow_name" = $7)}}
+  ORDER BY "created_at", "id"
+  LIMIT $5
+)
+{{lock_candidates}}
+
+-- fragment: lock_candidates
+-- The candidates, each locked by primary key (SKIP LOCKED) with its
+-- status re-read under the lock.
 SELECT c."id", c."created_at", locked."status"
 FROM candidates AS c
 LEFT JOIN LATERAL (
@@ -47,16 +70,16 @@ LEFT JOIN LATERAL (
 ) AS locked ON TRUE
 ORDER BY c."created_at", c."id"
 
--- fragment: prune_branch(status)
+-- fragment: prune_branch(status, workflow)
 -- One stored status's candidates for prune_candidates.
 (SELECT wr."namespace_id", wr."id", wr."created_at"
   FROM {{schema}}."workflow_runs" AS wr
   WHERE wr."namespace_id" = $1 AND wr."status" = {{status}}
+    AND {{workflow}}
+    AND wr."created_at" >= $3 AND (wr."created_at", wr."id") > ($3, $4::text)
     AND wr."created_at" < $2
     AND COALESCE(wr."finished_at", wr."updated_at") < $2
-    AND ($3::text IS NULL OR wr."workflow_name" = $3)
-    AND wr."workflow_name" <> ALL($4::text[])
-    AND ($5::timestamptz IS NULL OR (wr."created_at" >= $5 AND (wr."created_at", wr."id") > ($5, $6::text)))
+    AND wr."workflow_name" <> ALL($6::text[])
     AND NOT EXISTS (
       SELECT 1 FROM {{schema}}."step_attempts" AS parent_step
       WHERE parent_step."namespace_id" = wr."parent_step_attempt_namespace_id"
@@ -70,7 +93,7 @@ ORDER BY c."created_at", c."id"
         AND waiting."status" = 'running'
     )
   ORDER BY wr."created_at", wr."id"
-  LIMIT $7)
+  LIMIT $5)
 
 -- name: prune_escapes
 -- The records of the escaped JSON values of runs $2 (and of their step
