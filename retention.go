@@ -74,6 +74,13 @@ type PruneOptions struct {
 	// Pause is a rest between batches, leaving the database to the
 	// workers; 0 means none.
 	Pause time.Duration
+	// Duty, when above 0 and below 1, is the largest share of the time
+	// the prune spends in its batches: after a batch that took d, it rests
+	// at least d × (1/Duty − 1) (and at least Pause), so that the
+	// database's other writers keep most of it whatever a batch costs on
+	// this machine and backend (SQLite has one write lock, which a batch
+	// holds throughout). 0 (or 1) means no such limit.
+	Duty float64
 	// Progress, when set, is called after each batch with the totals so
 	// far.
 	Progress func(PruneProgress)
@@ -123,6 +130,9 @@ func (c *Client) PruneRuns(ctx context.Context, r Retention, opts PruneOptions) 
 	if err := r.Validate(); err != nil {
 		return rep, err
 	}
+	if opts.Duty < 0 || opts.Duty > 1 {
+		return rep, fmt.Errorf("prune runs: %w: duty %v, want 0 to 1", backend.ErrInvalidArgument, opts.Duty)
+	}
 	pr, ok := c.b.(backend.RunPruner)
 	if !ok {
 		return rep, fmt.Errorf("prune runs: %w: the backend cannot delete runs", backend.ErrNotSupported)
@@ -150,10 +160,12 @@ func (c *Client) PruneRuns(ctx context.Context, r Retention, opts PruneOptions) 
 		p := w.p
 		p.Limit, p.DryRun = opts.BatchSize, opts.DryRun
 		for {
+			batchStart := time.Now()
 			res, err := pr.PruneWorkflowRuns(ctx, p)
 			if err != nil {
 				return rep, err
 			}
+			took := time.Since(batchStart)
 			rep.Batches++
 			rep.Deleted = rep.Deleted.Plus(res.Deleted)
 			rep.ByWorkflow[w.workflow] += res.Deleted.Total()
@@ -164,7 +176,11 @@ func (c *Client) PruneRuns(ctx context.Context, r Retention, opts PruneOptions) 
 				break
 			}
 			p.After = res.Next
-			if err := pause(ctx, opts.Pause); err != nil {
+			rest := opts.Pause
+			if opts.Duty > 0 && opts.Duty < 1 {
+				rest = max(rest, time.Duration(float64(took)*(1/opts.Duty-1)))
+			}
+			if err := pause(ctx, rest); err != nil {
 				return rep, err
 			}
 		}
@@ -197,10 +213,14 @@ type PrunerOptions struct {
 	// BatchSize is the most runs deleted per transaction; 0 means
 	// backend.DefaultPruneBatch (500).
 	BatchSize int
-	// Pause is the rest between batches; 0 means [DefaultPrunePause].
-	// It spreads a large prune out so that workers sharing the database
-	// keep their pace; a negative value means none.
+	// Pause is the least rest between batches; 0 means
+	// [DefaultPrunePause], a negative value none.
 	Pause time.Duration
+	// Duty is the largest share of the time the pruner spends in its
+	// batches (see PruneOptions.Duty); 0 means [DefaultPruneDuty], 1 no
+	// limit. With Pause it spreads a large prune out so that workers
+	// sharing the database keep their pace.
+	Duty float64
 	// Logger receives one line per prune that deleted something, and the
 	// errors; nil discards them.
 	Logger *slog.Logger
@@ -212,11 +232,13 @@ type PrunerOptions struct {
 const (
 	// DefaultPruneInterval is the time between two prunes of a Pruner.
 	DefaultPruneInterval = time.Hour
-	// DefaultPrunePause is a Pruner's rest between two batches: with
-	// batches of 500 runs that are a few milliseconds each, it keeps a
-	// prune of a million runs to a small share of the database's time
-	// (docs/benchmarks.md has the measurement).
+	// DefaultPrunePause is a Pruner's least rest between two batches.
 	DefaultPrunePause = 20 * time.Millisecond
+	// DefaultPruneDuty is the largest share of the time a Pruner spends
+	// in its batches: 10 %, so that W1 running beside a prune of a million
+	// runs keeps at least 90 % of its pace (docs/benchmarks.md has the
+	// measurement).
+	DefaultPruneDuty = 0.1
 )
 
 // Pruner deletes the runs its retention no longer keeps, once at start
@@ -249,6 +271,9 @@ func NewPruner(c *Client, opts PrunerOptions) *Pruner {
 	case opts.Pause < 0:
 		opts.Pause = 0
 	}
+	if opts.Duty == 0 {
+		opts.Duty = DefaultPruneDuty
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -258,11 +283,14 @@ func NewPruner(c *Client, opts PrunerOptions) *Pruner {
 
 // Start checks the retention and starts the pruner's goroutine, which
 // prunes at once and then every Interval until Stop. It fails for an
-// invalid retention, a second Start, or a backend that cannot delete runs
-// (backend.ErrNotSupported).
+// invalid retention or duty, a second Start, or a backend that cannot
+// delete runs (backend.ErrNotSupported).
 func (p *Pruner) Start(ctx context.Context) error {
 	if err := p.opts.Retention.Validate(); err != nil {
 		return err
+	}
+	if p.opts.Duty < 0 || p.opts.Duty > 1 {
+		return fmt.Errorf("openworkflow: pruner: %w: duty %v, want 0 to 1", backend.ErrInvalidArgument, p.opts.Duty)
 	}
 	if _, ok := p.c.b.(backend.RunPruner); !ok {
 		return fmt.Errorf("openworkflow: pruner: %w: the backend cannot delete runs", backend.ErrNotSupported)
@@ -319,7 +347,7 @@ func (p *Pruner) loop(ctx context.Context) {
 		case <-t.C:
 		}
 		start := time.Now()
-		rep, err := p.c.PruneRuns(ctx, p.opts.Retention, PruneOptions{BatchSize: p.opts.BatchSize, Pause: p.opts.Pause, Now: p.opts.Now})
+		rep, err := p.c.PruneRuns(ctx, p.opts.Retention, PruneOptions{BatchSize: p.opts.BatchSize, Pause: p.opts.Pause, Duty: p.opts.Duty, Now: p.opts.Now})
 		p.mu.Lock()
 		p.last, p.lastErr = rep, err
 		p.mu.Unlock()

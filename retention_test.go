@@ -174,4 +174,10 @@ func TestPrunerPrunesAtStartAndAgainEveryInterval(t *testing.T) {
 	if err := ow.NewPruner(e.client, ow.PrunerOptions{Retention: ow.Retention{Default: -day}}).Start(ctx); !errors.Is(err, backend.ErrInvalidArgument) {
 		t.Fatalf("Start with a negative period = %v, want ErrInvalidArgument", err)
 	}
+	if err := ow.NewPruner(e.client, ow.PrunerOptions{Retention: ow.Retention{Default: day}, Duty: 1.5}).Start(ctx); !errors.Is(err, backend.ErrInvalidArgument) {
+		t.Fatalf("Start with a duty of 1.5 = %v, want ErrInvalidArgument", err)
+	}
+	if _, err := e.client.PruneRuns(ctx, ow.Retention{Default: day}, ow.PruneOptions{Duty: -0.1}); !errors.Is(err, backend.ErrInvalidArgument) {
+		t.Fatalf("PruneRuns with a negative duty = %v, want ErrInvalidArgument", err)
+	}
 }

@@ -7,25 +7,30 @@
 -- $2, oldest first by (created_at, id) after the cursor ($3, $4; from the
 -- start, a time before every run and ''), at most $5 of them, leaving out
 -- the workflows of $6; each with its stored status once its row is
--- locked, or NULL when another transaction holds the row (SKIP LOCKED:
--- the batch never waits) or it is no longer terminal.
+-- locked, or NULL when the run is in use, another transaction holds its
+-- row (SKIP LOCKED: the batch never waits), or it is no longer terminal.
 --
 -- Each stored terminal status is its own branch, one index range of
--- OpenWorkflow's (namespace_id, status, created_at DESC) index, from the
--- cursor to the cutoff (a run finishes after it is created, so
--- created_at < $2 bounds it without an index on finished_at, which every
--- completion would pay for: go migration 2 says what an index of
--- workflow_runs costs), so a batch reads about $5 rows per branch plus
--- those it passes (in use, or finished after the cutoff), however many
--- runs the namespace holds; the branches merge in order. The cursor is
--- always given, never NULL-tested, so that a generic plan of the prepared
--- statement still bounds the range with it.
+-- OpenWorkflow's (namespace_id, status, created_at DESC) index read in
+-- order from the cursor to the cutoff (a run finishes after it is
+-- created, so created_at < $2 bounds it without an index on finished_at,
+-- which every completion would pay for: go migration 2 says what an index
+-- of workflow_runs costs) and stopped after $5 rows and those tied with
+-- the last; the branches merge in order. So a batch reads about $5 rows
+-- per branch, plus those finished after the cutoff, however many runs the
+-- namespace holds. The cursor is always given, never NULL-tested, so that
+-- no plan has to leave the range open.
 --
--- In use, and passed: a child whose parent still waits in a running
--- workflow step (the step the child names, or one linked to it), since
--- that step reads the child's output from the child's row when it
--- resumes. Both probes are index lookups (the primary key of
--- step_attempts, and OpenWorkflow's partial child index).
+-- In use, and kept (the cursor passes it; a later prune sees it again): a
+-- child whose parent still waits in a running workflow step (the step the
+-- child names, or one linked to it), since that step reads the child's
+-- output from the child's row when it resumes. Those tests are made in
+-- lock_candidates, per candidate, where they are index probes (the
+-- primary key of step_attempts, OpenWorkflow's partial child index). In
+-- the ranges themselves, at a million finished runs, the planner read all
+-- 3,000,000 step attempts once per batch for the few running ones (an
+-- anti join or a hashed subplan: 0.4–0.7 s), or the whole table, counting
+-- on the scan to pass every run of the range rather than stop at $5.
 WITH candidates AS MATERIALIZED (
   {{prune_branch('completed', TRUE)}}
   UNION ALL
@@ -57,8 +62,10 @@ WITH candidates AS MATERIALIZED (
 {{lock_candidates}}
 
 -- fragment: lock_candidates
--- The candidates, each locked by primary key (SKIP LOCKED) with its
--- status re-read under the lock.
+-- The candidates in order, each locked by primary key (SKIP LOCKED) with
+-- its status re-read under the lock, unless it is in use. The LATERAL
+-- subquery locks rows, so PostgreSQL runs it per candidate, and the
+-- in-use tests within it are probes for that one run.
 SELECT c."id", c."created_at", locked."status"
 FROM candidates AS c
 LEFT JOIN LATERAL (
@@ -66,20 +73,6 @@ LEFT JOIN LATERAL (
   FROM {{schema}}."workflow_runs" AS wr
   WHERE wr."namespace_id" = c."namespace_id" AND wr."id" = c."id"
     AND (wr."status" IN ('completed', 'succeeded', 'failed', 'canceled')) IS TRUE
-  FOR UPDATE SKIP LOCKED
-) AS locked ON TRUE
-ORDER BY c."created_at", c."id"
-
--- fragment: prune_branch(status, workflow)
--- One stored status's candidates for prune_candidates.
-(SELECT wr."namespace_id", wr."id", wr."created_at"
-  FROM {{schema}}."workflow_runs" AS wr
-  WHERE wr."namespace_id" = $1 AND wr."status" = {{status}}
-    AND {{workflow}}
-    AND wr."created_at" >= $3 AND (wr."created_at", wr."id") > ($3, $4::text)
-    AND wr."created_at" < $2
-    AND COALESCE(wr."finished_at", wr."updated_at") < $2
-    AND wr."workflow_name" <> ALL($6::text[])
     AND NOT EXISTS (
       SELECT 1 FROM {{schema}}."step_attempts" AS parent_step
       WHERE parent_step."namespace_id" = wr."parent_step_attempt_namespace_id"
@@ -92,8 +85,22 @@ ORDER BY c."created_at", c."id"
         AND waiting."child_workflow_run_id" = wr."id"
         AND waiting."status" = 'running'
     )
-  ORDER BY wr."created_at", wr."id"
-  LIMIT $5)
+  FOR UPDATE OF wr SKIP LOCKED
+) AS locked ON TRUE
+ORDER BY c."created_at", c."id"
+
+-- fragment: prune_branch(status, workflow)
+-- One stored status's candidates for prune_candidates, in index order.
+(SELECT wr."namespace_id", wr."id", wr."created_at"
+  FROM {{schema}}."workflow_runs" AS wr
+  WHERE wr."namespace_id" = $1 AND wr."status" = {{status}}
+    AND {{workflow}}
+    AND wr."created_at" >= $3 AND (wr."created_at", wr."id") > ($3, $4::text)
+    AND wr."created_at" < $2
+    AND COALESCE(wr."finished_at", wr."updated_at") < $2
+    AND wr."workflow_name" <> ALL($6::text[])
+  ORDER BY wr."created_at"
+  FETCH FIRST $5 ROWS WITH TIES)
 
 -- name: prune_escapes
 -- The records of the escaped JSON values of runs $2 (and of their step

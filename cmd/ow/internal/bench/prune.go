@@ -23,7 +23,7 @@ import (
 // their own ("bench-old": the tables and their indexes are shared, and the
 // bench's run counts of W1 do not scan them); the prune is the one `ow
 // server` runs (Client.PruneRuns with a 30-day period, batches of 500 and
-// the Pruner's pause between them). W1 (Options.Runs, default 5,000 runs)
+// the Pruner's rests between them). W1 (Options.Runs, default 5,000 runs)
 // is measured r1Reps times before the prune, r1Reps times while it runs,
 // and r1Reps times after it, each in a namespace of its own; the result
 // compares the median while pruning with the median of the others.
@@ -87,7 +87,7 @@ func (m *measurement) prune(ctx context.Context) (Result, error) {
 	go func() {
 		defer pruneMu.Done()
 		rep, err := ow.NewClient(old).PruneRuns(pctx, ow.Retention{Default: 30 * 24 * time.Hour}, ow.PruneOptions{
-			Pause: ow.DefaultPrunePause,
+			Pause: ow.DefaultPrunePause, Duty: ow.DefaultPruneDuty, // the Pruner's defaults
 			Progress: func(pp ow.PruneProgress) {
 				p.update(pp.Deleted.Total(), total, "runs pruned")
 			},
