@@ -312,7 +312,7 @@ func (c *Config) readFile(path string) error {
 	}
 	c.Server.PublicWebhooks = f.Server.PublicWebhooks
 	c.Server.CORSOrigins = f.Server.CORSOrigins
-	if f.Retention.Default != 0 || f.Retention.Workflows != nil || f.Retention.Interval != 0 {
+	if f.Retention.Default != 0 || f.Retention.Workflows != nil || f.Retention.Interval != 0 || f.Retention.Duty != 0 {
 		c.Retention = f.Retention
 		c.sources[keyRetention] = from
 	}
@@ -459,6 +459,9 @@ func (c *Config) validate() error {
 		if name == "" {
 			return fmt.Errorf("config: retention.workflows (from %s) has an empty workflow name", c.sources[keyRetention])
 		}
+	}
+	if d := c.Retention.Duty; d < 0 || d > 1 {
+		return fmt.Errorf("config: retention.duty (from %s) must be from 0 to 1 (the pruner's largest share of the time), got %g", c.sources[keyRetention], d)
 	}
 	return nil
 }

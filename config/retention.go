@@ -21,6 +21,7 @@ import (
 //	    nightly-report: 7d
 //	    audit: 0                 # 0: kept forever
 //	  interval: 1h               # ow server's pruner: time between prunes
+//	  duty: 0.1                  # ow server's pruner: its largest share of the time
 //
 // Without the section nothing is deleted: `ow server` runs no pruner.
 type Retention struct {
@@ -33,6 +34,11 @@ type Retention struct {
 	// Interval is the time between two prunes of `ow server`'s pruner
 	// (YAML retention.interval); 0 means the pruner's default, 1 h.
 	Interval Duration `yaml:"interval"`
+	// Duty is the largest share of the time `ow server`'s pruner spends
+	// deleting, from 0 to 1 (YAML retention.duty): after a batch it rests
+	// long enough to keep to it. 0 means the pruner's default, 0.1; 1
+	// deletes without rest.
+	Duty float64 `yaml:"duty"`
 }
 
 // Enabled reports whether the section deletes anything: a positive
@@ -77,6 +83,9 @@ func (r Retention) String() string {
 	}
 	if r.Interval != 0 {
 		parts = append(parts, "every "+r.Interval.String())
+	}
+	if r.Duty != 0 {
+		parts = append(parts, fmt.Sprintf("duty %g", r.Duty))
 	}
 	return strings.Join(parts, ", ")
 }

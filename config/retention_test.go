@@ -10,7 +10,7 @@ import (
 func TestRetentionIsReadFromTheFile(t *testing.T) {
 	clearEnv(t)
 	root := t.TempDir()
-	writeFile(t, filepath.Join(root, FileName), "retention:\n  default: 30d\n  workflows:\n    nightly: 36h\n    audit: 0\n  interval: 10m\n")
+	writeFile(t, filepath.Join(root, FileName), "retention:\n  default: 30d\n  workflows:\n    nightly: 36h\n    audit: 0\n  interval: 10m\n  duty: 0.25\n")
 	c, err := Load(root)
 	if err != nil {
 		t.Fatal(err)
@@ -22,7 +22,7 @@ func TestRetentionIsReadFromTheFile(t *testing.T) {
 	if !c.Retention.Enabled() {
 		t.Fatal("Enabled() = false with a default period")
 	}
-	if got, want := c.Retention.String(), "default 30d, audit forever, nightly 36h0m0s, every 10m0s"; got != want {
+	if got, want := c.Retention.String(), "default 30d, audit forever, nightly 36h0m0s, every 10m0s, duty 0.25"; got != want {
 		t.Errorf("describe() = %q, want %q", got, want)
 	}
 	if from := c.From(keyRetention); !strings.HasPrefix(from, "file ") {
@@ -59,6 +59,11 @@ func TestBadRetentionPeriodsAreRefusedNamingTheValue(t *testing.T) {
 		if !strings.Contains(err.Error(), "line ") {
 			t.Errorf("%q: error %q does not say where", text, err)
 		}
+	}
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, FileName), "retention:\n  default: 1d\n  duty: 1.5\n")
+	if _, err := Load(root); err == nil || !strings.Contains(err.Error(), "retention.duty") {
+		t.Errorf("a duty of 1.5: %v, want an error naming retention.duty", err)
 	}
 	for s, want := range map[string]time.Duration{"30d": 30 * 24 * time.Hour, "0": 0, "90m": 90 * time.Minute, " 7d ": 7 * 24 * time.Hour} {
 		if got, err := ParseDuration(s); err != nil || got != want {

@@ -21,7 +21,7 @@ const (
 )
 
 // knownKeys lists the keys a file may use, for error messages.
-var knownKeys = []string{keyPostgresURL, keySQLitePath, keyNamespace, keySchema, "worker: {concurrency}", "openflow: {dirs}", "server: {addr, token, public_webhooks, cors_origins}", "retention: {default, workflows, interval}"}
+var knownKeys = []string{keyPostgresURL, keySQLitePath, keyNamespace, keySchema, "worker: {concurrency}", "openflow: {dirs}", "server: {addr, token, public_webhooks, cors_origins}", "retention: {default, workflows, interval, duty}"}
 
 // Setting is one resolved setting and where its value came from.
 type Setting struct {

@@ -113,6 +113,7 @@ func httpOptions(cfg *config.Config, c *ow.Client, logger *slog.Logger) (server.
 		opts.Pruner = ow.NewPruner(c, ow.PrunerOptions{
 			Retention: ow.Retention{Default: def, Workflows: ws},
 			Interval:  time.Duration(cfg.Retention.Interval),
+			Duty:      cfg.Retention.Duty,
 			Logger:    logger,
 		})
 	}
