@@ -23,17 +23,21 @@ import (
 // their own ("bench-old": the tables and their indexes are shared, and the
 // bench's run counts of W1 do not scan them); the prune is the one `ow
 // server` runs (Client.PruneRuns with a 30-day period, batches of 500 and
-// the Pruner's rests between them). W1 (Options.Runs, default 5,000 runs)
-// is measured r1Reps times before the prune, r1Reps times while it runs,
-// and r1Reps times after it, each in a namespace of its own; the result
-// compares the median while pruning with the median of the others.
+// the Pruner's rests: DefaultPrunePause and DefaultPruneDuty). W1
+// (Options.Runs, default 5,000 runs, each time in a namespace of its own)
+// is measured r1Pairs times alone and r1Pairs times while the prune runs,
+// in turn, so that other work on the machine weighs on both alike; the
+// prune is stopped between the pairs (a stopped batch rolls back) and
+// goes on where it was. The slowdown is the median over the pairs of
+// 1 − runs/s while pruning ÷ runs/s alone. Then the rest of the prune runs
+// without rests, and every seeded run must have been deleted.
 const R1 = "R1"
 
 // DefaultPruneRuns is R1's number of finished runs to prune.
 const DefaultPruneRuns = 1_000_000
 
-// r1Reps is how many W1 measurements R1 makes in each phase.
-const r1Reps = 3
+// r1Pairs is how many times R1 measures W1 alone and while pruning.
+const r1Pairs = 5
 
 // r1Namespace is the namespace of R1's seeded finished runs.
 const r1Namespace = "bench-old"
@@ -45,7 +49,7 @@ const seedChunk = 50_000
 const (
 	MetricAloneRunsPerS = "alone_runs_per_s" // R1: W1's runs/s without the prune
 	MetricSlowdown      = "slowdown"         // R1: 1 − runs/s while pruning ÷ runs/s alone
-	MetricPrunedPerS    = "pruned_per_s"     // R1: runs deleted per second by the prune
+	MetricPrunedPerS    = "pruned_per_s"     // R1: runs deleted per second by the prune beside W1
 )
 
 // prune is R1.
@@ -58,84 +62,67 @@ func (m *measurement) prune(ctx context.Context) (Result, error) {
 		return res, fmt.Errorf("seed %d finished runs: %w", total, err)
 	}
 	fmt.Fprintf(m.o.Progress, "%s: seeded %s finished runs in %s\n", m.label, thousands(total), time.Since(seedStart).Round(time.Second))
-
-	var alone, during []float64
-	for i := range r1Reps {
-		r, err := m.w1In(ctx, fmt.Sprintf("bench-before-%d", i), n)
-		if err != nil {
-			return res, err
-		}
-		alone = append(alone, r)
-	}
-
 	old, err := openBackendIn(ctx, m.t.kind(), m.t.dsn(), r1Namespace)
 	if err != nil {
 		return res, err
 	}
 	defer old.Close()
-	var (
-		mu       sync.Mutex
-		done     bool
-		report   ow.PruneReport
-		pruneMu  sync.WaitGroup
-		pruneErr error
-	)
-	pruneStart := time.Now()
-	pctx, stopPrune := context.WithCancel(ctx)
-	defer stopPrune()
-	pruneMu.Add(1)
-	go func() {
-		defer pruneMu.Done()
-		rep, err := ow.NewClient(old).PruneRuns(pctx, ow.Retention{Default: 30 * 24 * time.Hour}, ow.PruneOptions{
-			Pause: ow.DefaultPrunePause, Duty: ow.DefaultPruneDuty, // the Pruner's defaults
-			Progress: func(pp ow.PruneProgress) {
-				p.update(pp.Deleted.Total(), total, "runs pruned")
-			},
-		})
-		mu.Lock()
-		done, report, pruneErr = true, rep, err
-		mu.Unlock()
-	}()
-	for i := range r1Reps {
-		r, err := m.w1In(ctx, fmt.Sprintf("bench-during-%d", i), n)
+	c := ow.NewClient(old)
+	retention := ow.Retention{Default: 30 * 24 * time.Hour}
+
+	var alone, during, slowdowns []float64
+	deleted, active := 0, time.Duration(0)
+	for i := range r1Pairs {
+		a, err := m.w1In(ctx, fmt.Sprintf("bench-alone-%d", i), n)
 		if err != nil {
 			return res, err
 		}
-		mu.Lock()
-		ended := done
-		mu.Unlock()
-		if ended {
-			fmt.Fprintf(m.o.Progress, "%s: the prune ended before W1 measurement %d did; it is left out (raise --prune-runs)\n", m.label, i+1)
-			break
+		pctx, stopPrune := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		var rep ow.PruneReport
+		var pruneErr error
+		began := time.Now()
+		wg.Add(1)
+		go func() { // owned here: stopped and awaited below
+			defer wg.Done()
+			rep, pruneErr = c.PruneRuns(pctx, retention, ow.PruneOptions{Pause: ow.DefaultPrunePause, Duty: ow.DefaultPruneDuty})
+		}()
+		d, err := m.w1In(ctx, fmt.Sprintf("bench-during-%d", i), n)
+		stopPrune()
+		wg.Wait()
+		if err != nil {
+			return res, err
 		}
-		during = append(during, r)
+		if pruneErr != nil && !errors.Is(pruneErr, context.Canceled) {
+			return res, fmt.Errorf("prune: %w", pruneErr)
+		}
+		if pruneErr == nil {
+			return res, fmt.Errorf("the prune of %d runs ended before W1 measurement %d did: raise --prune-runs", total, i+1)
+		}
+		deleted += rep.Deleted.Total()
+		active += time.Since(began)
+		alone, during, slowdowns = append(alone, a), append(during, d), append(slowdowns, 1-d/a)
+		fmt.Fprintf(m.o.Progress, "%s: pair %d: W1 %.0f runs/s alone, %.0f while pruning (%s runs pruned so far)\n", m.label, i+1, a, d, thousands(deleted))
 	}
-	pruneMu.Wait()
-	pruneSecs := time.Since(pruneStart).Seconds()
-	if pruneErr != nil {
-		return res, fmt.Errorf("prune: %w", pruneErr)
+	rest := time.Now()
+	rep, err := c.PruneRuns(ctx, retention, ow.PruneOptions{Progress: func(pp ow.PruneProgress) {
+		p.update(deleted+pp.Deleted.Total(), total, "runs pruned (the rest, without rests)")
+	}})
+	if err != nil {
+		return res, fmt.Errorf("prune the rest: %w", err)
 	}
-	if got := report.Deleted.Total(); got != total {
+	restSecs := time.Since(rest).Seconds()
+	if got := deleted + rep.Deleted.Total(); got != total {
 		return res, fmt.Errorf("the prune deleted %d runs, want the %d seeded", got, total)
 	}
-	if len(during) == 0 {
-		return res, fmt.Errorf("the prune of %d runs (%.1f s) ended before any W1 measurement did: raise --prune-runs", total, pruneSecs)
-	}
-	for i := range r1Reps {
-		r, err := m.w1In(ctx, fmt.Sprintf("bench-after-%d", i), n)
-		if err != nil {
-			return res, err
-		}
-		alone = append(alone, r)
-	}
-	a, d := median(alone), median(during)
+	fmt.Fprintf(m.o.Progress, "%s: the last %s runs pruned without rests in %.1f s (%.0f runs/s)\n", m.label, thousands(rep.Deleted.Total()), restSecs, float64(rep.Deleted.Total())/restSecs)
 	fmt.Fprintf(m.o.Progress, "%s: W1 runs/s alone %v, while pruning %v\n", m.label, roundAll(alone), roundAll(during))
-	res.Metrics[MetricAloneRunsPerS] = a
-	res.Metrics[MetricRunsPerS] = d
-	res.Metrics[MetricStepsPerS] = d * 3
-	res.Metrics[MetricSlowdown] = 1 - d/a
-	res.Metrics[MetricPrunedPerS] = float64(total) / pruneSecs
-	res.Metrics[MetricSeconds] = pruneSecs
+	res.Metrics[MetricAloneRunsPerS] = median(alone)
+	res.Metrics[MetricRunsPerS] = median(during)
+	res.Metrics[MetricStepsPerS] = median(during) * 3
+	res.Metrics[MetricSlowdown] = median(slowdowns)
+	res.Metrics[MetricPrunedPerS] = float64(deleted) / active.Seconds()
+	res.Metrics[MetricSeconds] = active.Seconds()
 	return res, nil
 }
 
