@@ -69,6 +69,10 @@ type Options struct {
 	// PruneRuns is the number of finished runs R1 seeds and prunes while
 	// W1 runs. 0 means [DefaultPruneRuns] (1,000,000).
 	PruneRuns int
+	// PruneDuty is the Duty of R1's prune beside W1 (ow.PruneOptions). 0
+	// means ow.DefaultPruneDuty, the Pruner's (0.1); 1 prunes without
+	// rests.
+	PruneDuty float64
 	// Progress receives progress lines (stderr in the CLI). Nil discards
 	// them.
 	Progress io.Writer
@@ -139,6 +143,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.PruneRuns == 0 {
 		o.PruneRuns = DefaultPruneRuns
+	}
+	if o.PruneDuty < 0 || o.PruneDuty > 1 {
+		return o, fmt.Errorf("prune duty %g: want 0 (the Pruner's default) to 1", o.PruneDuty)
 	}
 	if len(o.L0Clients) == 0 {
 		o.L0Clients = []int{10, 20, 50}

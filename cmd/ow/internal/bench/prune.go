@@ -23,7 +23,8 @@ import (
 // their own ("bench-old": the tables and their indexes are shared, and the
 // bench's run counts of W1 do not scan them); the prune is the one `ow
 // server` runs (Client.PruneRuns with a 30-day period, batches of 500 and
-// the Pruner's rests: DefaultPrunePause and DefaultPruneDuty). W1
+// the Pruner's rests: DefaultPrunePause and DefaultPruneDuty, or
+// Options.PruneDuty). W1
 // (Options.Runs, default 5,000 runs, each time in a namespace of its own)
 // is measured r1Pairs times alone and r1Pairs times while the prune runs,
 // in turn, so that other work on the machine weighs on both alike; the
@@ -69,6 +70,10 @@ func (m *measurement) prune(ctx context.Context) (Result, error) {
 	defer old.Close()
 	c := ow.NewClient(old)
 	retention := ow.Retention{Default: 30 * 24 * time.Hour}
+	duty := m.o.PruneDuty
+	if duty == 0 {
+		duty = ow.DefaultPruneDuty
+	}
 
 	var alone, during, slowdowns []float64
 	deleted, active := 0, time.Duration(0)
@@ -85,7 +90,7 @@ func (m *measurement) prune(ctx context.Context) (Result, error) {
 		wg.Add(1)
 		go func() { // owned here: stopped and awaited below
 			defer wg.Done()
-			rep, pruneErr = c.PruneRuns(pctx, retention, ow.PruneOptions{Pause: ow.DefaultPrunePause, Duty: ow.DefaultPruneDuty})
+			rep, pruneErr = c.PruneRuns(pctx, retention, ow.PruneOptions{Pause: ow.DefaultPrunePause, Duty: duty})
 		}()
 		d, err := m.w1In(ctx, fmt.Sprintf("bench-during-%d", i), n)
 		stopPrune()
