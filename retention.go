@@ -235,10 +235,13 @@ const (
 	// DefaultPrunePause is a Pruner's least rest between two batches.
 	DefaultPrunePause = 20 * time.Millisecond
 	// DefaultPruneDuty is the largest share of the time a Pruner spends
-	// in its batches: 10 %, so that W1 running beside a prune of a million
-	// runs keeps at least 90 % of its pace (docs/benchmarks.md has the
-	// measurement).
-	DefaultPruneDuty = 0.1
+	// in its batches: 5 %. Beside W1, with a million finished runs to
+	// prune, a duty of 0.1 slowed W1 by 5 % on PostgreSQL but 12 % on
+	// SQLite (one write lock, which a batch holds), 0.05 by 6 % on SQLite;
+	// no rest at all, by 19 % on PostgreSQL (docs/benchmarks.md, R1). At
+	// 0.05 a pruner beside a busy worker deletes about 500–1,000 runs a
+	// second; raise it (retention.duty) where more runs finish than that.
+	DefaultPruneDuty = 0.05
 )
 
 // Pruner deletes the runs its retention no longer keeps, once at start

@@ -21,7 +21,7 @@ import (
 //	    nightly-report: 7d
 //	    audit: 0                 # 0: kept forever
 //	  interval: 1h               # ow server's pruner: time between prunes
-//	  duty: 0.1                  # ow server's pruner: its largest share of the time
+//	  duty: 0.05                 # ow server's pruner: its largest share of the time
 //
 // Without the section nothing is deleted: `ow server` runs no pruner.
 type Retention struct {
@@ -36,7 +36,7 @@ type Retention struct {
 	Interval Duration `yaml:"interval"`
 	// Duty is the largest share of the time `ow server`'s pruner spends
 	// deleting, from 0 to 1 (YAML retention.duty): after a batch it rests
-	// long enough to keep to it. 0 means the pruner's default, 0.1; 1
+	// long enough to keep to it. 0 means the pruner's default, 0.05; 1
 	// deletes without rest.
 	Duty float64 `yaml:"duty"`
 }

@@ -91,7 +91,7 @@ PATH is older) and prints Go/TS ratios.`,
 	f := c.Flags()
 	f.StringSliceVar(&o.Workloads, "workload", nil, "workloads to run, comma-separated: W0 (with W0b), W0b, W1, W1m, W2, W3, W4, W5, L0, R1, or all (default all = W0–W5)")
 	f.IntVar(&o.PruneRuns, "prune-runs", bench.DefaultPruneRuns, "R1: the finished runs seeded and pruned while W1 runs")
-	f.Float64Var(&o.PruneDuty, "prune-duty", 0, "R1: the prune's largest share of the time beside W1, 0 to 1 (default 0.1, ow server's pruner's)")
+	f.Float64Var(&o.PruneDuty, "prune-duty", 0, "R1: the prune's largest share of the time beside W1, 0 to 1 (default 0.05, ow server's pruner's)")
 	f.IntVar(&o.Runs, "runs", 0, "W1's run count; the others keep their standard proportion (default: the standard counts, W1 = 5000)")
 	f.IntVar(&o.Concurrency, "concurrency", bench.DefaultConcurrency, "worker slots")
 	f.StringVar(&backend, "backend", "both", "postgres, sqlite or both")

@@ -70,7 +70,7 @@ type Options struct {
 	// W1 runs. 0 means [DefaultPruneRuns] (1,000,000).
 	PruneRuns int
 	// PruneDuty is the Duty of R1's prune beside W1 (ow.PruneOptions). 0
-	// means ow.DefaultPruneDuty, the Pruner's (0.1); 1 prunes without
+	// means ow.DefaultPruneDuty, the Pruner's (0.05); 1 prunes without
 	// rests.
 	PruneDuty float64
 	// Progress receives progress lines (stderr in the CLI). Nil discards
