@@ -410,6 +410,9 @@ func TestBrowser(t *testing.T) {
 			if got := eval[int](b, `[...document.querySelectorAll('#run-steps tr.attempt')].filter(r => r.textContent.includes('reserve')).length`); got != 1 {
 				t.Errorf("the fork shows %d attempts of reserve, want its one reused result", got)
 			}
+			if got := eval[string](b, `document.querySelector('#run-steps tr.retry-row').textContent`); !strings.Contains(got, "Forked") {
+				t.Errorf("the fork's mark reads %q, want it to say the run was forked", got)
+			}
 			b.screenshot(strings.TrimPrefix(s.t.Name(), "TestBrowser/") + "-forked")
 		})
 
