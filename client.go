@@ -105,18 +105,11 @@ func (wf *Workflow[I, O]) Start(ctx context.Context, c *Client, input I, opts ..
 // unversioned) with input JSON-encoded; for workflows not defined in this
 // process.
 func (c *Client) StartByName(ctx context.Context, name, version string, input any, opts ...StartOption) (*RunHandle, error) {
-	if name == "" {
-		return nil, fmt.Errorf("start workflow: %w: empty workflow name", backend.ErrInvalidArgument)
-	}
-	in, err := encodeValue(input)
+	ctx, p, span, err := c.createParams(ctx, name, version, input, opts)
 	if err != nil {
-		return nil, fmt.Errorf("start workflow %q: input: %w", name, err)
+		return nil, err
 	}
-	ctx, span := c.tr.start(ctx, telemetry.SpanWorkflowRunCreate, trace.WithSpanKind(trace.SpanKindProducer),
-		trace.WithAttributes(telemetry.AttrWorkflowName.String(name)))
 	defer span.End()
-	p := backend.CreateWorkflowRunParams{WorkflowName: name, Version: versionPtr(version), Input: in, Context: c.tr.inject(ctx)}
-	newStartOptions(opts).apply(&p)
 	run, err := c.b.CreateWorkflowRun(ctx, p)
 	if err != nil {
 		recordError(span, err)

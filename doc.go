@@ -85,6 +85,18 @@
 // [WithTracerProvider]) for OpenTelemetry spans named as in OpenWorkflow
 // (package telemetry has the names).
 //
+// # Operating runs
+//
+// Besides starting, listing, canceling and signaling runs, a [Client]
+// starts a run inside a transaction of yours ([Workflow.StartTx]: the run
+// exists if and only if that transaction commits, and idle workers wake
+// when it does), retries a failed run from its failed step
+// ([Client.RetryRun]), forks a run from a named step, reusing the results
+// of the steps before it ([Client.ForkRun]), and deletes the finished runs
+// a [Retention] no longer keeps ([Client.PruneRuns]; a [Pruner] does it
+// periodically, as `ow server` does with the retention of
+// openworkflow.yaml).
+//
 // # Options
 //
 // A long-lived value is configured by an options struct whose zero value

@@ -112,6 +112,7 @@ var routeTable = []Route{
 	{"GET", "/v1/runs/{id}", "getRun", (*Handler).getRun},
 	{"POST", "/v1/runs/{id}/cancel", "cancelRun", (*Handler).cancelRun},
 	{"POST", "/v1/runs/{id}/retry", "retryRun", (*Handler).retryRun},
+	{"POST", "/v1/runs/{id}/fork", "forkRun", (*Handler).forkRun},
 	{"GET", "/v1/runs/{id}/steps", "listSteps", (*Handler).listSteps},
 	{"GET", "/v1/steps/{id}", "getStep", (*Handler).getStep},
 	{"GET", "/v1/runs/{id}/history", "getHistory", (*Handler).getHistory},

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/openworkflow-go/openworkflow/backend"
@@ -15,8 +16,9 @@ import (
 //
 // Types: run_created, run_started, step_started, step_completed,
 // step_failed (Kind says which kind of step: function, sleep, workflow,
-// signal-wait, hook-wait…), run_retried (a manual retry), run_completed,
-// run_failed, run_canceled. Data is the step's output or error, or the
+// signal-wait, hook-wait…), run_retried (a manual retry), run_forked (a
+// fork's mark, after the steps it reuses: see POST /v1/runs/{id}/fork),
+// run_completed, run_failed, run_canceled. Data is the step's output or error, or the
 // run's (left out with resolveData=none).
 type Event struct {
 	Type     string          `json:"type"`
@@ -48,7 +50,11 @@ func History(run *backend.WorkflowRun, attempts []backend.StepAttempt, first, la
 	for i := range attempts {
 		a := &attempts[i]
 		if a.Kind == backend.StepRetry {
-			evs = append(evs, Event{Type: "run_retried", At: a.CreatedAt, StepID: a.ID})
+			typ := "run_retried"
+			if strings.HasPrefix(a.StepName, "__fork:") {
+				typ = "run_forked" // a fork's mark (backend.RunForker), after the steps it reuses
+			}
+			evs = append(evs, Event{Type: typ, At: a.CreatedAt, StepID: a.ID})
 			continue
 		}
 		started := a.CreatedAt

@@ -242,6 +242,36 @@ func (h *Handler) retryRun(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// forkRunRequest is the body of POST /v1/runs/{id}/fork.
+type forkRunRequest struct {
+	// FromStep is the durable key of the first step the fork executes
+	// again; the steps before it are reused.
+	FromStep string `json:"fromStep"`
+}
+
+func (h *Handler) forkRun(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	var req forkRunRequest
+	if err := decodeBody(r, &req, false); err != nil {
+		return err
+	}
+	if req.FromStep == "" {
+		return badField("fromStep", "fromStep is required: the name of the first step to execute again, as the run's steps name it (GET /v1/runs/%s/steps)", id)
+	}
+	if !backend.ValidText(req.FromStep) {
+		return badField("fromStep", "fromStep must be text")
+	}
+	fork, err := h.c.ForkRun(r.Context(), id, req.FromStep)
+	if err != nil {
+		return asAPIError(err, "fromStep")
+	}
+	writeJSON(w, http.StatusCreated, RunOf(fork.Run, false))
+	return nil
+}
+
 func (h *Handler) listSteps(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r, "id")
 	if err != nil {

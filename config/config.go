@@ -20,6 +20,9 @@
 //	  concurrency: 10
 //	openflow:
 //	  dirs: [flows]   # OpenFlow flows and scripts found by path
+//	retention:
+//	  default: 30d    # finished runs are deleted 30 days after they finished
+//	  workflows: {nightly-report: 7d}
 //
 // Unknown keys are an error naming the key and the file, so a typo never
 // silently falls back to a default. [Config.Source] tells where each value
@@ -105,6 +108,9 @@ type Config struct {
 	OpenFlow OpenFlow `yaml:"openflow"`
 	// Server configures `ow server` (the HTTP API and the dashboard).
 	Server Server `yaml:"server"`
+	// Retention says how long finished runs are kept (`ow server`'s
+	// pruner, `ow runs prune`). Default: forever.
+	Retention Retention `yaml:"retention"`
 
 	// File is the absolute path of the configuration file loaded, or ""
 	// when none was found.
@@ -306,6 +312,10 @@ func (c *Config) readFile(path string) error {
 	}
 	c.Server.PublicWebhooks = f.Server.PublicWebhooks
 	c.Server.CORSOrigins = f.Server.CORSOrigins
+	if f.Retention.Default != 0 || f.Retention.Workflows != nil || f.Retention.Interval != 0 || f.Retention.Duty != 0 {
+		c.Retention = f.Retention
+		c.sources[keyRetention] = from
+	}
 	if len(f.OpenFlow.Dirs) > 0 {
 		c.OpenFlow.Dirs = nil
 		for _, d := range f.OpenFlow.Dirs {
@@ -429,6 +439,9 @@ func (c *Config) applyDefaults() {
 	if c.sources[keyAPIToken] == "" {
 		c.sources[keyAPIToken] = "default"
 	}
+	if c.sources[keyRetention] == "" {
+		c.sources[keyRetention] = "default"
+	}
 }
 
 // validate rejects values no backend could use.
@@ -441,6 +454,14 @@ func (c *Config) validate() error {
 	}
 	if c.Worker.Concurrency <= 0 {
 		return fmt.Errorf("config: worker.concurrency (from %s) must be a positive integer, got %d", c.sources[keyConcurrency], c.Worker.Concurrency)
+	}
+	for name := range c.Retention.Workflows {
+		if name == "" {
+			return fmt.Errorf("config: retention.workflows (from %s) has an empty workflow name", c.sources[keyRetention])
+		}
+	}
+	if d := c.Retention.Duty; d < 0 || d > 1 {
+		return fmt.Errorf("config: retention.duty (from %s) must be from 0 to 1 (the pruner's largest share of the time), got %g", c.sources[keyRetention], d)
 	}
 	return nil
 }

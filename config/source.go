@@ -17,10 +17,11 @@ const (
 	keyOpenFlowDirs = "openflow.dirs"
 	keyServerAddr   = "server.addr"
 	keyAPIToken     = "server.token"
+	keyRetention    = "retention"
 )
 
 // knownKeys lists the keys a file may use, for error messages.
-var knownKeys = []string{keyPostgresURL, keySQLitePath, keyNamespace, keySchema, "worker: {concurrency}", "openflow: {dirs}", "server: {addr, token, public_webhooks, cors_origins}"}
+var knownKeys = []string{keyPostgresURL, keySQLitePath, keyNamespace, keySchema, "worker: {concurrency}", "openflow: {dirs}", "server: {addr, token, public_webhooks, cors_origins}", "retention: {default, workflows, interval, duty}"}
 
 // Setting is one resolved setting and where its value came from.
 type Setting struct {
@@ -42,6 +43,7 @@ func (c *Config) Source() []Setting {
 		{keySchema, c.Schema, c.sources[keySchema]},
 		{keyConcurrency, strconv.Itoa(c.Worker.Concurrency), c.sources[keyConcurrency]},
 		{keyOpenFlowDirs, strings.Join(c.OpenFlow.Dirs, string(filepath.ListSeparator)), c.sources[keyOpenFlowDirs]},
+		{keyRetention, c.Retention.String(), c.sources[keyRetention]},
 	}
 }
 

@@ -225,7 +225,7 @@ func (d *Dashboard) actionFailed(w http.ResponseWriter, r *http.Request, id stri
 }
 
 var actionTitles = map[string]string{
-	"cancel": "Cancel", "retry": "Retry", "signal": "Sending the signal", "hook": "Resuming the hook",
+	"cancel": "Cancel", "retry": "Retry", "signal": "Sending the signal", "hook": "Resuming the hook", "fork": "Forking",
 }
 
 func (d *Dashboard) cancelRun(w http.ResponseWriter, r *http.Request) {
@@ -252,6 +252,28 @@ func (d *Dashboard) retryRun(w http.ResponseWriter, r *http.Request) {
 	}
 	d.runAction(w, r, "/v1/runs/"+url.PathEscape(r.PathValue("id"))+"/retry", body, nil, form,
 		func() url.Values { return url.Values{"done": {"retried"}} })
+}
+
+// forkRun starts a new run of the run's workflow and input that reuses
+// its results before the chosen step (POST /v1/runs/{id}/fork), and goes
+// to the new run's page.
+func (d *Dashboard) forkRun(w http.ResponseWriter, r *http.Request) {
+	if !d.parseForm(w, r) {
+		return
+	}
+	id := r.PathValue("id")
+	form := actionForm{Action: "fork", Step: r.PostFormValue("step")}
+	if form.Step == "" {
+		d.actionFailed(w, r, id, &api.Error{Status: http.StatusBadRequest, Code: api.CodeInvalidArgument, Field: "fromStep", Message: "Choose the step to run again."}, form)
+		return
+	}
+	var fork api.Run
+	if err := d.api.post(r.Context(), "/v1/runs/"+url.PathEscape(id)+"/fork", map[string]string{"fromStep": form.Step}, &fork); err != nil {
+		d.actionFailed(w, r, id, err, form)
+		return
+	}
+	q := url.Values{"done": {"forked"}, "from": {id}, "step": {form.Step}}
+	http.Redirect(w, r, "/runs/"+url.PathEscape(fork.ID)+"?"+q.Encode(), http.StatusSeeOther)
 }
 
 func (d *Dashboard) resumeHook(w http.ResponseWriter, r *http.Request) {

@@ -385,6 +385,37 @@ func TestBrowser(t *testing.T) {
 			b.screenshot(strings.TrimPrefix(s.t.Name(), "TestBrowser/") + "-retried")
 		})
 
+		t.Run("fork a failed run from its failed step", func(t *testing.T) {
+			b.t = t
+			key := s.t.Name() + "/fork"
+			failing.Store(key, true)
+			id := s.start("flaky", key)
+			s.waitStatus(id, "failed")
+			failing.Delete(key)
+			b.open("/runs/" + id)
+			b.do("open the fork dialog", chromedp.Click(chromedp.CSS(`[data-open=dlg-fork]`)))
+			b.until("the dialog", `document.getElementById('dlg-fork').open`)
+			if got := eval[string](b, `[...document.querySelectorAll('#fork-step option')].map(o => o.value).join(',')`); got != "reserve,charge" {
+				t.Errorf("the fork dialog offers the steps %q, want reserve,charge", got)
+			}
+			b.setValue("fork-step", "charge")
+			b.clickToLoad(`#dlg-fork button[type=submit]`)
+			if got := eval[string](b, `document.querySelector('.notice') ? document.querySelector('.notice').textContent : document.querySelector('.alert').textContent`); !strings.HasPrefix(got, "Run forked from run "+id) {
+				t.Fatalf("after the fork the page says %q", got)
+			}
+			if got := eval[string](b, `document.getElementById('run-id').textContent`); got == id {
+				t.Fatalf("after the fork the page shows the forked run, not the fork")
+			}
+			b.until("the fork completing", `document.querySelector('#run-head .badge').textContent === 'completed'`)
+			if got := eval[int](b, `[...document.querySelectorAll('#run-steps tr.attempt')].filter(r => r.textContent.includes('reserve')).length`); got != 1 {
+				t.Errorf("the fork shows %d attempts of reserve, want its one reused result", got)
+			}
+			if got := eval[string](b, `document.querySelector('#run-steps tr.retry-row').textContent`); !strings.Contains(got, "Forked") {
+				t.Errorf("the fork's mark reads %q, want it to say the run was forked", got)
+			}
+			b.screenshot(strings.TrimPrefix(s.t.Name(), "TestBrowser/") + "-forked")
+		})
+
 		t.Run("start a run from the form", func(t *testing.T) {
 			b.t = t
 			b.open("/runs/new")

@@ -2,8 +2,8 @@
 // of a namespace with their counts, filters and pages; a run's status
 // explained, its input, output and error, a timeline of its steps and
 // attempts, its hooks, child runs and live streams; the actions of an
-// operator (start, cancel, retry from the failed step, send a signal,
-// resume a hook); and the workers holding runs. `ow server` serves it at
+// operator (start, cancel, retry from the failed step, fork from a step,
+// send a signal, resume a hook); and the workers holding runs. `ow server` serves it at
 // /; mount [New] in a program of your own:
 //
 //	mux.Handle("/v1/", api.New(client, api.Options{Token: token}))
@@ -136,6 +136,7 @@ func (d *Dashboard) routes() {
 	m.HandleFunc("GET /runs/{id}/stream", d.runStream)
 	m.HandleFunc("POST /runs/{id}/cancel", d.cancelRun)
 	m.HandleFunc("POST /runs/{id}/retry", d.retryRun)
+	m.HandleFunc("POST /runs/{id}/fork", d.forkRun)
 	m.HandleFunc("POST /runs/{id}/hook", d.resumeHook)
 	m.HandleFunc("POST /signals", d.sendSignal)
 	m.HandleFunc("GET /workers", d.workersPage)

@@ -30,8 +30,8 @@ func TestTokenGuardsEveryPageAndAction(t *testing.T) {
 		for _, path := range []string{"/", "/workers", "/runs/new", "/runs/" + id, "/runs/" + id + "/live", "/live", "/counts", "/runs/" + id + "/stream?name=log"} {
 			s.must(anon, http.StatusUnauthorized, "GET", path, nil, "Accept", "text/event-stream")
 		}
-		for _, path := range []string{"/runs/" + id + "/cancel", "/runs/" + id + "/retry", "/runs", "/signals", "/runs/" + id + "/hook"} {
-			s.must(anon, http.StatusUnauthorized, "POST", path, url.Values{"workflow": {"greet"}, "signal": {"x"}, "token": {"t"}})
+		for _, path := range []string{"/runs/" + id + "/cancel", "/runs/" + id + "/retry", "/runs/" + id + "/fork", "/runs", "/signals", "/runs/" + id + "/hook"} {
+			s.must(anon, http.StatusUnauthorized, "POST", path, url.Values{"workflow": {"greet"}, "signal": {"x"}, "token": {"t"}, "step": {"greet"}})
 		}
 		if run := s.waitStatus(id, "pending"); run.Status != backend.RunPending {
 			t.Fatalf("a refused cancel changed the run: %s", run.Status)
@@ -365,6 +365,55 @@ func TestSendSignalFromARunPage(t *testing.T) {
 		p = s.must(c, http.StatusOK, "GET", "/?done=signaled&n=0", nil)
 		if !strings.Contains(p.body, "no run was waiting for it") {
 			t.Errorf("a signal to nobody is not said so")
+		}
+	})
+}
+
+// TestForkFromARunPage: the run page offers its steps to fork from; the
+// fork goes to the new run's page, which reuses the step before the one
+// chosen; an unknown step is said so on the run's page.
+func TestForkFromARunPage(t *testing.T) {
+	eachBackend(t, siteOptions{}, func(t *testing.T, s *site) {
+		key := s.t.Name() + "/fork"
+		failing.Store(key, true)
+		id := s.start("flaky", key)
+		s.waitStatus(id, "failed")
+		failing.Delete(key)
+		c := s.client()
+		p := s.must(c, http.StatusOK, "GET", "/runs/"+id, nil)
+		for _, want := range []string{`data-open="dlg-fork"`, `<option value="reserve">reserve</option>`, `<option value="charge">charge</option>`} {
+			if !strings.Contains(p.body, want) {
+				t.Errorf("the failed run's page does not have %q", want)
+			}
+		}
+		p = s.must(c, http.StatusBadRequest, "POST", "/runs/"+id+"/fork", url.Values{"step": {"chrage"}})
+		if !strings.Contains(p.body, `no step &#34;chrage&#34;`) {
+			t.Errorf("a fork from an unknown step: the page does not say so: %.2000s", p.body)
+		}
+		p = s.must(c, http.StatusSeeOther, "POST", "/runs/"+id+"/fork", url.Values{"step": {"charge"}})
+		loc := p.header.Get("Location")
+		fork, query, _ := strings.Cut(strings.TrimPrefix(loc, "/runs/"), "?")
+		want := url.Values{"done": {"forked"}, "from": {id}, "step": {"charge"}}
+		if fork == id || !strings.HasPrefix(fork, "wrun_") || query != want.Encode() {
+			t.Fatalf("after the fork: %q, want the new run's page", loc)
+		}
+		if run := s.waitStatus(fork, "completed"); string(run.Output) != `"charged"` {
+			t.Errorf("the fork's output %s", run.Output)
+		}
+		p = s.must(c, http.StatusOK, "GET", loc, nil)
+		if !strings.Contains(p.body, "Run forked from run "+id+" at step charge") {
+			t.Errorf("the fork's page does not say where it came from")
+		}
+		steps, err := s.c.ListSteps(s.ctx, backend.ListStepAttemptsParams{WorkflowRunID: fork})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, a := range steps.Data {
+			names = append(names, a.StepName+":"+string(a.Status))
+		}
+		if got := strings.Join(names, " "); !strings.HasPrefix(got, "reserve:completed __fork:") || !strings.HasSuffix(got, "charge:completed") {
+			t.Errorf("the fork's attempts %s, want reserve reused, the mark, then charge", got)
 		}
 	})
 }

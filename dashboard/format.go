@@ -41,6 +41,8 @@ var templateFuncs = template.FuncMap{
 	"dict":   dict,
 	"timeEl": timeEl,
 	"durEl":  durEl,
+	// hasPrefix tells a fork's mark ("__fork:…") from a manual retry's.
+	"hasPrefix": strings.HasPrefix,
 }
 
 // dict makes a map of its key, value arguments, to pass several values

@@ -92,6 +92,7 @@ var notices = map[string]string{
 	"retried":  "Run retried from its failed step: it is pending again, and its completed steps keep their results.",
 	"signaled": "Signal sent.",
 	"resumed":  "Hook resumed: the payload was delivered.",
+	"forked":   "Run forked: this new run reuses the results of the steps before the one chosen, and runs that step and those after it.",
 }
 
 func notice(q url.Values) string {
@@ -110,6 +111,10 @@ func notice(q url.Values) string {
 	case "resumed":
 		if seq := q.Get("seq"); seq != "" {
 			msg = "Hook resumed: payload #" + seq + " was delivered."
+		}
+	case "forked":
+		if from, step := q.Get("from"), q.Get("step"); from != "" && step != "" {
+			msg = "Run forked from run " + from + " at step " + step + ": it reuses the results of the steps before it, and runs " + step + " and the steps after it."
 		}
 	}
 	return msg

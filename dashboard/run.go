@@ -38,6 +38,9 @@ type runData struct {
 	Terminal  bool
 	CanCancel bool
 	CanRetry  bool
+	// ForkSteps are the steps a fork may start again from: the run's
+	// durable keys in the order they first ran (marks left out).
+	ForkSteps []string
 	// Attempts counts the step attempts (retry marks left out).
 	Attempts int
 	// StepsTruncated: the run has more attempts than one page shows.
@@ -73,6 +76,7 @@ type actionForm struct {
 	Action, Field, Problem string
 	Signal, Data           string
 	Token, Payload         string
+	Step                   string // the fork's step
 }
 
 func (d *Dashboard) runPage(w http.ResponseWriter, r *http.Request) {
@@ -182,6 +186,9 @@ func (d *Dashboard) loadRun(ctx context.Context, id string, now time.Time) (*run
 		data.Steps = append(data.Steps, sv)
 		if s.Kind != "retry" {
 			data.Attempts++
+			if n[s.StepName] == 1 {
+				data.ForkSteps = append(data.ForkSteps, s.StepName)
+			}
 		}
 		if s.Kind == "workflow" && s.ChildRunID != nil {
 			data.Children = append(data.Children, childLink{StepName: s.StepName, RunID: *s.ChildRunID})

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/openworkflow-go/openworkflow/api"
@@ -115,7 +116,11 @@ func buildTimeline(run *api.Run, steps []api.Step, now time.Time) timeline {
 		s := &steps[i]
 		if s.Kind == "retry" { // the mark of a manual retry: a marker, not a step
 			lastRetry = s.CreatedAt
-			tl.Retries = append(tl.Retries, timelineTick{X: pos(s.CreatedAt), Label: "retried by hand " + absTime(s.CreatedAt)})
+			label := "retried by hand "
+			if strings.HasPrefix(s.StepName, "__fork:") {
+				label = "forked " // a fork's mark (POST /v1/runs/{id}/fork): the steps before it were reused
+			}
+			tl.Retries = append(tl.Retries, timelineTick{X: pos(s.CreatedAt), Label: label + absTime(s.CreatedAt)})
 			continue
 		}
 		r, ok := index[s.StepName]

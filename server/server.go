@@ -1,8 +1,8 @@
 // Package server runs the HTTP surfaces of OpenWorkflow for Go in one
 // process: the API (package api) under /v1/, the dashboard at / when one
 // is given, a health check at /healthz, Prometheus metrics at /metrics
-// when given (package metrics), and optionally a worker — what `ow
-// server` and `ow dev` run.
+// when given (package metrics), and optionally a worker and a pruner of
+// old finished runs — what `ow server` and `ow dev` run.
 //
 // It owns the process's lifecycle: [Serve] listens, and when its context
 // ends (SIGTERM, say) it stops taking connections, ends event streams
@@ -48,6 +48,9 @@ type Options struct {
 	Metrics http.Handler
 	// Worker, when set, is started with the server and stopped after it.
 	Worker *ow.Worker
+	// Pruner, when set, is started with the server and stopped after it:
+	// the built-in deletion of old finished runs (retention).
+	Pruner *ow.Pruner
 	// Logger receives the access log and the server's events; nil
 	// discards them.
 	Logger *slog.Logger
@@ -121,10 +124,17 @@ func Serve(ctx context.Context, c *ow.Client, opts Options) error {
 			return fmt.Errorf("start the worker: %w", err)
 		}
 	}
+	if opts.Pruner != nil {
+		if err := opts.Pruner.Start(ctx); err != nil {
+			ln.Close()
+			stopWorker(ctx, opts, log)
+			return fmt.Errorf("start the pruner: %w", err)
+		}
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	addr := ln.Addr().String()
-	log.Info("server listening", "addr", addr, "auth", opts.API.Token != "", "worker", opts.Worker != nil)
+	log.Info("server listening", "addr", addr, "auth", opts.API.Token != "", "worker", opts.Worker != nil, "pruner", opts.Pruner != nil)
 	if opts.Ready != nil {
 		opts.Ready(addr)
 	}
@@ -145,13 +155,14 @@ func Serve(ctx context.Context, c *ow.Client, opts Options) error {
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
-	if opts.Worker != nil {
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opts.ShutdownGrace)
-		if werr := opts.Worker.Stop(wctx); werr != nil {
-			log.Warn("worker stop", "err", werr)
+	if opts.Pruner != nil {
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opts.ShutdownGrace)
+		if perr := opts.Pruner.Stop(pctx); perr != nil {
+			log.Warn("pruner stop", "err", perr)
 		}
 		cancel()
 	}
+	stopWorker(ctx, opts, log)
 	return err
 }
 
@@ -172,6 +183,18 @@ func endOnShutdown(h http.Handler, done <-chan struct{}) http.Handler {
 		}()
 		h.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// stopWorker stops opts.Worker, if any, within the shutdown grace.
+func stopWorker(ctx context.Context, opts Options, log *slog.Logger) {
+	if opts.Worker == nil {
+		return
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opts.ShutdownGrace)
+	if werr := opts.Worker.Stop(wctx); werr != nil {
+		log.Warn("worker stop", "err", werr)
+	}
+	cancel()
 }
 
 // CheckExposure refuses to serve addr without a token unless addr is

@@ -13,6 +13,7 @@ import (
 
 	ow "github.com/openworkflow-go/openworkflow"
 	"github.com/openworkflow-go/openworkflow/api"
+	"github.com/openworkflow-go/openworkflow/backend"
 	"github.com/openworkflow-go/openworkflow/backend/sqlite"
 	"github.com/openworkflow-go/openworkflow/dashboard"
 	"github.com/openworkflow-go/openworkflow/server"
@@ -198,5 +199,57 @@ func TestDashboardLiveViewsEndAtShutdown(t *testing.T) {
 	}
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("shutdown waited %v for the live view; it should end it at once", took)
+	}
+}
+
+// TestServeRunsThePruner: the pruner given in Options prunes while the
+// server serves, and is stopped with it.
+func TestServeRunsThePruner(t *testing.T) {
+	ctx := context.Background()
+	past := time.Now().Add(-48 * time.Hour)
+	dir := t.TempDir()
+	old, err := sqlite.Open(ctx, filepath.Join(dir, "ow.db"), sqlite.Options{Now: func() time.Time { return past }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := old.CreateWorkflowRun(ctx, backend.CreateWorkflowRunParams{WorkflowName: "wf"})
+	if err == nil {
+		_, err = old.CancelWorkflowRun(ctx, run.ID)
+	}
+	old.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := sqlite.Open(ctx, filepath.Join(dir, "ow.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	c := ow.NewClient(b)
+	sctx, stop := context.WithCancel(ctx)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := ow.NewPruner(c, ow.PrunerOptions{Retention: ow.Retention{Default: time.Hour}})
+	served := make(chan error, 1)
+	go func() { served <- server.Serve(sctx, c, server.Options{Listener: ln, Pruner: p}) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := c.GetRun(ctx, run.ID); errors.Is(err, backend.ErrRunNotFound) {
+			break
+		}
+		if time.Now().After(deadline) {
+			stop()
+			t.Fatal("the run canceled two days ago was not pruned within 10 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop()
+	if err := <-served; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	if rep, err := p.Last(); err != nil || rep.Deleted.Canceled != 1 {
+		t.Fatalf("the pruner's last prune = %+v, %v; want the canceled run deleted", rep, err)
 	}
 }

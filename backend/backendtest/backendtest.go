@@ -26,6 +26,7 @@
 package backendtest
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -48,6 +49,11 @@ type Harness struct {
 	// older OpenWorkflow did ("sleeping", "succeeded"), to test that every
 	// backend reads those legacy statuses under their current names.
 	StoreStatus func(t testing.TB, b backend.Backend, runID, status string)
+	// InTx runs fn in a transaction of the kind b's
+	// [backend.TxStarter] takes, committing it when fn returns nil and
+	// rolling it back when fn returns an error, which InTx returns. Nil
+	// skips the specifications of CreateWorkflowRunTx.
+	InTx func(t testing.TB, b backend.Backend, fn func(ctx context.Context, tx any) error) error
 }
 
 // suite carries the harness to the specifications.
@@ -62,7 +68,8 @@ type suite struct {
 // Tests needing h.AgeRun or h.StoreStatus are skipped when it is nil, the
 // Definitions ones when the backend does not implement
 // [backend.DefinitionStore], and the Hooks and Streams ones when it does
-// not implement [backend.HookStore] and [backend.StreamStore].
+// not implement [backend.HookStore] and [backend.StreamStore], and the
+// Retention ones when it does not implement [backend.RunPruner].
 func Run(t *testing.T, h Harness) {
 	if h.NewBackend == nil {
 		t.Fatal("backendtest: Harness.NewBackend is nil")
@@ -105,6 +112,9 @@ func Run(t *testing.T, h Harness) {
 		{"Definitions", testDefinitions},
 		{"Hooks", testHooks},
 		{"Streams", testStreams},
+		{"Retention", testRetention},
+		{"CreateWorkflowRunTx", testCreateWorkflowRunTx},
+		{"ForkWorkflowRun", testForkWorkflowRun},
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {

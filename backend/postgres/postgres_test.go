@@ -152,6 +152,10 @@ func TestConformance(t *testing.T) {
 		},
 		AgeRun:      ageRun,
 		StoreStatus: storeStatus,
+		InTx: func(t testing.TB, b backend.Backend, fn func(ctx context.Context, tx any) error) error {
+			ctx := context.Background()
+			return pgx.BeginFunc(ctx, requirePool(t), func(tx pgx.Tx) error { return fn(ctx, tx) })
+		},
 	})
 }
 

@@ -90,6 +90,21 @@ type queries struct {
 	// escapes.sql
 	RecordEscapes string `sql:"record_escapes"`
 	EscapedValues string `sql:"escaped_values"`
+	// fork.sql
+	ForkRun     string `sql:"fork_run"`
+	ForkSteps   string `sql:"fork_steps"`
+	ForkEscapes string `sql:"fork_escapes"`
+	// retention.sql
+	PruneCandidates           string `sql:"prune_candidates"`
+	PruneCandidatesOfWorkflow string `sql:"prune_candidates_of_workflow"`
+	PruneEscapes              string `sql:"prune_escapes"`
+	PruneSignals              string `sql:"prune_signals"`
+	PruneChunks               string `sql:"prune_chunks"`
+	PruneStreams              string `sql:"prune_streams"`
+	PruneHookPayloads         string `sql:"prune_hook_payloads"`
+	PruneHooks                string `sql:"prune_hooks"`
+	PruneSteps                string `sql:"prune_steps"`
+	PruneRuns                 string `sql:"prune_runs"`
 	// definitions.sql
 	PutDefinition   string `sql:"put_definition"`
 	GetDefinition   string `sql:"get_definition"`

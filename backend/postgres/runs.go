@@ -56,24 +56,9 @@ func (b *Backend) CreateWorkflowRun(ctx context.Context, p backend.CreateWorkflo
 		return run, nil
 	}
 
-	err := b.inTx(ctx, func(tx pgx.Tx) error {
-		lockKey := idempotencyLockKey(b.namespace, p.WorkflowName, *p.IdempotencyKey)
-		if _, err := tx.Exec(ctx, b.q.LockIdempotencyKey, lockKey); err != nil {
-			return err
-		}
-		existing, err := queryRun(ctx, tx, b.q.GetRunByIdempotencyKey,
-			b.namespace, p.WorkflowName, *p.IdempotencyKey, durationMs(backend.IdempotencyPeriod), b.at())
-		if err == nil {
-			run = existing
-			return nil
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return err
-		}
-		if run, err = queryRun(ctx, tx, b.q.InsertRun, args...); err != nil {
-			return err
-		}
-		return b.recordEscapes(ctx, tx, &esc)
+	err := b.inTx(ctx, func(tx pgx.Tx) (err error) {
+		run, _, err = b.createInTx(ctx, tx, p, &esc, args)
+		return err
 	})
 	if err == nil {
 		err = b.decodeRuns(ctx, run)

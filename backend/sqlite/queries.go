@@ -84,6 +84,20 @@ type queries struct {
 	CreateDeadlineIndex          string `sql:"create_deadline_index"`
 	GoMigrationsTableExists      string `sql:"go_migrations_table_exists"`
 	GoMigrationVersions          string `sql:"go_migration_versions"`
+	// fork.sql
+	ForkRun   string `sql:"fork_run"`
+	ForkSteps string `sql:"fork_steps"`
+	ForkMark  string `sql:"fork_mark"`
+	// retention.sql
+	PruneCandidates           string `sql:"prune_candidates"`
+	PruneCandidatesOfWorkflow string `sql:"prune_candidates_of_workflow"`
+	PruneSignals              string `sql:"prune_signals"`
+	PruneChunks               string `sql:"prune_chunks"`
+	PruneStreams              string `sql:"prune_streams"`
+	PruneHookPayloads         string `sql:"prune_hook_payloads"`
+	PruneHooks                string `sql:"prune_hooks"`
+	PruneSteps                string `sql:"prune_steps"`
+	PruneRuns                 string `sql:"prune_runs"`
 	// definitions.sql
 	PutDefinition   string `sql:"put_definition"`
 	GetDefinition   string `sql:"get_definition"`

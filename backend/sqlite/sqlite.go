@@ -224,6 +224,9 @@ type sharedFile struct {
 
 	hubsMu sync.Mutex
 	hubs   map[string]*hub.Hub
+
+	// userTxs are the InTx transactions in flight (txstart.go).
+	userTxs userTxs
 }
 
 // hub returns the event hub of namespace ns, creating it on first use.
@@ -313,6 +316,9 @@ func (e *events) runFinished(ns, runID string) {
 // busy database is retried), so it must keep its results in variables it
 // resets itself.
 func (b *Backend) write(ctx context.Context, fn func(tx *txn, now time.Time, ev *events) error) error {
+	if ctx.Value(inTxKey{}) == b.file {
+		return ErrWriteInsideTx
+	}
 	select {
 	case b.file.writeLock <- struct{}{}:
 	case <-ctx.Done():

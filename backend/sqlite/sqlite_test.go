@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"path/filepath"
 	"testing"
@@ -28,6 +29,9 @@ func TestConformance(t *testing.T) {
 		},
 		AgeRun:      ageRun,
 		StoreStatus: storeStatus,
+		InTx: func(t testing.TB, b backend.Backend, fn func(ctx context.Context, tx any) error) error {
+			return b.(*Backend).InTx(context.Background(), func(ctx context.Context, tx *sql.Tx) error { return fn(ctx, tx) })
+		},
 	})
 }
 

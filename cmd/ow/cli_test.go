@@ -33,6 +33,9 @@ type env struct {
 	db    string   // the SQLite file; "" on PostgreSQL
 	flags []string // the global flags selecting the database
 	open  func(context.Context) (backend.Backend, error)
+	// openAt opens the database on the clock now, as open does on the
+	// real one (to write runs in the past).
+	openAt func(ctx context.Context, now func() time.Time) (backend.Backend, error)
 }
 
 func newEnv(t *testing.T) *env {
@@ -41,7 +44,10 @@ func newEnv(t *testing.T) *env {
 	// An empty --postgres-url keeps a PostgreSQL URL in the caller's
 	// environment from being used.
 	return &env{t: t, name: "sqlite", dir: dir, db: db, flags: []string{"--postgres-url=", "--sqlite-path", db},
-		open: func(ctx context.Context) (backend.Backend, error) { return sqlite.Open(ctx, db, sqlite.Options{}) }}
+		open: func(ctx context.Context) (backend.Backend, error) { return sqlite.Open(ctx, db, sqlite.Options{}) },
+		openAt: func(ctx context.Context, now func() time.Time) (backend.Backend, error) {
+			return sqlite.Open(ctx, db, sqlite.Options{Now: now})
+		}}
 }
 
 // run executes ow with args against the env's database.
@@ -225,7 +231,7 @@ func TestBadInputNamesTheFlag(t *testing.T) {
 		{"a negative sleep", []string{"demo", "--sleep", "-1s"}, []string{"--sleep"}},
 		{"a zero concurrency", []string{"demo", "--concurrency", "0"}, []string{"--concurrency", "positive"}},
 		{"an unknown command", []string{"runz"}, []string{`unknown command "runz"`}},
-		{"an unknown runs subcommand", []string{"runs", "frob"}, []string{`unknown command "frob" for "ow runs"`, "cancel, get, list"}},
+		{"an unknown runs subcommand", []string{"runs", "frob"}, []string{`unknown command "frob" for "ow runs"`, "cancel, fork, get, list, prune"}},
 		{"an unknown signal subcommand", []string{"signal", "frob"}, []string{`unknown command "frob" for "ow signal"`, "send"}},
 		{"a misspelt signal subcommand", []string{"signal", "sned"}, []string{`unknown command "sned"`, `did you mean "send"?`}},
 	}

@@ -67,6 +67,9 @@ func newPostgresEnv(t *testing.T) *env {
 	return &env{t: t, name: "postgres", dir: dir, flags: []string{"--postgres-url", url, "--schema", schema},
 		open: func(ctx context.Context) (backend.Backend, error) {
 			return postgres.Open(ctx, url, postgres.Options{Schema: schema})
+		},
+		openAt: func(ctx context.Context, now func() time.Time) (backend.Backend, error) {
+			return postgres.Open(ctx, url, postgres.Options{Schema: schema, Now: now})
 		}}
 }
 

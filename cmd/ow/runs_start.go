@@ -102,15 +102,7 @@ if it failed or was canceled).
 				return nil
 			}
 			fmt.Fprintf(a.stderr, "started run %s (%s); waiting for it to finish (Ctrl-C stops waiting, not the run)\n", h.ID, args[0])
-			out, err := h.Result(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return a.printJSON(out)
-			}
-			fmt.Fprintln(a.stdout, string(out))
-			return nil
+			return a.printResult(cmd, h)
 		},
 	}
 	f := c.Flags()
@@ -288,4 +280,67 @@ each once; a run parked waiting on the hook is woken at once.`,
 	}
 	resume.Flags().StringVar(&payload, "payload", "", "the JSON payload (default null)")
 	return groupCommand("hooks", "Resume runs waiting on hooks", resume)
+}
+
+func (a *app) runsForkCommand() *cobra.Command {
+	var fromStep string
+	var wait bool
+	c := &cobra.Command{
+		Use:   "fork <run-id> --from-step <step>",
+		Short: "Start a new run of a run's workflow and input that reuses its results before a step",
+		Long: `Fork a run: start a new run of the same workflow and input whose history
+starts with the results the run recorded for its steps before --from-step.
+A worker replays those steps from their results without executing them
+again, then executes --from-step and everything after it. The run itself
+is left as it is, whatever its status.
+
+--from-step is a step's name as 'ow runs get <run-id>' lists it
+("charge", or "charge:1" for the second call of a step name).`,
+		Example: `  ow runs get wrun_01J…            # the steps and their names
+  ow runs fork wrun_01J… --from-step charge --wait`,
+		Args: exactArgs("run-id"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if fromStep == "" {
+				return fmt.Errorf("--from-step is required: the name of the first step to execute again (see 'ow runs get %s')", args[0])
+			}
+			_, b, err := a.openBackend(cmd)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			c := ow.NewClient(b)
+			h, err := c.ForkRun(cmd.Context(), args[0], fromStep)
+			if errors.Is(err, backend.ErrInvalidArgument) {
+				return fmt.Errorf("%w\n(see the run's steps with 'ow runs get %s')", err, args[0])
+			}
+			if err != nil {
+				return runError(err, args[0])
+			}
+			if !wait {
+				if a.jsonOut {
+					return a.printJSON(h.Run)
+				}
+				fmt.Fprintf(a.stdout, "forked run %s from step %q: new run %s (%s)\n", args[0], fromStep, h.ID, h.WorkflowName)
+				return nil
+			}
+			fmt.Fprintf(a.stderr, "forked run %s from step %q: new run %s; waiting for it to finish (Ctrl-C stops waiting, not the run)\n", args[0], fromStep, h.ID)
+			return a.printResult(cmd, h)
+		},
+	}
+	c.Flags().StringVar(&fromStep, "from-step", "", "the first step to execute again; the steps before it are reused (required)")
+	c.Flags().BoolVar(&wait, "wait", false, "wait for the new run to finish and print its output")
+	return c
+}
+
+// printResult waits for run h to finish and prints its output.
+func (a *app) printResult(cmd *cobra.Command, h *ow.RunHandle) error {
+	out, err := h.Result(cmd.Context())
+	if err != nil {
+		return err
+	}
+	if a.jsonOut {
+		return a.printJSON(out)
+	}
+	fmt.Fprintln(a.stdout, string(out))
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -31,8 +32,12 @@ beyond loopback: set OPENWORKFLOW_API_TOKEN (or server.token in
 openworkflow.yaml); the dashboard then asks for it once. With --worker,
 the process also runs a worker for the OpenFlow flows of openflow.dirs, as
 'ow worker' does, and /metrics includes its measurements; workflows
-written in Go run in your own program's workers. For development, 'ow dev'
-runs all of it with sample workflows.
+written in Go run in your own program's workers. With a retention section
+in openworkflow.yaml (retention: {default: 30d, workflows: {name: 7d}}),
+the server also deletes the finished runs older than their period, at
+start and then every retention.interval (default 1h), a batch at a time;
+see 'ow runs prune'. For development, 'ow dev' runs all of it with sample
+workflows.
 
   OPENWORKFLOW_API_TOKEN=$(openssl rand -hex 32) ow server --addr 0.0.0.0:8080
   curl -H "Authorization: Bearer $OPENWORKFLOW_API_TOKEN" localhost:8080/v1/runs`,
@@ -63,6 +68,9 @@ runs all of it with sample workflows.
 				if opts.Dashboard != nil {
 					fmt.Fprintf(a.stderr, "dashboard: http://%s/\n", addr)
 				}
+				if opts.Pruner != nil {
+					fmt.Fprintf(a.stderr, "pruning finished runs by retention: %s\n", cfg.Retention)
+				}
 			}
 			if worker {
 				if opts.Worker, err = a.flowWorker(cfg, b, m); err != nil {
@@ -81,8 +89,9 @@ runs all of it with sample workflows.
 // httpOptions are the server options 'ow server' and 'ow dev' share: the
 // API with the configured token, webhook and CORS settings, Prometheus
 // metrics at /metrics (also given to the worker the caller adds, as
-// returned), and the dashboard when this build has one. logger receives
-// the access log and the server's events.
+// returned), the dashboard when this build has one, and a pruner when the
+// configuration has a retention period. logger receives the access log
+// and the server's events.
 func httpOptions(cfg *config.Config, c *ow.Client, logger *slog.Logger) (server.Options, *metrics.Exporter, error) {
 	m, err := metrics.New(metrics.Options{Client: c, Logger: logger})
 	if err != nil {
@@ -92,13 +101,23 @@ func httpOptions(cfg *config.Config, c *ow.Client, logger *slog.Logger) (server.
 		Token: cfg.Server.Token, PublicWebhooks: cfg.Server.PublicWebhooks, CORSOrigins: cfg.Server.CORSOrigins, Metrics: m,
 		Logger: logger, // Serve sets it too; here the dashboard gets it as well
 	}
-	return server.Options{
+	opts := server.Options{
 		Addr:      cfg.Server.Addr,
 		API:       apiOpts,
 		Dashboard: dashboard(c, apiOpts),
 		Metrics:   m.Handler(),
 		Logger:    logger,
-	}, m, nil
+	}
+	if cfg.Retention.Enabled() {
+		def, ws := cfg.Retention.Periods()
+		opts.Pruner = ow.NewPruner(c, ow.PrunerOptions{
+			Retention: ow.Retention{Default: def, Workflows: ws},
+			Interval:  time.Duration(cfg.Retention.Interval),
+			Duty:      cfg.Retention.Duty,
+			Logger:    logger,
+		})
+	}
+	return opts, m, nil
 }
 
 // warnLogger logs warnings and errors as text to w: a worker's logger in

@@ -14,9 +14,10 @@
 -- table_name is workflow_runs, step_attempts or workflow_signals;
 -- column_name a JSON column of it; row_id the row's id in namespace_id. A
 -- column rewritten with several escaped values keeps a row per value, so a
--- reader holding an older value still finds its record. Records are never
--- removed: neither SDK deletes runs, and the record of a row deleted by
--- hand is inert (ids are never reused), a few bytes per escaped value.
+-- reader holding an older value still finds its record. Records are
+-- removed with their rows by a prune (backend.RunPruner, sql/retention.sql);
+-- the record of a row deleted by hand is inert (ids are never reused), a
+-- few bytes per escaped value.
 CREATE TABLE IF NOT EXISTS {{schema}}."openworkflow_go_escaped_json" (
   "namespace_id" TEXT NOT NULL,
   "table_name" TEXT NOT NULL,

@@ -31,8 +31,8 @@ type Options struct {
 	// Workloads are the workload ids to run, in any order: W0 (which brings
 	// W0b along), W0b, W1, W2, W3, W4, W5, and, never part of the default,
 	// W1m (W1 with Prometheus metrics; measured in turn with W1 when both
-	// are selected) and L0 (pgbench). Empty means every standard workload,
-	// W0–W5.
+	// are selected), L0 (pgbench) and R1 (W1 while a prune runs). Empty
+	// means every standard workload, W0–W5.
 	Workloads []string
 	// Runs is W1's run count; every other workload keeps its standard
 	// proportion to W1's 5,000 (W0 and W5 N, W3 N/10, W4 N/5, W2 N/25), and
@@ -66,6 +66,13 @@ type Options struct {
 	L0Clients []int
 	// L0Duration is how long pgbench runs per client count. 0 means 20 s.
 	L0Duration time.Duration
+	// PruneRuns is the number of finished runs R1 seeds and prunes while
+	// W1 runs. 0 means [DefaultPruneRuns] (1,000,000).
+	PruneRuns int
+	// PruneDuty is the Duty of R1's prune beside W1 (ow.PruneOptions). 0
+	// means ow.DefaultPruneDuty, the Pruner's (0.05); 1 prunes without
+	// rests.
+	PruneDuty float64
 	// Progress receives progress lines (stderr in the CLI). Nil discards
 	// them.
 	Progress io.Writer
@@ -85,13 +92,14 @@ const (
 	W4  = "W4"
 	W5  = "W5"
 	L0  = "L0"
+	// R1 is defined in prune.go.
 )
 
 // standardWorkloads is the default selection, in the order they run.
 var standardWorkloads = []string{W0, W0b, W1, W2, W3, W4, W5}
 
 // knownWorkloads is every id in the order they run.
-var knownWorkloads = []string{W0, W0b, W1, W1m, W2, W3, W4, W5, L0}
+var knownWorkloads = []string{W0, W0b, W1, W1m, W2, W3, W4, W5, L0, R1}
 
 // standardRuns is each workload's run count at the standard scale.
 var standardRuns = map[string]int{W0: 5000, W0b: 5000, W1: 5000, W1m: 5000, W2: 200, W3: 500, W4: 1000, W5: 5000}
@@ -129,6 +137,15 @@ func (o Options) withDefaults() (Options, error) {
 	o.Backends = bs
 	if o.PostgresURL == "" {
 		o.PostgresURL = DefaultPostgresURL
+	}
+	if o.PruneRuns < 0 {
+		return o, fmt.Errorf("prune runs %d: want 1 or more", o.PruneRuns)
+	}
+	if o.PruneRuns == 0 {
+		o.PruneRuns = DefaultPruneRuns
+	}
+	if o.PruneDuty < 0 || o.PruneDuty > 1 {
+		return o, fmt.Errorf("prune duty %g: want 0 (the Pruner's default) to 1", o.PruneDuty)
 	}
 	if len(o.L0Clients) == 0 {
 		o.L0Clients = []int{10, 20, 50}

@@ -167,7 +167,7 @@ func newPostgresTarget(ctx context.Context, admin *pgAdmin) (*pgTarget, error) {
 		return nil, err
 	}
 	t := &pgTarget{admin: admin, name: name, url: admin.dbURL(name)}
-	b, err := openPostgres(ctx, t.url, false)
+	b, err := openPostgres(ctx, t.url, namespace, false)
 	if err == nil {
 		err = b.Close()
 	}
@@ -183,7 +183,7 @@ func (t *pgTarget) kind() string { return Postgres }
 func (t *pgTarget) dsn() string  { return t.url }
 
 func (t *pgTarget) open(ctx context.Context) (backend.Backend, error) {
-	return openPostgres(ctx, t.url, true)
+	return openPostgres(ctx, t.url, namespace, true)
 }
 
 func (t *pgTarget) counter(ctx context.Context) (runCounter, error) {
@@ -240,9 +240,9 @@ func (c *pgCounter) close() error {
 	return c.conn.Close(ctx)
 }
 
-// openPostgres opens the bench namespace of the database at url.
-func openPostgres(ctx context.Context, url string, skipMigrations bool) (backend.Backend, error) {
-	b, err := postgres.Open(ctx, url, postgres.Options{NamespaceID: namespace, SkipMigrations: skipMigrations})
+// openPostgres opens namespace ns of the database at url.
+func openPostgres(ctx context.Context, url, ns string, skipMigrations bool) (backend.Backend, error) {
+	b, err := postgres.Open(ctx, url, postgres.Options{NamespaceID: ns, SkipMigrations: skipMigrations})
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", config.RedactURL(url), err)
 	}

@@ -51,6 +51,9 @@ var columns = []column{
 	{MetricLatenessP99, "late p99 ms", fixed(1)},
 	{MetricSpeedup, "speed-up", func(v float64) string { return fmt.Sprintf("%.2f×", v) }},
 	{MetricTPS, "tps", rate},
+	{MetricAloneRunsPerS, "alone runs/s", rate},
+	{MetricSlowdown, "slowdown", func(v float64) string { return fmt.Sprintf("%.1f %%", 100*v) }},
+	{MetricPrunedPerS, "pruned/s", rate},
 }
 
 // ratioFormat formats Go ÷ TS.

@@ -35,7 +35,8 @@ const (
 // metricOrder is the order metrics are printed in.
 var metricOrder = []string{
 	MetricRunsPerS, MetricStepsPerS, MetricStartsPerS, MetricCommitsPerStep, MetricCommitsPerRun, MetricCPUPerRun,
-	MetricP50, MetricP95, MetricP99, MetricLatenessP50, MetricLatenessP99, MetricSpeedup, MetricTPS, MetricSeconds,
+	MetricP50, MetricP95, MetricP99, MetricLatenessP50, MetricLatenessP99, MetricSpeedup, MetricTPS,
+	MetricAloneRunsPerS, MetricSlowdown, MetricPrunedPerS, MetricSeconds,
 }
 
 // Result is one workload's figures on one backend, for one engine: one

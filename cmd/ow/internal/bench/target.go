@@ -103,15 +103,20 @@ func (c *backendCounter) close() error { return c.b.Close() }
 // openBackend opens the bench namespace of a database: kind Postgres with
 // dsn a URL (never migrating: the target did), or SQLite with dsn a file.
 func openBackend(ctx context.Context, kind, dsn string) (backend.Backend, error) {
+	return openBackendIn(ctx, kind, dsn, namespace)
+}
+
+// openBackendIn is openBackend for namespace ns.
+func openBackendIn(ctx context.Context, kind, dsn, ns string) (backend.Backend, error) {
 	switch kind {
 	case SQLite:
-		b, err := sqlite.Open(ctx, dsn, sqlite.Options{NamespaceID: namespace})
+		b, err := sqlite.Open(ctx, dsn, sqlite.Options{NamespaceID: ns})
 		if err != nil {
 			return nil, fmt.Errorf("open sqlite %s: %w", dsn, err)
 		}
 		return b, nil
 	case Postgres:
-		return openPostgres(ctx, dsn, true)
+		return openPostgres(ctx, dsn, ns, true)
 	}
 	return nil, fmt.Errorf("unknown backend %q", kind)
 }

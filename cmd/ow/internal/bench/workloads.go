@@ -71,6 +71,8 @@ func (m *measurement) run(ctx context.Context) (Result, error) {
 		return m.sleep(ctx)
 	case W5:
 		return m.throughput(ctx, seq3, 3)
+	case R1:
+		return m.prune(ctx)
 	}
 	return Result{}, fmt.Errorf("workload %s cannot run here", m.id)
 }

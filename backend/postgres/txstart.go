@@ -1,0 +1,83 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/openworkflow-go/openworkflow/backend"
+	"github.com/openworkflow-go/openworkflow/internal/id"
+)
+
+var _ backend.TxStarter = (*Backend)(nil)
+
+// CreateWorkflowRunTx implements [backend.TxStarter]: CreateWorkflowRun's
+// statements (the idempotency key's advisory lock, the lookup, insert_run
+// and the record of escaped values) on the caller's pgx.Tx. insert_run's
+// NOTIFY is queued in that transaction: PostgreSQL delivers it to the
+// listening workers when the transaction commits, and drops it when it
+// rolls back. tx must be a pgx.Tx; anything else fails with
+// [backend.ErrInvalidArgument].
+func (b *Backend) CreateWorkflowRunTx(ctx context.Context, tx any, p backend.CreateWorkflowRunParams) (*backend.WorkflowRun, error) {
+	ptx, ok := tx.(pgx.Tx)
+	if !ok || ptx == nil {
+		return nil, fmt.Errorf("create workflow run in a transaction: %w: the PostgreSQL backend needs a pgx.Tx (from pool.Begin or conn.Begin), got %T", backend.ErrInvalidArgument, tx)
+	}
+	if err := validateCreate(p); err != nil {
+		return nil, fmt.Errorf("create workflow run: %w", err)
+	}
+	runID := id.New(id.PrefixRun)
+	var esc escapes
+	args := []any{
+		b.namespace, runID, p.WorkflowName, p.Version, p.IdempotencyKey,
+		esc.jsonOr(b.namespace, tableRuns, runID, "config", p.Config, "{}"),
+		esc.json(b.namespace, tableRuns, runID, "context", p.Context),
+		esc.json(b.namespace, tableRuns, runID, "input", p.Input),
+		p.ParentStepAttemptNamespaceID, p.ParentStepAttemptID,
+		msPtr(p.AvailableAt), msPtr(p.DeadlineAt), b.at(),
+	}
+	run, existed, err := b.createInTx(ctx, ptx, p, &esc, args)
+	if err != nil {
+		return nil, fmt.Errorf("create workflow run %q in a transaction: %w", p.WorkflowName, missingParent([]backend.CreateWorkflowRunParams{p}, err))
+	}
+	if existed {
+		// Committed by another transaction: its escaped values are recorded.
+		if err := b.decodeRuns(ctx, run); err != nil {
+			return nil, fmt.Errorf("create workflow run %q in a transaction: %w", p.WorkflowName, err)
+		}
+		return run, nil
+	}
+	if !esc.empty() {
+		// The record of the escaped values is not committed yet, so the
+		// run cannot be decoded through it: give back the values as given.
+		run.Context, run.Input = p.Context, p.Input
+		if len(p.Config) > 0 {
+			run.Config = p.Config
+		}
+	}
+	return run, nil
+}
+
+// createInTx runs a create's statements on tx; existed is true when an
+// idempotency key found an earlier run.
+func (b *Backend) createInTx(ctx context.Context, tx pgx.Tx, p backend.CreateWorkflowRunParams, esc *escapes, args []any) (run *backend.WorkflowRun, existed bool, err error) {
+	if p.IdempotencyKey != nil {
+		if _, err := tx.Exec(ctx, b.q.LockIdempotencyKey, idempotencyLockKey(b.namespace, p.WorkflowName, *p.IdempotencyKey)); err != nil {
+			return nil, false, err
+		}
+		existing, err := queryRun(ctx, tx, b.q.GetRunByIdempotencyKey,
+			b.namespace, p.WorkflowName, *p.IdempotencyKey, durationMs(backend.IdempotencyPeriod), b.at())
+		if err == nil {
+			return existing, true, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return nil, false, err
+		}
+	}
+	if run, err = queryRun(ctx, tx, b.q.InsertRun, args...); err != nil {
+		return nil, false, err
+	}
+	return run, false, b.recordEscapes(ctx, tx, esc)
+}
