@@ -175,6 +175,8 @@ func turnsOf(w string, i int, selected []string) []turn {
 			ts = append(ts, turn{W5, n})
 		}
 		return ts
+	case w == S1:
+		return []turn{{S1, s1Workers}}
 	case w == W1 && slices.Contains(selected, W1m):
 		if i%2 == 1 {
 			return []turn{{W1m, 0}, {W1, 0}}
