@@ -180,105 +180,143 @@ const missedPerFire = 100_000
 // and saves the state when anything happened. A paused schedule does
 // nothing. It returns what happened and whether ticks are still due (a
 // limit was reached).
-func FireLockedSchedule(ctx context.Context, tx ScheduleTx, s *Schedule, now time.Time) (f ScheduleFiring, more bool, err error) {
-	f.Schedule = s.Name
+func FireLockedSchedule(ctx context.Context, tx ScheduleTx, s *Schedule, now time.Time) (ScheduleFiring, bool, error) {
 	if s.Paused {
-		return f, false, nil
+		return ScheduleFiring{Schedule: s.Name}, false, nil
 	}
 	c, err := ParseCron(s.Cron, s.TimeZone)
 	if err != nil {
-		return f, false, fmt.Errorf("stored schedule %q: %w", s.Name, err)
+		return ScheduleFiring{Schedule: s.Name}, false, fmt.Errorf("stored schedule %q: %w", s.Name, err)
 	}
-	var active, activeKnown bool
-	isActive := func() (bool, error) {
-		if !activeKnown {
-			activeKnown = true
-			if s.LastRunID != nil {
-				var err error
-				if active, err = tx.RunActive(ctx, *s.LastRunID); err != nil {
-					return false, err
-				}
-			}
-		}
-		return active, nil
+	fr := &firing{ctx: ctx, tx: tx, s: s, c: c, f: ScheduleFiring{Schedule: s.Name}}
+	more, err := fr.fire(now)
+	if err != nil || (fr.f.Missed == 0 && len(fr.f.Ticks) == 0) {
+		return fr.f, false, err // nothing due: a buffered tick still waits, or another worker fired first
 	}
-	start := func(at time.Time) (TickResult, error) {
-		run, err := tx.StartScheduledRun(ctx, scheduledRunParams(s, at, false), s.Name, at, false)
-		if err != nil || run == nil {
-			return TickResult{ScheduledAt: at, Outcome: TickAlreadyStarted}, err
-		}
-		s.LastRunID, s.LastFireAt = &run.ID, &at
-		s.Started++
-		active, activeKnown = true, true
-		return TickResult{ScheduledAt: at, Outcome: TickStarted, RunID: run.ID}, nil
-	}
+	return fr.f, more, tx.SaveScheduleState(ctx, s)
+}
 
-	if s.BufferedAt != nil {
-		busy, err := isActive()
-		if err != nil {
-			return f, false, err
-		}
-		if !busy {
-			at := *s.BufferedAt
-			s.BufferedAt = nil
-			r, err := start(at)
-			if err != nil {
-				return f, false, err
-			}
-			f.Ticks = append(f.Ticks, r)
-		}
-	}
+// firing is one FireLockedSchedule: the schedule it changes, what it did,
+// and whether the latest run is active (read once, then kept up to date).
+type firing struct {
+	ctx                 context.Context
+	tx                  ScheduleTx
+	s                   *Schedule
+	c                   *Cron
+	f                   ScheduleFiring
+	active, activeKnown bool
+}
 
-	cutoff := now.Add(-s.CatchupWindow)
-	for s.NextFireAt.Before(cutoff) {
-		if f.Missed == missedPerFire {
-			return f, true, tx.SaveScheduleState(ctx, s)
-		}
-		missed := s.NextFireAt
-		if s.NextFireAt = c.Next(missed); s.NextFireAt.IsZero() {
-			return f, false, fmt.Errorf("stored schedule %q: cron %q has no tick after %v", s.Name, s.Cron, missed)
-		}
-		s.Missed++
-		f.Missed++
+// fire runs the three steps of FireLockedSchedule; more is true when a
+// limit stopped it with ticks still due.
+func (fr *firing) fire(now time.Time) (more bool, err error) {
+	if err := fr.startBuffered(); err != nil {
+		return false, err
 	}
-
-	for !s.NextFireAt.After(now) {
-		if len(f.Ticks) >= MaxTicksPerFire {
-			return f, true, tx.SaveScheduleState(ctx, s)
+	if more, err := fr.skipMissed(now.Add(-fr.s.CatchupWindow)); more || err != nil {
+		return more, err
+	}
+	for s := fr.s; !s.NextFireAt.After(now); {
+		if len(fr.f.Ticks) >= MaxTicksPerFire {
+			return true, nil
 		}
 		tick := s.NextFireAt
-		var r TickResult
-		if s.Overlap == OverlapAllowAll {
-			if r, err = start(tick); err != nil {
-				return f, false, err
-			}
-		} else {
-			busy, err := isActive()
-			if err != nil {
-				return f, false, err
-			}
-			switch {
-			case !busy:
-				if r, err = start(tick); err != nil {
-					return f, false, err
-				}
-			case s.Overlap == OverlapBufferOne && s.BufferedAt == nil:
-				s.BufferedAt = &tick
-				r = TickResult{ScheduledAt: tick, Outcome: TickBuffered}
-			default:
-				s.Skipped++
-				r = TickResult{ScheduledAt: tick, Outcome: TickSkipped}
-			}
+		r, err := fr.tick(tick)
+		if err != nil {
+			return false, err
 		}
-		f.Ticks = append(f.Ticks, r)
-		if s.NextFireAt = c.Next(tick); s.NextFireAt.IsZero() {
-			return f, false, fmt.Errorf("stored schedule %q: cron %q has no tick after %v", s.Name, s.Cron, tick)
+		fr.f.Ticks = append(fr.f.Ticks, r)
+		if s.NextFireAt = fr.c.Next(tick); s.NextFireAt.IsZero() {
+			return false, fmt.Errorf("stored schedule %q: cron %q has no tick after %v", s.Name, s.Cron, tick)
 		}
 	}
-	if f.Missed == 0 && len(f.Ticks) == 0 {
-		return f, false, nil // nothing was due: a buffered tick still waits, or another worker fired first
+	return false, nil
+}
+
+// startBuffered starts the run of a buffered tick whose blocking run is
+// no longer active.
+func (fr *firing) startBuffered() error {
+	if fr.s.BufferedAt == nil {
+		return nil
 	}
-	return f, false, tx.SaveScheduleState(ctx, s)
+	busy, err := fr.isActive()
+	if err != nil || busy {
+		return err
+	}
+	at := *fr.s.BufferedAt
+	fr.s.BufferedAt = nil
+	r, err := fr.start(at)
+	if err == nil {
+		fr.f.Ticks = append(fr.f.Ticks, r)
+	}
+	return err
+}
+
+// skipMissed moves next_fire_at past the ticks before cutoff, counting
+// them, at most missedPerFire (more is then true).
+func (fr *firing) skipMissed(cutoff time.Time) (more bool, err error) {
+	s := fr.s
+	for s.NextFireAt.Before(cutoff) {
+		if fr.f.Missed == missedPerFire {
+			return true, nil
+		}
+		missed := s.NextFireAt
+		if s.NextFireAt = fr.c.Next(missed); s.NextFireAt.IsZero() {
+			return false, fmt.Errorf("stored schedule %q: cron %q has no tick after %v", s.Name, s.Cron, missed)
+		}
+		s.Missed++
+		fr.f.Missed++
+	}
+	return false, nil
+}
+
+// tick applies the overlap policy to one due tick: start its run, buffer
+// it, or skip it.
+func (fr *firing) tick(at time.Time) (TickResult, error) {
+	s := fr.s
+	if s.Overlap == OverlapAllowAll {
+		return fr.start(at)
+	}
+	busy, err := fr.isActive()
+	switch {
+	case err != nil:
+		return TickResult{}, err
+	case !busy:
+		return fr.start(at)
+	case s.Overlap == OverlapBufferOne && s.BufferedAt == nil:
+		s.BufferedAt = &at
+		return TickResult{ScheduledAt: at, Outcome: TickBuffered}, nil
+	default:
+		s.Skipped++
+		return TickResult{ScheduledAt: at, Outcome: TickSkipped}, nil
+	}
+}
+
+// isActive reports whether the schedule's latest run is pending or
+// running, reading it on first use.
+func (fr *firing) isActive() (bool, error) {
+	if !fr.activeKnown && fr.s.LastRunID != nil {
+		active, err := fr.tx.RunActive(fr.ctx, *fr.s.LastRunID)
+		if err != nil {
+			return false, err
+		}
+		fr.active = active
+	}
+	fr.activeKnown = true
+	return fr.active, nil
+}
+
+// start starts the run of the tick at, unless it has one already.
+func (fr *firing) start(at time.Time) (TickResult, error) {
+	s := fr.s
+	run, err := fr.tx.StartScheduledRun(fr.ctx, scheduledRunParams(s, at, false), s.Name, at, false)
+	if err != nil || run == nil {
+		return TickResult{ScheduledAt: at, Outcome: TickAlreadyStarted}, err
+	}
+	s.LastRunID, s.LastFireAt = &run.ID, &at
+	s.Started++
+	fr.active, fr.activeKnown = true, true
+	return TickResult{ScheduledAt: at, Outcome: TickStarted, RunID: run.ID}, nil
 }
 
 // TriggerLockedSchedule starts a run of s now (see

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -305,7 +306,7 @@ func (p PutScheduleParams) Prepare() (PutScheduleParams, *Cron, error) {
 	case p.Name == "":
 		return p, nil, bad("name", "", "a schedule needs a name")
 	case len(p.Name) > MaxScheduleNameLength:
-		return p, nil, &ScheduleFieldError{Field: "name", Value: p.Name[:40] + "…", Reason: fmt.Sprintf("longer than %d bytes", MaxScheduleNameLength)}
+		return p, nil, &ScheduleFieldError{Field: "name", Value: strings.ToValidUTF8(p.Name[:40], "") + "…", Reason: fmt.Sprintf("longer than %d bytes", MaxScheduleNameLength)}
 	case !ValidText(p.Name):
 		return p, nil, &ScheduleFieldError{Field: "name", Value: p.Name, Reason: "not valid text (invalid UTF-8 or U+0000)"}
 	case p.WorkflowName == "":
