@@ -35,7 +35,7 @@ type Worker struct {
 	sweptAt      time.Time        // when a claim last ran the deadline sweep (real time)
 	quarantined  []string         // worker ids of slots a failed claim may hold runs for (see quarantine)
 	started      bool
-	stopObserved sync.Once // the worker's stop is reported to m once
+	stopObserved sync.Once                   // the worker's stop is reported to m once
 	schedules    []backend.PutScheduleParams // put by Start (RegisterSchedules)
 
 	scheduleWake chan struct{} // pokes scheduleLoop
