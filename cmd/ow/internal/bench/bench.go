@@ -164,7 +164,8 @@ type turn struct {
 }
 
 // turnsOf is what repetition i of workload w measures: W5 once per worker
-// process count; W1, when W1m is selected too, beside W1m, in alternating
+// process count; S1 with its s1Workers processes; W1, when W1m is selected
+// too, beside W1m, in alternating
 // order, so that the two are compared under the same conditions and a
 // drift of the machine does not favour either; any other workload once.
 func turnsOf(w string, i int, selected []string) []turn {
