@@ -53,7 +53,7 @@ func TestSchedulesPage(t *testing.T) {
 			t.Fatalf("the triggered run: %+v", run)
 		}
 		p = s.must(c, http.StatusOK, "GET", loc, nil)
-		if !strings.Contains(p.body, "Run started by its schedule") {
+		if !strings.Contains(p.body, "Run started by its schedule") || !strings.Contains(p.body, "<dt>Schedule</dt>") || !strings.Contains(p.body, "nightly</a> · run now") {
 			t.Errorf("the run page does not say the schedule started it: %.1000s", p.body)
 		}
 
