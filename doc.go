@@ -58,6 +58,8 @@
 //	ErrRunNotFound          GetRun, CancelRun, Result: no such run in the namespace
 //	ErrRunTerminal          CancelRun of a completed or failed run
 //	ErrInvalidArgument      a malformed request, or a value no backend can store
+//	ErrScheduleNotFound     GetSchedule, PauseSchedule, …: no such schedule in the namespace
+//	*backend.ScheduleFieldError  PutSchedule, RegisterSchedules: a bad field, named (cron, timeZone, …)
 //
 // A value a step returns must be storable by every backend (see
 // backend.ValidateJSON): JSON that is valid UTF-8, without lone surrogate
@@ -96,6 +98,16 @@
 // a [Retention] no longer keeps ([Client.PruneRuns]; a [Pruner] does it
 // periodically, as `ow server` does with the retention of
 // openworkflow.yaml).
+//
+// # Schedules
+//
+// A schedule starts a run of a workflow on a cron expression read in a
+// time zone ([ScheduleSpec], [Client.PutSchedule], or
+// [Worker.RegisterSchedules] to declare it with a worker's workflows).
+// Every started worker fires the namespace's due ticks, and each tick
+// starts exactly one run however many workers do; a run knows the tick it
+// is for from RunInfo().Schedule. Overlap policies, the catch-up window
+// after downtime, pause, resume and trigger are in docs/schedules.md.
 //
 // # Options
 //

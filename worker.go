@@ -35,7 +35,10 @@ type Worker struct {
 	sweptAt      time.Time        // when a claim last ran the deadline sweep (real time)
 	quarantined  []string         // worker ids of slots a failed claim may hold runs for (see quarantine)
 	started      bool
-	stopObserved sync.Once // the worker's stop is reported to m once
+	stopObserved sync.Once                   // the worker's stop is reported to m once
+	schedules    []backend.PutScheduleParams // put by Start (RegisterSchedules)
+
+	scheduleWake chan struct{} // pokes scheduleLoop
 
 	wake       chan struct{}
 	hardCtx    context.Context // canceled when the grace period ends
@@ -49,7 +52,8 @@ type Worker struct {
 // call Run).
 func NewWorker(b backend.Backend, opts WorkerOptions) *Worker {
 	opts = opts.withDefaults()
-	w := &Worker{b: b, opts: opts, log: opts.Logger, commit: groupcommit.New(b), tr: newTracing(opts.TracerProvider), m: opts.Metrics, executing: make(map[string]*pass), wake: make(chan struct{}, 1)}
+	w := &Worker{b: b, opts: opts, log: opts.Logger, commit: groupcommit.New(b), tr: newTracing(opts.TracerProvider), m: opts.Metrics,
+		executing: make(map[string]*pass), wake: make(chan struct{}, 1), scheduleWake: make(chan struct{}, 1)}
 	if w.m != nil {
 		w.commit.OnCommit = w.m.ObserveCommit
 	}
@@ -65,10 +69,13 @@ func NewWorker(b backend.Backend, opts WorkerOptions) *Worker {
 // workflow made by [Declare].
 func (w *Worker) Register(defs ...Definition) error { return w.reg.register(defs...) }
 
-// Start begins claiming and executing runs in the background, until
+// Start puts the schedules registered on the worker
+// ([Worker.RegisterSchedules]), then begins claiming and executing runs,
+// and firing the namespace's due schedule ticks, in the background, until
 // [Worker.Stop]. ctx bounds only the start-up itself. It fails if the
-// worker is already started, or if its options cannot work together
-// (HeartbeatInterval not shorter than LeaseDuration).
+// worker is already started, if its options cannot work together
+// (HeartbeatInterval not shorter than LeaseDuration), or if a schedule
+// could not be put.
 func (w *Worker) Start(ctx context.Context) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -79,6 +86,9 @@ func (w *Worker) Start(ctx context.Context) error {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := w.putSchedules(ctx); err != nil {
 		return err
 	}
 	w.started = true

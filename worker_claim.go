@@ -98,6 +98,11 @@ func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (claimed, asked 
 			w.free = append(w.free, *run.WorkerID)
 			w.mu.Unlock()
 			w.poke()
+			if _, scheduled := backend.ScheduledRunOf(run.Context); scheduled {
+				// A tick buffered behind this run (buffer_one) may start
+				// now, rather than at the schedule loop's next look.
+				w.pokeSchedules()
+			}
 		}()
 	}
 	// Runs claimed for the first time have no history: they start before
@@ -263,6 +268,13 @@ func (w *Worker) loop(ctx context.Context, events <-chan backend.Event) {
 			}
 		}()
 	}
+	if ss, ok := w.b.(backend.ScheduleStore); ok && !w.opts.SkipSchedules {
+		listener.Add(1)
+		go func() {
+			defer listener.Done()
+			w.scheduleLoop(ctx, ss)
+		}()
+	}
 	idle := 0
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -326,6 +338,8 @@ func (w *Worker) handleEvent(ev backend.Event) {
 		}
 	case backend.EventWorkAvailable:
 		w.poke()
+	case backend.EventScheduleChanged:
+		w.pokeSchedules()
 	}
 }
 

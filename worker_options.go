@@ -78,6 +78,13 @@ type WorkerOptions struct {
 	// is timed in real time: a test driving a fake clock (Now) that stops
 	// it just short of a wake-up should disable it.
 	ClaimAhead time.Duration
+	// SkipSchedules makes the worker fire no schedule ticks (it still puts
+	// the schedules registered on it when it starts). Default false: every
+	// worker fires the namespace's due ticks, each tick starting exactly
+	// one run however many workers do (see ScheduleSpec). Ticks are due by
+	// the backend's clock; a worker wakes for the next one by Now, and
+	// looks at the schedules at least every 5 MaxPollIntervals.
+	SkipSchedules bool
 }
 
 func (o WorkerOptions) withDefaults() WorkerOptions {

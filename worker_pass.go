@@ -102,6 +102,9 @@ func runInfo(run *backend.WorkflowRun) RunInfo {
 	if run.StartedAt != nil {
 		info.StartedAt = *run.StartedAt
 	}
+	if sr, ok := backend.ScheduledRunOf(run.Context); ok {
+		info.Schedule = &sr
+	}
 	return info
 }
 

@@ -172,6 +172,11 @@ type RunInfo struct {
 	StartedAt time.Time // zero before the first claim
 	// Attempt is the run's claim count, 1 on its first pass.
 	Attempt int
+	// Schedule is the schedule that started the run and the tick it is
+	// for (ScheduledAt: the tick's time, not when the run started); nil
+	// for a run no schedule started. Read from the run's context column
+	// (backend.ScheduledRun).
+	Schedule *ScheduledRun
 }
 
 // Context is the context a workflow function receives: a context.Context

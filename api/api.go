@@ -1,11 +1,12 @@
 // Package api is the HTTP API of OpenWorkflow for Go: runs, steps, signals,
-// hooks, webhooks, streams and the status of DAG runs (package dag) under
-// /v1, in JSON, described by the OpenAPI 3.1 document it serves at
-// /v1/openapi.json.
+// hooks, webhooks, streams, schedules and the status of DAG runs (package
+// dag) under /v1, in JSON, described by the OpenAPI 3.1 document it serves
+// at /v1/openapi.json.
 //
 // It uses only the client side of the storage seam (an
 // [openworkflow.Client] and the backend.Client behind it, with the optional
-// capabilities backend.HookStore and backend.StreamStore), so it serves any
+// capabilities backend.HookStore, backend.StreamStore and
+// backend.ScheduleStore), so it serves any
 // backend and runs beside a worker or alone. `ow server` serves it; embed
 // it in a program of your own with [New]:
 //
@@ -124,6 +125,13 @@ var routeTable = []Route{
 	{"GET", "/v1/hooks/{token}", "getHook", (*Handler).getHook},
 	{"POST", "/v1/hooks/{token}", "resumeHook", (*Handler).resumeHook},
 	{"*", "/v1/webhooks/{token}", "deliverWebhook", (*Handler).deliverWebhook},
+	{"GET", "/v1/schedules", "listSchedules", (*Handler).listSchedules},
+	{"GET", "/v1/schedules/{name}", "getSchedule", (*Handler).getSchedule},
+	{"PUT", "/v1/schedules/{name}", "putSchedule", (*Handler).putSchedule},
+	{"DELETE", "/v1/schedules/{name}", "deleteSchedule", (*Handler).deleteSchedule},
+	{"POST", "/v1/schedules/{name}/pause", "pauseSchedule", (*Handler).pauseSchedule},
+	{"POST", "/v1/schedules/{name}/resume", "resumeSchedule", (*Handler).resumeSchedule},
+	{"POST", "/v1/schedules/{name}/trigger", "triggerSchedule", (*Handler).triggerSchedule},
 }
 
 // New returns the API handler over c. Its operations are those of c (and

@@ -18,7 +18,7 @@ type Code string
 const (
 	CodeInvalidArgument  Code = "invalid_argument"   // 400: bad input; field names it
 	CodeUnauthorized     Code = "unauthorized"       // 401: missing or wrong bearer token
-	CodeNotFound         Code = "not_found"          // 404: unknown route, run, step or stream
+	CodeNotFound         Code = "not_found"          // 404: unknown route, run, step, stream or schedule
 	CodeHookNotFound     Code = "hook_not_found"     // 404: no live hook holds the token
 	CodeNotDAGRun        Code = "not_a_dag_run"      // 404: the run is not a DAG workflow run (GET /v1/runs/{id}/dag)
 	CodeMethodNotAllowed Code = "method_not_allowed" // 405
@@ -60,15 +60,20 @@ func badField(field, format string, args ...any) *Error {
 func asAPIError(err error, field string) *Error {
 	var e *Error
 	var tooLarge *http.MaxBytesError
+	var bad *backend.ScheduleFieldError
 	switch {
 	case errors.As(err, &e):
 		return e
+	case errors.As(err, &bad):
+		return errorf(http.StatusBadRequest, CodeInvalidArgument, bad.Field, "%s", bad)
 	case errors.As(err, &tooLarge):
 		return errorf(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, "", "the request body is larger than %d bytes", tooLarge.Limit)
 	case errors.Is(err, backend.ErrInvalidArgument):
 		return errorf(http.StatusBadRequest, CodeInvalidArgument, field, "%s", err)
 	case errors.Is(err, backend.ErrRunNotFound), errors.Is(err, backend.ErrStepNotFound):
 		return errorf(http.StatusNotFound, CodeNotFound, "", "%s", err)
+	case errors.Is(err, backend.ErrScheduleNotFound):
+		return errorf(http.StatusNotFound, CodeNotFound, "name", "%s", err)
 	case errors.Is(err, backend.ErrHookNotFound):
 		return errorf(http.StatusNotFound, CodeHookNotFound, "token", "%s", err)
 	case errors.Is(err, backend.ErrRunTerminal):

@@ -50,6 +50,18 @@ type Run struct {
 	FinishedAt   *time.Time `json:"finishedAt"`
 	CreatedAt    time.Time  `json:"createdAt"`
 	UpdatedAt    time.Time  `json:"updatedAt"`
+	// Schedule is the schedule that started the run and the tick it is
+	// for; absent for a run no schedule started.
+	Schedule *RunSchedule `json:"schedule,omitempty"`
+}
+
+// RunSchedule is what a run started by a schedule records of it: the
+// schedule's name, the tick (ScheduledAt: the tick's time, not the
+// start's) and whether it was triggered by hand rather than by a tick.
+type RunSchedule struct {
+	Name        string    `json:"name"`
+	ScheduledAt time.Time `json:"scheduledAt"`
+	Triggered   bool      `json:"triggered"`
 }
 
 // RunOf converts a stored run to its API shape; with resolveNone its
@@ -66,6 +78,9 @@ func RunOf(r *backend.WorkflowRun, resolveNone bool) Run {
 	}
 	if !resolveNone {
 		out.Input, out.Output = r.Input, r.Output
+	}
+	if sr, ok := backend.ScheduledRunOf(r.Context); ok {
+		out.Schedule = &RunSchedule{Name: sr.Name, ScheduledAt: sr.ScheduledAt, Triggered: sr.Triggered}
 	}
 	return out
 }

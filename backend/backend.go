@@ -298,6 +298,10 @@ const (
 	// EventChunk: stream Stream of run WorkflowRunID got chunk Seq (see
 	// StreamStore).
 	EventChunk EventKind = "chunk"
+	// EventScheduleChanged: a schedule was created, changed or resumed
+	// (see ScheduleStore), so a tick may come sooner than the workers
+	// waiting for the earliest one they knew of expect.
+	EventScheduleChanged EventKind = "schedule"
 )
 
 // Event is a wake-up hint published by a backend to its subscribers.

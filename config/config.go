@@ -1,6 +1,6 @@
 // Package config loads the settings shared by the ow CLI and the examples:
 // which backend to use (PostgreSQL or an SQLite file), the namespace, the
-// PostgreSQL schema and the worker's concurrency.
+// PostgreSQL schema, the worker's concurrency and the schedules to put.
 //
 // Settings come from four layers, each overriding the one before:
 //
@@ -23,6 +23,11 @@
 //	retention:
 //	  default: 30d    # finished runs are deleted 30 days after they finished
 //	  workflows: {nightly-report: 7d}
+//	schedules:        # put by ow server and ow worker at start (see Schedule)
+//	  - name: nightly-report
+//	    workflow: send-report
+//	    cron: "0 2 * * *"
+//	    time_zone: Europe/Paris
 //
 // Unknown keys are an error naming the key and the file, so a typo never
 // silently falls back to a default. [Config.Source] tells where each value
@@ -111,6 +116,10 @@ type Config struct {
 	// Retention says how long finished runs are kept (`ow server`'s
 	// pruner, `ow runs prune`). Default: forever.
 	Retention Retention `yaml:"retention"`
+	// Schedules are the schedules `ow server` and `ow worker` put when
+	// they start ([Config.ApplySchedules]); only the file sets them.
+	// Default none.
+	Schedules []Schedule `yaml:"schedules"`
 
 	// File is the absolute path of the configuration file loaded, or ""
 	// when none was found.
@@ -316,6 +325,10 @@ func (c *Config) readFile(path string) error {
 		c.Retention = f.Retention
 		c.sources[keyRetention] = from
 	}
+	if err := validateSchedules(f.Schedules); err != nil {
+		return fmt.Errorf("config file %s: %w", path, err)
+	}
+	c.Schedules = f.Schedules
 	if len(f.OpenFlow.Dirs) > 0 {
 		c.OpenFlow.Dirs = nil
 		for _, d := range f.OpenFlow.Dirs {

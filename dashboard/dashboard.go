@@ -3,7 +3,9 @@
 // explained, its input, output and error, a timeline of its steps and
 // attempts, its hooks, child runs and live streams; the actions of an
 // operator (start, cancel, retry from the failed step, fork from a step,
-// send a signal, resume a hook); and the workers holding runs. `ow server` serves it at
+// send a signal, resume a hook); the workers holding runs; and the
+// schedules, with their next ticks, paused, resumed or run now. `ow
+// server` serves it at
 // /; mount [New] in a program of your own:
 //
 //	mux.Handle("/v1/", api.New(client, api.Options{Token: token}))
@@ -140,6 +142,10 @@ func (d *Dashboard) routes() {
 	m.HandleFunc("POST /runs/{id}/hook", d.resumeHook)
 	m.HandleFunc("POST /signals", d.sendSignal)
 	m.HandleFunc("GET /workers", d.workersPage)
+	m.HandleFunc("GET /schedules", d.schedulesPage)
+	m.HandleFunc("POST /schedules/{name}/pause", d.scheduleAction("pause", "schedule-paused"))
+	m.HandleFunc("POST /schedules/{name}/resume", d.scheduleAction("resume", "schedule-resumed"))
+	m.HandleFunc("POST /schedules/{name}/trigger", d.triggerSchedule)
 	m.HandleFunc("GET /login", d.loginForm)
 	m.HandleFunc("POST /login", d.login)
 	m.HandleFunc("POST /logout", d.logout)

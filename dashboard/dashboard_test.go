@@ -27,10 +27,11 @@ func TestTokenGuardsEveryPageAndAction(t *testing.T) {
 		if loc := p.header.Get("Location"); loc != "/login?next="+url.QueryEscape("/runs/"+id) {
 			t.Errorf("a page without a session redirects to %q", loc)
 		}
-		for _, path := range []string{"/", "/workers", "/runs/new", "/runs/" + id, "/runs/" + id + "/live", "/live", "/counts", "/runs/" + id + "/stream?name=log"} {
+		for _, path := range []string{"/", "/workers", "/schedules", "/runs/new", "/runs/" + id, "/runs/" + id + "/live", "/live", "/counts", "/runs/" + id + "/stream?name=log"} {
 			s.must(anon, http.StatusUnauthorized, "GET", path, nil, "Accept", "text/event-stream")
 		}
-		for _, path := range []string{"/runs/" + id + "/cancel", "/runs/" + id + "/retry", "/runs/" + id + "/fork", "/runs", "/signals", "/runs/" + id + "/hook"} {
+		for _, path := range []string{"/runs/" + id + "/cancel", "/runs/" + id + "/retry", "/runs/" + id + "/fork", "/runs", "/signals", "/runs/" + id + "/hook",
+			"/schedules/s/pause", "/schedules/s/resume", "/schedules/s/trigger"} {
 			s.must(anon, http.StatusUnauthorized, "POST", path, url.Values{"workflow": {"greet"}, "signal": {"x"}, "token": {"t"}, "step": {"greet"}})
 		}
 		if run := s.waitStatus(id, "pending"); run.Status != backend.RunPending {

@@ -37,6 +37,7 @@ var templateFuncs = template.FuncMap{
 	"add":    func(a, b int) int { return a + b },
 	"pct":    func(f float64) string { return fmt.Sprintf("%.3f%%", f) },
 	"num":    thousands,
+	"num64":  func(n int64) string { return thousands(int(n)) },
 	"addf":   func(a, b float64) float64 { return a + b },
 	"dict":   dict,
 	"timeEl": timeEl,

@@ -10,7 +10,7 @@ import (
 
 // pageNames are the templates with a page of their own; each is parsed
 // with the layout and the shared partials.
-var pageNames = []string{"runs", "run", "start", "workers", "login", "error"}
+var pageNames = []string{"runs", "run", "start", "workers", "schedules", "login", "error"}
 
 func parsePages() map[string]*template.Template {
 	pages := map[string]*template.Template{}
@@ -24,7 +24,7 @@ func parsePages() map[string]*template.Template {
 // view is what the layout needs besides the page's own data.
 type view struct {
 	Title string
-	// Nav is the current section: runs, workers or start.
+	// Nav is the current section: runs, workers, schedules or start.
 	Nav string
 	// SignedIn shows the sign-out button (a token is configured).
 	SignedIn bool
@@ -93,6 +93,10 @@ var notices = map[string]string{
 	"signaled": "Signal sent.",
 	"resumed":  "Hook resumed: the payload was delivered.",
 	"forked":   "Run forked: this new run reuses the results of the steps before the one chosen, and runs that step and those after it.",
+
+	"schedule-paused":    "Schedule paused: its ticks start no run until it is resumed.",
+	"schedule-resumed":   "Schedule resumed from its next tick; the ticks that passed while it was paused are not run.",
+	"schedule-triggered": "Run started by its schedule, now.",
 }
 
 func notice(q url.Values) string {

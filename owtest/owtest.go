@@ -18,8 +18,10 @@
 //
 // Drain returns when nothing is claimable at the clock's time: a run that
 // parks on a sleep or a wait is resumed by advancing the clock past it (or
-// by the event it waits for), then draining again. Step functions run for
-// real; only the engine's notion of time is faked.
+// by the event it waits for), then draining again; a schedule's tick
+// starts its run when the clock has passed it and Drain (or
+// FireSchedules) is called. Step functions run for real; only the
+// engine's notion of time is faked.
 package owtest
 
 import (
@@ -106,17 +108,43 @@ func (e *Env) Tick() int {
 	return n
 }
 
-// Drain ticks until nothing is claimable at the clock's time: every run
-// that can move has moved as far as it can without the clock advancing.
-// It fails the test after 1,000 ticks that each claimed something (a run
-// that never parks nor ends).
+// Drain fires the schedule ticks due at the clock's time (FireSchedules),
+// then ticks until nothing is claimable: every run that can move has moved
+// as far as it can without the clock advancing. It fails the test after
+// 1,000 ticks that each claimed something (a run that never parks nor
+// ends).
 func (e *Env) Drain() {
 	e.t.Helper()
+	e.FireSchedules()
 	for i := 0; e.Tick() > 0; i++ {
 		if i == 1000 {
 			e.t.Fatal("owtest: Drain: runs still claimable after 1,000 ticks")
 		}
 	}
+}
+
+// FireSchedules fires the ticks of the Env's schedules due at the clock's
+// time, as a started worker does (each tick starts one run, by its
+// overlap policy; ticks older than the catch-up window are skipped), and
+// returns how many runs they started. Drain calls it first.
+func (e *Env) FireSchedules() int {
+	e.t.Helper()
+	started := 0
+	for more := true; more; {
+		r, err := e.Backend.FireDueSchedules(context.Background(), backend.FireDueSchedulesParams{})
+		if err != nil {
+			e.t.Fatalf("owtest: fire schedules: %v", err)
+		}
+		for _, f := range r.Firings {
+			for _, tk := range f.Ticks {
+				if tk.Outcome == backend.TickStarted {
+					started++
+				}
+			}
+		}
+		more = r.More
+	}
+	return started
 }
 
 // Run returns the stored run id, failing the test if it cannot be read.

@@ -46,3 +46,41 @@ func TestAnEnvMovesARunAsItsClockIsAdvanced(t *testing.T) {
 		t.Fatalf("%d step attempts, want the step and the sleep", len(steps))
 	}
 }
+
+var nightly = ow.Define(ow.Spec{Name: "nightly"}, func(ctx ow.Context, team string) (string, error) {
+	return team + " @ " + ctx.RunInfo().Schedule.ScheduledAt.Format(time.RFC3339), nil
+})
+
+func TestAnEnvFiresSchedulesAsItsClockIsAdvanced(t *testing.T) {
+	env := owtest.New(t, ow.WorkerOptions{}, nightly)
+	if _, err := env.Client.PutSchedule(t.Context(), ow.ScheduleSpec{Name: "n", Workflow: "nightly", Cron: "0 2 * * *", Input: "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	env.Drain()
+	if n := env.FireSchedules(); n != 0 {
+		t.Fatalf("before 02:00 a tick started %d runs", n)
+	}
+	env.Clock.Advance(22*time.Hour + 56*time.Minute) // 2026-01-03 02:00:05: the tick of 02:00 has come
+	env.Drain()
+	page, err := env.Client.ListRuns(t.Context(), backend.ListWorkflowRunsParams{})
+	if err != nil || len(page.Data) != 1 {
+		t.Fatalf("runs after the tick: %d, %v", len(page.Data), err)
+	}
+	if r := env.Run(page.Data[0].ID); r.Status != backend.RunCompleted || string(r.Output) != `"ops @ 2026-01-03T02:00:00Z"` {
+		t.Fatalf("the tick's run: %s, output %s", r.Status, r.Output)
+	}
+}
+
+func TestAnEnvSkipsTicksOlderThanTheCatchUpWindow(t *testing.T) {
+	env := owtest.New(t, ow.WorkerOptions{}, nightly)
+	if _, err := env.Client.PutSchedule(t.Context(), ow.ScheduleSpec{Name: "n", Workflow: "nightly", Cron: "0 2 * * *", Input: "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	env.Clock.Advance(23 * time.Hour) // 02:04:05: the tick of 02:00 is 4 min old, the window 1 min
+	if n := env.FireSchedules(); n != 0 {
+		t.Fatalf("a tick older than the catch-up window started %d runs", n)
+	}
+	if s, err := env.Client.GetSchedule(t.Context(), "n"); err != nil || s.Missed != 1 {
+		t.Fatalf("schedule %+v, %v; want the tick counted as missed", s, err)
+	}
+}

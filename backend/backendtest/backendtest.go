@@ -67,9 +67,10 @@ type suite struct {
 // own, see [Single]) and those of group commit apply it among others.
 // Tests needing h.AgeRun or h.StoreStatus are skipped when it is nil, the
 // Definitions ones when the backend does not implement
-// [backend.DefinitionStore], and the Hooks and Streams ones when it does
-// not implement [backend.HookStore] and [backend.StreamStore], and the
-// Retention ones when it does not implement [backend.RunPruner].
+// [backend.DefinitionStore], the Hooks and Streams ones when it does not
+// implement [backend.HookStore] and [backend.StreamStore], the Retention
+// ones when it does not implement [backend.RunPruner], and the Schedules
+// ones when it does not implement [backend.ScheduleStore].
 func Run(t *testing.T, h Harness) {
 	if h.NewBackend == nil {
 		t.Fatal("backendtest: Harness.NewBackend is nil")
@@ -115,6 +116,7 @@ func Run(t *testing.T, h Harness) {
 		{"Retention", testRetention},
 		{"CreateWorkflowRunTx", testCreateWorkflowRunTx},
 		{"ForkWorkflowRun", testForkWorkflowRun},
+		{"Schedules", testSchedules},
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {

@@ -154,7 +154,8 @@ func (l *listener) listen(ctx context.Context, listening func()) {
 
 // notification is the payload the queries build with json_build_object:
 // one run (id), or the runs of a batch (ids); a chunk's also names its
-// stream and number (append_chunk in sql/streams.sql).
+// stream and number (append_chunk in sql/streams.sql); a schedule's
+// (kind "schedule", sql/schedules.sql) names the schedule in id.
 type notification struct {
 	Schema    string   `json:"schema"`
 	Namespace string   `json:"ns"`
@@ -180,6 +181,8 @@ func (l *listener) decode(payload string) []backend.Event {
 	case backend.EventWorkAvailable, backend.EventRunFinished:
 	case backend.EventChunk:
 		return []backend.Event{{Kind: kind, WorkflowRunID: n.ID, Stream: n.Stream, Seq: n.Seq}}
+	case backend.EventScheduleChanged:
+		return []backend.Event{{Kind: kind}}
 	default:
 		return nil
 	}

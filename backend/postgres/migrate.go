@@ -114,7 +114,24 @@ const LatestMigrationVersion = 5
 // LatestGoMigrationVersion is the version of the newest migration of this
 // SDK's own line, the value MAX(version) of openworkflow_go_migrations has
 // after [Migrate].
-const LatestGoMigrationVersion = 6
+const LatestGoMigrationVersion = 7
+
+// GoMigrationVersions returns the versions of this SDK's own migration
+// line embedded in this build, ascending: the versions
+// openworkflow_go_migrations holds after [Migrate]. The line may have
+// gaps (see migrationLine), so they need not be 0 to
+// [LatestGoMigrationVersion].
+func GoMigrationVersions() []int64 {
+	ms, err := goLine.migrations()
+	if err != nil {
+		panic(err) // the embedded files are checked by every test that migrates
+	}
+	vs := make([]int64, len(ms))
+	for i, m := range ms {
+		vs[i] = m.version
+	}
+	return vs
+}
 
 // Migrate creates or upgrades the OpenWorkflow tables in schema (empty means
 // [DefaultSchema]): first OpenWorkflow's line, applying every embedded

@@ -306,6 +306,18 @@ func (e *events) chunk(ns, runID, stream string, seq int64) {
 	*e = append(*e, nsEvent{ns, backend.Event{Kind: backend.EventChunk, WorkflowRunID: runID, Stream: stream, Seq: seq}})
 }
 
+// scheduleChanged records that a schedule of namespace ns was created,
+// changed or resumed (once per write and namespace).
+func (e *events) scheduleChanged(ns string) {
+	want := nsEvent{ns, backend.Event{Kind: backend.EventScheduleChanged}}
+	for _, ev := range *e {
+		if ev == want {
+			return
+		}
+	}
+	*e = append(*e, want)
+}
+
 // runFinished records that run runID of namespace ns became terminal.
 func (e *events) runFinished(ns, runID string) {
 	*e = append(*e, nsEvent{ns, backend.Event{Kind: backend.EventRunFinished, WorkflowRunID: runID}})

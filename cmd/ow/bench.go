@@ -26,9 +26,11 @@ func (a *app) benchCommand() *cobra.Command {
 		Long: `Run the standard workloads (enqueue W0/W0b, 3-step throughput W1,
 latency W2, fan-out W3, durable sleep W4, scale-out W5 over 2 and 4 worker
 processes; on request L0, the pgbench limit, W1m, W1 with Prometheus
-metrics, measured in turn with W1, and R1, W1 while a prune deletes
---prune-runs finished runs) and print runs/s, steps/s,
-PostgreSQL commits per step, latency and wake lateness percentiles.
+metrics, measured in turn with W1, R1, W1 while a prune deletes
+--prune-runs finished runs, and S1, a schedule ticking every second for
+--s1-duration over 3 worker processes) and print runs/s, steps/s,
+PostgreSQL commits per step, latency and wake lateness percentiles, and
+S1's tick lateness (a run's created_at − its tick).
 
 Each measurement runs on a fresh database: on PostgreSQL a database
 ow_bench_<random> created through the admin connection
@@ -89,7 +91,7 @@ PATH is older) and prints Go/TS ratios.`,
 		},
 	}
 	f := c.Flags()
-	f.StringSliceVar(&o.Workloads, "workload", nil, "workloads to run, comma-separated: W0 (with W0b), W0b, W1, W1m, W2, W3, W4, W5, L0, R1, or all (default all = W0–W5)")
+	f.StringSliceVar(&o.Workloads, "workload", nil, "workloads to run, comma-separated: W0 (with W0b), W0b, W1, W1m, W2, W3, W4, W5, L0, R1, S1, or all (default all = W0–W5)")
 	f.IntVar(&o.PruneRuns, "prune-runs", bench.DefaultPruneRuns, "R1: the finished runs seeded and pruned while W1 runs")
 	f.Float64Var(&o.PruneDuty, "prune-duty", 0, "R1: the prune's largest share of the time beside W1, 0 to 1 (default 0.05, ow server's pruner's)")
 	f.IntVar(&o.Runs, "runs", 0, "W1's run count; the others keep their standard proportion (default: the standard counts, W1 = 5000)")
@@ -98,6 +100,7 @@ PATH is older) and prints Go/TS ratios.`,
 	f.IntVar(&o.Repeat, "repeat", 1, "measurements per workload, each on a fresh database; medians are reported")
 	f.BoolVar(&o.CompareTS, "compare-openworkflow-ts", false, "also run the workloads on the TypeScript OpenWorkflow and print Go/TS ratios")
 	f.DurationVar(&o.L0Duration, "l0-duration", 20*time.Second, "how long L0 runs pgbench per client count (10, 20 and 50 clients)")
+	f.DurationVar(&o.S1Duration, "s1-duration", 2*time.Minute, "how long S1's schedule ticks, once a second")
 	f.StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile of this process (client and in-process worker) to a file")
 	c.AddCommand(a.benchWorkerCommand())
 	return c

@@ -43,6 +43,13 @@ func (a *app) printRunDetail(d runDetail) error {
 	if r.ParentStepAttemptID != nil {
 		row("parent step", *r.ParentStepAttemptID)
 	}
+	if sr, ok := backend.ScheduledRunOf(r.Context); ok {
+		how := "tick"
+		if sr.Triggered {
+			how = "triggered"
+		}
+		row("schedule", fmt.Sprintf("%s (%s %s)", sr.Name, how, formatTime(&sr.ScheduledAt)))
+	}
 	row("input", clip(r.Input, 200))
 	row("output", clip(r.Output, 200))
 	if k, v := errorRow(d); k != "" {

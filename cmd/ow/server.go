@@ -39,6 +39,10 @@ start and then every retention.interval (default 1h), a batch at a time;
 see 'ow runs prune'. For development, 'ow dev' runs all of it with sample
 workflows.
 
+The schedules of openworkflow.yaml (schedules:) are put when it starts.
+Their ticks are fired by the namespace's workers — this process's with
+--worker, 'ow worker', or your program's — not by the API alone.
+
   OPENWORKFLOW_API_TOKEN=$(openssl rand -hex 32) ow server --addr 0.0.0.0:8080
   curl -H "Authorization: Bearer $OPENWORKFLOW_API_TOKEN" localhost:8080/v1/runs`,
 		Args: cobra.NoArgs,
@@ -52,6 +56,9 @@ workflows.
 			}
 			defer b.Close()
 			if err := server.CheckExposure(cfg.Server.Addr, cfg.Server.Token); err != nil {
+				return err
+			}
+			if err := a.applySchedules(cmd.Context(), cfg, b); err != nil {
 				return err
 			}
 			client := ow.NewClient(b)

@@ -26,7 +26,11 @@ interrupted (SIGINT or SIGTERM, then a graceful stop):
     runs 'ow flow run' starts, so this worker finishes them if that command
     was interrupted.
 
-Runs of other workflows are left to the workers that have them.`,
+Runs of other workflows are left to the workers that have them.
+
+It puts the schedules of openworkflow.yaml (schedules:) when it starts,
+and fires the due ticks of every schedule of the namespace, as every
+worker does: each tick starts one run whichever worker fires it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, b, err := a.openBackend(cmd)
@@ -34,6 +38,9 @@ Runs of other workflows are left to the workers that have them.`,
 				return err
 			}
 			defer b.Close()
+			if err := a.applySchedules(cmd.Context(), cfg, b); err != nil {
+				return err
+			}
 			w, err := a.flowWorker(cfg, b, nil)
 			if err != nil {
 				return err

@@ -46,6 +46,10 @@ type workerConfig struct {
 	// (see commitHold).
 	HoldCommit *commitHold `json:"holdCommit,omitempty"`
 
+	// Clock, when set, is the clock of the worker and its backend (see
+	// fastClock); nil: the real one.
+	Clock *fastClock `json:"clock,omitempty"`
+
 	Concurrency       int           `json:"concurrency"`
 	LeaseDuration     time.Duration `json:"leaseDuration"`
 	HeartbeatInterval time.Duration `json:"heartbeatInterval"`
@@ -82,7 +86,11 @@ func runWorkerProcess(cfg workerConfig) error {
 	defer orphaned(nil)
 	go stopWhenOrphaned(ctx, orphaned)
 
-	b, err := openBackend(ctx, cfg.Backend, cfg.DSN, cfg.Schema, cfg.Namespace)
+	var now func() time.Time
+	if cfg.Clock != nil {
+		now = cfg.Clock.Now
+	}
+	b, err := openBackendOn(ctx, cfg.Backend, cfg.DSN, cfg.Schema, cfg.Namespace, now)
 	if err != nil {
 		return err
 	}
@@ -105,6 +113,7 @@ func runWorkerProcess(cfg workerConfig) error {
 		ShutdownGracePeriod: cfg.ShutdownGrace,
 		Logger:              logger,
 		ID:                  fmt.Sprintf("crashtest-%d", os.Getpid()),
+		Now:                 now,
 	})
 	rec := &stepRecorder{log: steps, block: cfg.BlockStep, work: cfg.StepWork}
 	if err := w.Register(newDefinitions(rec)...); err != nil {
@@ -146,13 +155,35 @@ func stopWhenOrphaned(ctx context.Context, stop context.CancelCauseFunc) {
 
 // openBackend opens the backend a worker process or a test uses.
 func openBackend(ctx context.Context, kind, dsn, schema, namespace string) (backend.Backend, error) {
+	return openBackendOn(ctx, kind, dsn, schema, namespace, nil)
+}
+
+// openBackendOn is openBackend on the clock now (nil: the real one).
+func openBackendOn(ctx context.Context, kind, dsn, schema, namespace string, now func() time.Time) (backend.Backend, error) {
 	switch kind {
 	case "sqlite":
-		return sqlite.Open(ctx, dsn, sqlite.Options{NamespaceID: namespace})
+		return sqlite.Open(ctx, dsn, sqlite.Options{NamespaceID: namespace, Now: now})
 	case "postgres":
-		return postgres.Open(ctx, dsn, postgres.Options{Schema: schema, NamespaceID: namespace})
+		return postgres.Open(ctx, dsn, postgres.Options{Schema: schema, NamespaceID: namespace, Now: now})
 	}
 	return nil, fmt.Errorf("unknown backend %q", kind)
+}
+
+// fastClock is a clock that several processes share without talking to
+// each other: it reads Base at the wall-clock instant Start and runs
+// Speed times faster than the wall clock from there, so every process
+// computes the same time from its own wall clock (one host). It is how
+// tests inject one clock into the test process and its worker processes
+// to run many seconds of schedule ticks in a fraction of the time.
+type fastClock struct {
+	Base  time.Time `json:"base"`
+	Start time.Time `json:"start"`
+	Speed int       `json:"speed"`
+}
+
+// Now is the clock's present.
+func (c *fastClock) Now() time.Time {
+	return c.Base.Add(time.Since(c.Start) * time.Duration(c.Speed))
 }
 
 // workerProcess is a worker process started by a test.

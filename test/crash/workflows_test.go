@@ -128,5 +128,5 @@ func newDefinitions(r *stepRecorder) []ow.Definition {
 		}
 		return run(ctx, r, stepCombine, func() int { return l + rr })
 	})
-	return []ow.Definition{sequence, diamond}
+	return []ow.Definition{sequence, diamond, scheduledWorkflow}
 }

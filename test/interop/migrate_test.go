@@ -173,9 +173,9 @@ func TestOwMigrateOnTSMigratedSchemaReportsBothLines(t *testing.T) {
 	if owLine.Table != "openworkflow_migrations" || owLine.Before != postgres.LatestMigrationVersion || len(owLine.Applied) != 0 {
 		t.Errorf("OpenWorkflow's line after TypeScript migrated: %+v; want up to date at %d", owLine, postgres.LatestMigrationVersion)
 	}
-	wantGo := make([]int, postgres.LatestGoMigrationVersion+1)
-	for i := range wantGo {
-		wantGo[i] = i
+	var wantGo []int
+	for _, v := range postgres.GoMigrationVersions() {
+		wantGo = append(wantGo, int(v))
 	}
 	if goLine.Table != "openworkflow_go_migrations" || goLine.Before != -1 || goLine.After != postgres.LatestGoMigrationVersion || !reflect.DeepEqual(goLine.Applied, wantGo) {
 		t.Errorf("the Go line on a schema TypeScript migrated: %+v; want -1 → %d, applied %v", goLine, postgres.LatestGoMigrationVersion, wantGo)

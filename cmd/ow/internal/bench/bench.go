@@ -164,7 +164,8 @@ type turn struct {
 }
 
 // turnsOf is what repetition i of workload w measures: W5 once per worker
-// process count; W1, when W1m is selected too, beside W1m, in alternating
+// process count; S1 with its s1Workers processes; W1, when W1m is selected
+// too, beside W1m, in alternating
 // order, so that the two are compared under the same conditions and a
 // drift of the machine does not favour either; any other workload once.
 func turnsOf(w string, i int, selected []string) []turn {
@@ -175,6 +176,8 @@ func turnsOf(w string, i int, selected []string) []turn {
 			ts = append(ts, turn{W5, n})
 		}
 		return ts
+	case w == S1:
+		return []turn{{S1, s1Workers}}
 	case w == W1 && slices.Contains(selected, W1m):
 		if i%2 == 1 {
 			return []turn{{W1m, 0}, {W1, 0}}

@@ -354,6 +354,7 @@ func TestWorkloadSelectionAndScaling(t *testing.T) {
 		{[]string{"W0b"}, "W0b", false},
 		{[]string{"L0", "W1"}, "W1,L0", false},
 		{[]string{"w1m", "W1"}, "W1,W1m", false},
+		{[]string{"s1", "W1"}, "W1,S1", false},
 		{[]string{"W9"}, "", true},
 	}
 	for _, c := range cases {

@@ -31,8 +31,9 @@ type Options struct {
 	// Workloads are the workload ids to run, in any order: W0 (which brings
 	// W0b along), W0b, W1, W2, W3, W4, W5, and, never part of the default,
 	// W1m (W1 with Prometheus metrics; measured in turn with W1 when both
-	// are selected), L0 (pgbench) and R1 (W1 while a prune runs). Empty
-	// means every standard workload, W0–W5.
+	// are selected), L0 (pgbench), R1 (W1 while a prune runs) and S1 (a
+	// schedule ticking every second for S1Duration). Empty means every
+	// standard workload, W0–W5.
 	Workloads []string
 	// Runs is W1's run count; every other workload keeps its standard
 	// proportion to W1's 5,000 (W0 and W5 N, W3 N/10, W4 N/5, W2 N/25), and
@@ -73,6 +74,9 @@ type Options struct {
 	// means ow.DefaultPruneDuty, the Pruner's (0.05); 1 prunes without
 	// rests.
 	PruneDuty float64
+	// S1Duration is how long S1's schedule ticks (once a second). 0 means
+	// 2 min.
+	S1Duration time.Duration
 	// Progress receives progress lines (stderr in the CLI). Nil discards
 	// them.
 	Progress io.Writer
@@ -93,13 +97,14 @@ const (
 	W5  = "W5"
 	L0  = "L0"
 	// R1 is defined in prune.go.
+	S1 = "S1"
 )
 
 // standardWorkloads is the default selection, in the order they run.
 var standardWorkloads = []string{W0, W0b, W1, W2, W3, W4, W5}
 
 // knownWorkloads is every id in the order they run.
-var knownWorkloads = []string{W0, W0b, W1, W1m, W2, W3, W4, W5, L0, R1}
+var knownWorkloads = []string{W0, W0b, W1, W1m, W2, W3, W4, W5, L0, R1, S1}
 
 // standardRuns is each workload's run count at the standard scale.
 var standardRuns = map[string]int{W0: 5000, W0b: 5000, W1: 5000, W1m: 5000, W2: 200, W3: 500, W4: 1000, W5: 5000}
@@ -160,6 +165,12 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.L0Duration == 0 {
 		o.L0Duration = 20 * time.Second
+	}
+	if o.S1Duration < 0 {
+		return o, fmt.Errorf("S1 duration %s: want more than 0", o.S1Duration)
+	}
+	if o.S1Duration == 0 {
+		o.S1Duration = 2 * time.Minute
 	}
 	if o.Progress == nil {
 		o.Progress = io.Discard

@@ -27,15 +27,20 @@ const (
 	MetricP99            = "p99_ms"
 	MetricLatenessP50    = "lateness_p50_ms" // W4: finish − start − 2 s
 	MetricLatenessP99    = "lateness_p99_ms"
-	MetricSpeedup        = "speedup" // W5: runs/s ÷ runs/s of 1 worker process; W1m: runs/s ÷ W1's
-	MetricTPS            = "tps"     // L0: pgbench transactions per second
-	MetricSeconds        = "seconds" // the measured phase
+	MetricTickP50        = "tick_p50_ms" // S1: a run's created_at − its tick
+	MetricTickP99        = "tick_p99_ms"
+	MetricTickMax        = "tick_max_ms"
+	MetricTickStartP99   = "tick_start_p99_ms" // S1: a run's started_at (first claim) − its tick
+	MetricSpeedup        = "speedup"           // W5: runs/s ÷ runs/s of 1 worker process; W1m: runs/s ÷ W1's
+	MetricTPS            = "tps"               // L0: pgbench transactions per second
+	MetricSeconds        = "seconds"           // the measured phase
 )
 
 // metricOrder is the order metrics are printed in.
 var metricOrder = []string{
 	MetricRunsPerS, MetricStepsPerS, MetricStartsPerS, MetricCommitsPerStep, MetricCommitsPerRun, MetricCPUPerRun,
-	MetricP50, MetricP95, MetricP99, MetricLatenessP50, MetricLatenessP99, MetricSpeedup, MetricTPS,
+	MetricP50, MetricP95, MetricP99, MetricLatenessP50, MetricLatenessP99,
+	MetricTickP50, MetricTickP99, MetricTickMax, MetricTickStartP99, MetricSpeedup, MetricTPS,
 	MetricAloneRunsPerS, MetricSlowdown, MetricPrunedPerS, MetricSeconds,
 }
 

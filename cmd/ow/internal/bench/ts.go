@@ -117,7 +117,7 @@ func runTS(ctx context.Context, o Options, admin *pgAdmin) ([]Result, string, er
 	runs := map[string]int{}
 	// W1m measures this SDK's metrics: the TypeScript engine has no such
 	// workload.
-	workloads := slices.DeleteFunc(slices.Clone(o.Workloads), func(w string) bool { return w == W1m })
+	workloads := slices.DeleteFunc(slices.Clone(o.Workloads), func(w string) bool { return w == W1m || w == S1 })
 	for _, w := range workloads {
 		runs[w] = o.runsFor(w)
 	}

@@ -73,6 +73,8 @@ func (m *measurement) run(ctx context.Context) (Result, error) {
 		return m.throughput(ctx, seq3, 3)
 	case R1:
 		return m.prune(ctx)
+	case S1:
+		return m.schedule(ctx)
 	}
 	return Result{}, fmt.Errorf("workload %s cannot run here", m.id)
 }

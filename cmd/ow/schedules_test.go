@@ -1,0 +1,106 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/openworkflow-go/openworkflow/api"
+)
+
+const schedulesFile = `
+schedules:
+  - name: nightly
+    workflow: report
+    cron: "30 2 * * *"
+    time_zone: Europe/Paris
+    input: {team: ops}
+  - name: heartbeat
+    workflow: ping
+    cron: "@every 30s"
+    overlap: allow_all
+    paused: true
+`
+
+func TestSchedulesCommands(t *testing.T) {
+	bothEnvs(t, func(t *testing.T, e *env) {
+		if err := os.WriteFile(filepath.Join(e.dir, "openworkflow.yaml"), []byte(schedulesFile), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mustContain(t, "apply", e.ok("schedules", "apply").stdout, "put 2 schedules from "+filepath.Join(e.dir, "openworkflow.yaml"))
+
+		list := e.ok("schedules", "list").stdout
+		mustContain(t, "list", list, "NAME", "NEXT TICK", "heartbeat", "ping", "@every 30s", "allow_all", "paused",
+			"nightly", "report", "30 2 * * *", "Europe/Paris", "02:30:00 CE") // CET or CEST
+		if strings.Index(list, "heartbeat") > strings.Index(list, "nightly") {
+			t.Errorf("list is not in name order:\n%s", list)
+		}
+		page := decode[api.List[api.Schedule]](t, e.ok("schedules", "list", "--limit", "1", "--json"))
+		if len(page.Data) != 1 || page.Data[0].Name != "heartbeat" || !page.HasMore {
+			t.Fatalf("list --limit 1 --json: %+v", page)
+		}
+		mustContain(t, "second page", e.ok("schedules", "list", "--limit", "1", "--cursor", *page.Cursor).stdout, "nightly")
+
+		get := e.ok("schedules", "get", "nightly", "--next", "3").stdout
+		mustContain(t, "get", get, "schedule", "nightly", "workflow", "report", `{"team":"ops"}`, "overlap", "skip",
+			"catch-up window", "1m0s", "state", "running", "next ticks:", "02:30:00 CE")
+		if n := strings.Count(get, "02:30:00 CE"); n != 3 {
+			t.Errorf("get --next 3 shows %d ticks:\n%s", n, get)
+		}
+		got := decode[api.Schedule](t, e.ok("schedules", "get", "nightly", "--next", "7", "--json"))
+		if len(got.Upcoming) != 7 || got.NextFireAt == nil || !got.Upcoming[0].Equal(*got.NextFireAt) {
+			t.Fatalf("get --next 7 --json: %+v", got)
+		}
+
+		mustContain(t, "pause", e.ok("schedules", "pause", "nightly").stdout, "schedule nightly paused; next tick: paused")
+		mustContain(t, "get paused", e.ok("schedules", "get", "nightly").stdout, "paused: 'ow schedules resume nightly'")
+		mustContain(t, "resume", e.ok("schedules", "resume", "nightly").stdout, "schedule nightly resumed; next tick: ", "02:30:00 CE")
+		// A deploy puts the file again: heartbeat, resumed by an operator,
+		// stays resumed.
+		e.ok("schedules", "resume", "heartbeat")
+		e.ok("schedules", "apply")
+		if s := decode[api.Schedule](t, e.ok("schedules", "get", "heartbeat", "--json")); s.Paused {
+			t.Error("apply paused again a schedule an operator resumed")
+		}
+
+		trig := e.ok("schedules", "trigger", "nightly").stdout
+		mustContain(t, "trigger", trig, "started run wrun_", "of report", "ow runs get wrun_")
+		runID := strings.Fields(strings.TrimPrefix(trig, "started run "))[0]
+		mustContain(t, "the triggered run", e.ok("runs", "get", runID).stdout, runID, "report", "schedule:", "nightly (triggered ")
+
+		mustContain(t, "delete", e.ok("schedules", "delete", "heartbeat").stdout, "deleted schedule heartbeat")
+		for _, args := range [][]string{{"get", "heartbeat"}, {"pause", "heartbeat"}, {"resume", "heartbeat"}, {"trigger", "heartbeat"}, {"delete", "heartbeat"}} {
+			r := e.run(append([]string{"schedules"}, args...)...)
+			if r.code == 0 || !strings.Contains(r.stderr, `no schedule "heartbeat" in this namespace: see 'ow schedules list'`) {
+				t.Errorf("ow schedules %s of a deleted schedule: exit %d, stderr %q", strings.Join(args, " "), r.code, r.stderr)
+			}
+		}
+	})
+}
+
+func TestSchedulesCommandErrors(t *testing.T) {
+	e := newEnv(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"schedules", "pause"}, "takes 1 argument(s) <name>"},
+		{[]string{"schedules", "frobnicate"}, `unknown command "frobnicate" for "ow schedules"`},
+		{[]string{"schedules", "get", "x", "--next", "0"}, "invalid --next 0"},
+		{[]string{"schedules", "list", "--cursor", "nope"}, "invalid --cursor"},
+		{[]string{"schedules", "apply"}, "nothing to apply"},
+	} {
+		r := e.run(c.args...)
+		if r.code == 0 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("ow %s: exit %d, stderr %q; want it to say %q", strings.Join(c.args, " "), r.code, r.stderr, c.want)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(e.dir, "openworkflow.yaml"), []byte("schedules:\n  - {name: n, workflow: w, cron: '@daily', time_zone: Europe/Pariss}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := e.run("schedules", "list")
+	if r.code == 0 || !strings.Contains(r.stderr, `schedules[0] (n): time_zone "Europe/Pariss"`) {
+		t.Errorf("a bad time zone in the file: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
