@@ -140,18 +140,34 @@ func eval[T any](b *tab, js string) T {
 }
 
 // until waits for a JavaScript condition to hold, failing the test after
-// 20 s with what it waited for and the page's text.
+// 60 s with what it waited for and the page's text. The wait is generous
+// for a loaded machine (-race, other packages' tests on the same cores)
+// and ends as soon as the condition holds. A poll cut short because the
+// page navigated (its JavaScript context destroyed) polls the new page.
 func (b *tab) until(what, js string) {
 	b.t.Helper()
-	// Generous: under a loaded machine (-race, other packages' tests on
-	// the same 2 cores) a live update can take seconds; the wait ends as
-	// soon as the condition holds.
-	ctx, cancel := context.WithTimeout(b.ctx, 65*time.Second)
-	defer cancel()
-	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(60*time.Second), chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ctx, cancel := context.WithDeadline(b.ctx, deadline.Add(5*time.Second))
+		_, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(time.Until(deadline)), chromedp.WithPollingInterval(50*time.Millisecond)))
+		cancel()
+		if err == nil {
+			return
+		}
+		if navigatedAway(err) && time.Now().Before(deadline) {
+			continue
+		}
 		text, _ := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText.slice(0, 3000) : ""`))
 		b.t.Fatalf("waited 60 s for %s (%s): %v\npage text:\n%s", what, js, err, text)
 	}
+}
+
+// navigatedAway reports whether err is Chromium's answer to a script run
+// in a page that has since navigated.
+func navigatedAway(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "Cannot find context with specified id") ||
+		strings.Contains(msg, "Execution context was destroyed")
 }
 
 // screenshot saves the whole page as a PNG under testdata/screenshots
@@ -541,6 +557,9 @@ func TestBrowser(t *testing.T) {
 				b.colorScheme(scheme)
 				b.open("/runs/" + h.ID)
 				b.until("the page's script", `document.readyState === 'complete'`)
+				if eval[bool](b, `document.querySelector('[data-open=dlg-retry]') !== null`) {
+					t.Errorf("a compensated DAG run offers a retry from its failed step")
+				}
 				var check struct {
 					Problems []string
 					Texts    int

@@ -166,7 +166,9 @@ func (d *Dashboard) loadRun(ctx context.Context, id string, now time.Time) (*run
 	data.Error = viewError(run.Error)
 	data.Terminal = run.Status == "completed" || run.Status == "failed" || run.Status == "canceled"
 	data.CanCancel = !data.Terminal
-	data.CanRetry = run.Status == "failed"
+	// A compensated DAG run is stored failed, but its steps were undone: a
+	// retry would find the failed step final and end compensated again.
+	data.CanRetry = run.Status == "failed" && (data.DAG == nil || data.DAG.Status != "compensated")
 	data.Timeline = buildTimeline(run, steps.Data, now)
 	if data.State.Wait != nil {
 		c, _ := readWait(data.State.Wait)
