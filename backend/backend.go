@@ -194,7 +194,21 @@ type CreateWorkflowRunParams struct {
 	// DeadlineAt fails the run if it has not finished by then; nil means
 	// no deadline.
 	DeadlineAt *time.Time
+	// Priority orders the claims of pending runs, higher first; 0 (the
+	// default) is the priority of every run of the TypeScript SDK. At most
+	// [MaxPriority] in absolute value.
+	Priority int
+	// ConcurrencyKey is the key the per-key limits of the run's workflow
+	// count it under ([Limits]); nil or "" for none (such runs share one
+	// key). Valid text of at most [MaxConcurrencyKeyLength] bytes. Stored
+	// whether or not the workflow has limits.
+	ConcurrencyKey *string
 }
+
+// MaxPriority is the largest priority in absolute value
+// ([CreateWorkflowRunParams.Priority]); priorities are stored as 32-bit
+// integers.
+const MaxPriority = 1<<31 - 1
 
 // ListWorkflowRunsParams filter and paginate [Client.ListWorkflowRuns].
 type ListWorkflowRunsParams struct {
@@ -255,6 +269,18 @@ type ClaimWorkflowRunsParams struct {
 	// lease is about to expire is never claimed early. Zero claims only
 	// due runs, as in OpenWorkflow.
 	Lookahead time.Duration
+	// Admit names the workflows whose runs waiting for admission this
+	// claim may admit, within their stored limits ([LimitStore]): the
+	// limited workflows the worker registered. Claims that admit a
+	// workflow serialize with one another (PostgreSQL: an advisory lock
+	// per workflow; SQLite: BEGIN IMMEDIATE), so no number of workers
+	// exceeds its limits. Nil admits nothing: waiting runs are invisible
+	// to the claim.
+	Admit []string
+	// Caps bound the runs of some workflows this claim takes, waiting or
+	// not (a worker's per-worker limit less what it executes); a workflow
+	// without a cap is bounded only by the worker ids. Nil: no caps.
+	Caps []WorkflowCap
 }
 
 // WorkflowKey identifies a workflow implementation: name and version (nil

@@ -142,6 +142,21 @@ type WorkflowRun struct {
 	// CreatedAt and UpdatedAt are the row's creation and last change.
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
+	// Priority orders the claims of pending runs: higher first (this SDK's
+	// column go_priority; 0 for every run of the TypeScript SDK).
+	Priority int `json:"priority"`
+	// ConcurrencyKey is the key the run was started with, which the
+	// per-key limits of its workflow count by; nil when none was given.
+	ConcurrencyKey *string `json:"concurrencyKey"`
+	// QueuedAt is set while the run waits for admission (its workflow has
+	// limits, see [Limits]): the time it may be admitted from. Its
+	// AvailableAt is nil meanwhile, so that no claim but an admitting one
+	// takes it.
+	QueuedAt *time.Time `json:"queuedAt"`
+	// AdmittedAt is when a claim admitted the run (nil for a run of a
+	// workflow without limits). Admitted and not finished, it holds a slot
+	// of its workflow's limits.
+	AdmittedAt *time.Time `json:"admittedAt"`
 }
 
 // StepAttempt is one row of step_attempts: one execution attempt of one

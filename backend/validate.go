@@ -62,6 +62,14 @@ func (p CreateWorkflowRunParams) Validate() error {
 			return err
 		}
 	}
+	if p.Priority > MaxPriority || p.Priority < -MaxPriority {
+		return fmt.Errorf("%w: priority %d is beyond ±%d", ErrInvalidArgument, p.Priority, MaxPriority)
+	}
+	if p.ConcurrencyKey != nil {
+		if err := ValidateConcurrencyKey(*p.ConcurrencyKey); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -58,9 +58,11 @@ func (b *Backend) CreateWorkflowRuns(ctx context.Context, ps []backend.CreateWor
 		batch.Queue(b.q.NotifyWorkIfDue, b.namespace, earliestAvailable(ps, plain), at)
 		recorded := b.queueRecord(batch, &esc)
 		br := b.pool.SendBatch(ctx, batch)
-		tag, err := br.Exec()
-		if err == nil && tag.RowsAffected() != int64(len(plain)) {
-			err = fmt.Errorf("inserted %d runs, want %d", tag.RowsAffected(), len(plain))
+		var inserted int
+		var queued []string
+		err := br.QueryRow().Scan(&inserted, &queued)
+		if err == nil && inserted != len(plain) {
+			err = fmt.Errorf("inserted %d runs, want %d", inserted, len(plain))
 		}
 		var now time.Time
 		if err == nil {
@@ -75,8 +77,12 @@ func (b *Backend) CreateWorkflowRuns(ctx context.Context, ps []backend.CreateWor
 		if err != nil {
 			return nil, fmt.Errorf("create %d workflow runs: %w", len(ps), missingParent(ps, err))
 		}
+		waiting := make(map[string]bool, len(queued))
+		for _, id := range queued {
+			waiting[id] = true
+		}
 		for k, i := range plain {
-			runs[i] = b.insertedRun(ids[k], ps[i], now)
+			runs[i] = b.insertedRun(ids[k], ps[i], now, waiting[ids[k]])
 		}
 		return runs, nil
 	}
@@ -180,6 +186,7 @@ func (b *Backend) runArrays(ps []backend.CreateWorkflowRunParams, idx []int, e *
 	configs, contexts, inputs := make([]*string, n), make([]*string, n), make([]*string, n)
 	parentNS, parentID := make([]*string, n), make([]*string, n)
 	availableAt, deadlineAt := make([]*time.Time, n), make([]*time.Time, n)
+	priorities, concurrencyKeys := make([]int32, n), make([]*string, n)
 	for k, i := range idx {
 		p := ps[i]
 		ids[k] = id.New(id.PrefixRun)
@@ -190,9 +197,10 @@ func (b *Backend) runArrays(ps []backend.CreateWorkflowRunParams, idx []int, e *
 		inputs[k] = e.jsonText(b.namespace, tableRuns, ids[k], "input", p.Input)
 		parentNS[k], parentID[k] = p.ParentStepAttemptNamespaceID, p.ParentStepAttemptID
 		availableAt[k], deadlineAt[k] = msPtr(p.AvailableAt), msPtr(p.DeadlineAt)
+		priorities[k], concurrencyKeys[k] = int32(p.Priority), p.ConcurrencyKey
 	}
 	return ids, []any{b.namespace, ids, names, versions, keys, configs, contexts, inputs,
-		parentNS, parentID, availableAt, deadlineAt}
+		parentNS, parentID, availableAt, deadlineAt, priorities, concurrencyKeys}
 }
 
 // earliestAvailable is the earliest available_at of the runs ps[idx...]
@@ -213,10 +221,11 @@ func earliestAvailable(ps []backend.CreateWorkflowRunParams, idx []int) *time.Ti
 }
 
 // insertedRun is the run sqlInsertRunsUnread stored for p under id, its
-// clock now: what reading it back would return, except that its JSON is
-// the bytes given rather than PostgreSQL's jsonb rendering of them (same
-// values; key order and spacing may differ).
-func (b *Backend) insertedRun(id string, p backend.CreateWorkflowRunParams, now time.Time) *backend.WorkflowRun {
+// clock now, queued when it waits for admission: what reading it back
+// would return, except that its JSON is the bytes given rather than
+// PostgreSQL's jsonb rendering of them (same values; key order and spacing
+// may differ).
+func (b *Backend) insertedRun(id string, p backend.CreateWorkflowRunParams, now time.Time, queued bool) *backend.WorkflowRun {
 	now = now.UTC()
 	r := &backend.WorkflowRun{
 		NamespaceID: b.namespace, ID: id, WorkflowName: p.WorkflowName, Version: p.Version,
@@ -230,6 +239,13 @@ func (b *Backend) insertedRun(id string, p backend.CreateWorkflowRunParams, now 
 	}
 	if r.AvailableAt == nil {
 		r.AvailableAt = &now
+	}
+	r.Priority = p.Priority
+	if p.ConcurrencyKey != nil && *p.ConcurrencyKey != "" {
+		r.ConcurrencyKey = p.ConcurrencyKey
+	}
+	if queued {
+		r.QueuedAt, r.AvailableAt = r.AvailableAt, nil
 	}
 	return r
 }

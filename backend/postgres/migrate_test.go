@@ -25,6 +25,12 @@ func goLine() []int64 {
 	return vs
 }
 
+// oursIndexes are the indexes of our own line on workflow_runs.
+var oursIndexes = []string{
+	"workflow_runs_go_admitted_idx", "workflow_runs_go_deadline_idx", "workflow_runs_go_priority_idx",
+	"workflow_runs_go_queue_idx", "workflow_runs_go_queue_key_idx",
+}
+
 // migratedSchema returns a new schema of the test's own, migrated, and a
 // pool on the test server.
 func migratedSchema(t *testing.T) (*pgxpool.Pool, string) {
@@ -108,9 +114,11 @@ func TestMigrate(t *testing.T) {
 		}
 		ours, err := pgx.CollectRows(must(pool.Query(ctx, `SELECT indexname FROM pg_indexes WHERE schemaname = $1
 			AND indexname LIKE 'workflow\_runs\_go\_%' ORDER BY 1`, schema)), pgx.RowTo[string])
-		// Go migration 1 made three list indexes besides this one; go
-		// migration 2 dropped them (their cost on every run transition).
-		wantOurs := []string{"workflow_runs_go_deadline_idx"}
+		// Go migration 1 made three list indexes besides the deadline one;
+		// go migration 2 dropped them (their cost on every run
+		// transition). Go migration 8 added the partial indexes of
+		// priorities and limits.
+		wantOurs := oursIndexes
 		if err != nil || !slices.Equal(ours, wantOurs) {
 			t.Errorf("indexes of our own migration line = %v, %v\nwant %v", ours, err, wantOurs)
 		}
@@ -138,7 +146,7 @@ func TestMigrate(t *testing.T) {
 		}
 		ours, err := pgx.CollectRows(must(pool.Query(ctx, `SELECT indexname FROM pg_indexes WHERE schemaname = $1
 			AND indexname LIKE 'workflow\_runs\_go\_%' ORDER BY 1`, schema)), pgx.RowTo[string])
-		if err != nil || !slices.Equal(ours, []string{"workflow_runs_go_deadline_idx"}) {
+		if err != nil || !slices.Equal(ours, oursIndexes) {
 			t.Errorf("indexes of our own migration line after the upgrade = %v, %v", ours, err)
 		}
 		goVersions, err := pgx.CollectRows(must(pool.Query(ctx, `SELECT version FROM `+q+`.openworkflow_go_migrations ORDER BY 1`)), pgx.RowTo[int64])

@@ -44,6 +44,16 @@ type queries struct {
 	NextDue           string `sql:"next_due"`
 	ExtendLease       string `sql:"extend_lease"`
 	ReleaseWorkerRuns string `sql:"release_worker_runs"`
+	// limits.sql
+	PutLimits             string `sql:"put_limits"`
+	DeleteLimits          string `sql:"delete_limits"`
+	ListLimits            string `sql:"list_limits"`
+	LockAdmission         string `sql:"lock_admission"`
+	ClaimCandidatesLocked string `sql:"claim_candidates_locked"`
+	AdmissionQueue        string `sql:"admission_queue"`
+	AdmissionQueueByKey   string `sql:"admission_queue_by_key"`
+	ClaimChosen           string `sql:"claim_chosen"`
+	PruneLimitStarts      string `sql:"prune_limit_starts"`
 	// steps.sql
 	GetStep           string `sql:"get_step"`
 	ListSteps         string `sql:"list_steps"`

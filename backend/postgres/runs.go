@@ -39,7 +39,7 @@ func (b *Backend) CreateWorkflowRun(ctx context.Context, p backend.CreateWorkflo
 		esc.json(b.namespace, tableRuns, runID, "context", p.Context),
 		esc.json(b.namespace, tableRuns, runID, "input", p.Input),
 		p.ParentStepAttemptNamespaceID, p.ParentStepAttemptID,
-		msPtr(p.AvailableAt), msPtr(p.DeadlineAt), b.at(),
+		msPtr(p.AvailableAt), msPtr(p.DeadlineAt), int32(p.Priority), p.ConcurrencyKey, b.at(),
 	}
 	var run *backend.WorkflowRun
 	if p.IdempotencyKey == nil {
@@ -310,6 +310,9 @@ func (b *Backend) ClaimWorkflowRuns(ctx context.Context, p backend.ClaimWorkflow
 		for i, k := range p.Workflows {
 			names[i], versions[i] = k.Name, k.Version
 		}
+	}
+	if len(p.WorkerIDs) > 0 && (len(p.Admit) > 0 || len(p.Caps) > 0) {
+		return b.claimLimited(ctx, p, names, versions)
 	}
 	// One statement, its own implicit transaction, committed asynchronously
 	// when it claimed a run (sqlClaimRuns, step 4).

@@ -24,13 +24,17 @@ func scanRun(row pgx.CollectableRow) (*backend.WorkflowRun, error) {
 		&r.Attempts, &r.ParentStepAttemptNamespaceID, &r.ParentStepAttemptID,
 		&r.WorkerID, &r.AvailableAt, &r.DeadlineAt, &r.StartedAt, &r.FinishedAt,
 		&r.CreatedAt, &r.UpdatedAt,
+		&r.Priority, &r.ConcurrencyKey, &r.QueuedAt, &r.AdmittedAt,
 	)
 	if err != nil {
 		return nil, err
 	}
 	r.Status = backend.RunStatus(status).Normalize()
 	r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
-	utc(r.AvailableAt, r.DeadlineAt, r.StartedAt, r.FinishedAt)
+	utc(r.AvailableAt, r.DeadlineAt, r.StartedAt, r.FinishedAt, r.QueuedAt, r.AdmittedAt)
+	if r.ConcurrencyKey != nil && *r.ConcurrencyKey == "" {
+		r.ConcurrencyKey = nil // the key a limited run started without one is stored under
+	}
 	return &r, nil
 }
 

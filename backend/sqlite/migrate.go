@@ -59,8 +59,9 @@ func loadMigrations(dir string) ([]migration, error) {
 // of this SDK's line whose version is not recorded (that line may have
 // gaps: see migrations_go/0000_init.sql): the first of several processes
 // opening a fresh file migrates it, the others wait for the lock and then
-// find nothing left to do. It then creates this SDK's own deadline index
-// if missing (create_deadline_index in sql/migrate.sql says why).
+// find nothing left to do. It then creates this SDK's own indexes on
+// OpenWorkflow's workflow_runs if missing (create_deadline_index in
+// sql/migrate.sql says why there, and the indexes of go migration 8).
 func (b *Backend) migrate(ctx context.Context) error {
 	ms, err := loadMigrations("migrations")
 	if err != nil {
@@ -94,6 +95,11 @@ func (b *Backend) migrate(ctx context.Context) error {
 		}
 		if _, err := tx.ExecContext(ctx, b.q.CreateDeadlineIndex); err != nil {
 			return fmt.Errorf("create workflow_runs_go_deadline_idx: %w", err)
+		}
+		for _, stmt := range []string{b.q.CreatePriorityIndex, b.q.CreateQueueIndex, b.q.CreateQueueKeyIndex, b.q.CreateAdmittedIndex} {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("create the indexes of go migration 8: %w", err)
+			}
 		}
 		return nil
 	})

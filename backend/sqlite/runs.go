@@ -96,7 +96,9 @@ func (b *Backend) createRun(ctx context.Context, tx *txn, now time.Time, ev *eve
 		sql.Named("parent_id", nullStringArg(p.ParentStepAttemptID)),
 		sql.Named("available_at", timeArg(availableAt)),
 		sql.Named("deadline_at", nullTimeArg(p.DeadlineAt)),
-		sql.Named("now", timeArg(now)))
+		sql.Named("now", timeArg(now)),
+		sql.Named("priority", p.Priority),
+		sql.Named("concurrency_key", nullStringArg(p.ConcurrencyKey)))
 	created, err := scanRun(row)
 	if err != nil {
 		if isConstraint(err) {
@@ -171,7 +173,11 @@ func (b *Backend) CountWorkflowRuns(ctx context.Context) (backend.RunCounts, err
 // then claims up to len(p.WorkerIDs) claimable runs, pending first, in one
 // BEGIN IMMEDIATE transaction. The i-th claimed run is leased to
 // p.WorkerIDs[i] until now + p.LeaseDuration (30 s when <= 0). With no
-// WorkerIDs it only fails the expired runs.
+// WorkerIDs it only fails the expired runs. A claim that admits runs of
+// limited workflows (p.Admit) or caps workflows (p.Caps) chooses among the
+// candidates and the admissible waiting runs with backend.PlanClaim; the
+// transaction, SQLite's one write lock, keeps any other claim from
+// counting the same free slots.
 func (b *Backend) ClaimWorkflowRuns(ctx context.Context, p backend.ClaimWorkflowRunsParams) ([]*backend.WorkflowRun, error) {
 	lease := p.LeaseDuration
 	if lease <= 0 {
@@ -183,22 +189,49 @@ func (b *Backend) ClaimWorkflowRuns(ctx context.Context, p backend.ClaimWorkflow
 		if err := b.failExpiredRuns(ctx, tx, now, ev); err != nil {
 			return err
 		}
-		if len(p.WorkerIDs) == 0 {
+		n := len(p.WorkerIDs)
+		if n == 0 {
 			return nil
 		}
-		ids, err := b.claimCandidates(ctx, tx, now, max(p.Lookahead, 0), len(p.WorkerIDs), p.Workflows)
+		caps, exclude := capsOf(p.Caps)
+		cands, err := b.claimCandidates(ctx, tx, now, max(p.Lookahead, 0), n, p.Workflows, exclude)
 		if err != nil {
 			return err
 		}
-		for i, runID := range ids {
+		admit := admittedWorkflows(p.Admit, caps)
+		var st backend.AdmissionState
+		if len(admit) > 0 || len(caps) > 0 {
+			st = backend.AdmissionState{
+				Limits: map[string]backend.Limits{}, Active: map[string]int{},
+				KeyActive: map[backend.WorkflowKeyName]int{}, KeyStarts: map[backend.WorkflowKeyName]int{},
+			}
+			for _, name := range admit {
+				queued, err := b.admissionCandidates(ctx, tx, now, name, n, &st)
+				if err != nil {
+					return fmt.Errorf("admission of workflow %q: %w", name, err)
+				}
+				cands = append(cands, queued...)
+			}
+			cands = backend.PlanClaim(cands, st, caps, n)
+			if err := b.pruneLimitStarts(ctx, tx, now, admit, st); err != nil {
+				return err
+			}
+		}
+		for i, c := range cands {
 			run, err := scanRun(tx.QueryRowContext(ctx, b.q.ClaimRun,
 				sql.Named("ns", b.ns),
-				sql.Named("run_id", runID),
+				sql.Named("run_id", c.ID),
 				sql.Named("worker_id", p.WorkerIDs[i]),
 				sql.Named("lease_until", timeArg(now.Add(lease))),
-				sql.Named("now", timeArg(now))))
+				sql.Named("now", timeArg(now)),
+				sql.Named("admit", c.Admit)))
 			if err != nil {
-				return fmt.Errorf("claim %s: %w", runID, err)
+				return fmt.Errorf("claim %s: %w", c.ID, err)
+			}
+			if c.Admit {
+				if err := b.recordStart(ctx, tx, now, run, st); err != nil {
+					return err
+				}
 			}
 			claimed = append(claimed, run)
 		}
@@ -241,9 +274,9 @@ func (b *Backend) failExpiredRuns(ctx context.Context, tx *txn, now time.Time, e
 	return nil
 }
 
-// claimCandidates returns the ids of up to n claimable runs, in claim
-// order, parked runs due within lookahead included.
-func (b *Backend) claimCandidates(ctx context.Context, tx *txn, now time.Time, lookahead time.Duration, n int, workflows []backend.WorkflowKey) ([]string, error) {
+// claimCandidates returns up to n claimable runs in claim order, parked
+// runs due within lookahead included, none of a workflow named in exclude.
+func (b *Backend) claimCandidates(ctx context.Context, tx *txn, now time.Time, lookahead time.Duration, n int, workflows []backend.WorkflowKey, exclude []string) ([]backend.ClaimCandidate, error) {
 	var filter any // NULL: any workflow; else [[name, version|null], …]
 	if workflows != nil {
 		pairs := make([][2]*string, len(workflows))
@@ -253,13 +286,37 @@ func (b *Backend) claimCandidates(ctx context.Context, tx *txn, now time.Time, l
 		b, _ := json.Marshal(pairs)
 		filter = string(b)
 	}
-	ids, err := queryStrings(ctx, tx, b.q.ClaimCandidates,
+	var excluded any // NULL: none; else ["name", …]
+	if len(exclude) > 0 {
+		b, _ := json.Marshal(exclude)
+		excluded = string(b)
+	}
+	rows, err := tx.QueryContext(ctx, b.q.ClaimCandidates,
 		sql.Named("ns", b.ns), sql.Named("now", timeArg(now)), sql.Named("ahead", timeArg(now.Add(lookahead))),
-		sql.Named("limit", n), sql.Named("workflows", filter))
+		sql.Named("limit", n), sql.Named("workflows", filter), sql.Named("exclude", excluded))
 	if err != nil {
 		return nil, fmt.Errorf("select claim candidates: %w", err)
 	}
-	return ids, nil
+	defer rows.Close()
+	var out []backend.ClaimCandidate
+	for rows.Next() {
+		var c backend.ClaimCandidate
+		var at, created string
+		if err := rows.Scan(&c.ID, &c.WorkflowName, &c.Rank, &c.Priority, &at, &created); err != nil {
+			return nil, fmt.Errorf("select claim candidates: %w", err)
+		}
+		if c.At, err = backend.ParseTime(at); err != nil {
+			return nil, fmt.Errorf("claim candidate %s: available_at: %w", c.ID, err)
+		}
+		if c.CreatedAt, err = backend.ParseTime(created); err != nil {
+			return nil, fmt.Errorf("claim candidate %s: created_at: %w", c.ID, err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("select claim candidates: %w", err)
+	}
+	return out, nil
 }
 
 // wakeParent makes a parked parent of the finished child claimable now

@@ -22,25 +22,31 @@ func scanRun(s scanner) (*backend.WorkflowRun, error) {
 		status                                string
 		config, context, input, output, errJS sql.NullString
 		available, deadline, started, finish  sql.NullString
+		queued, admitted                      sql.NullString
 		created, updated                      string
-		attempts                              int64
+		attempts, priority                    int64
 	)
 	err := s.Scan(&r.NamespaceID, &r.ID, &r.WorkflowName, &r.Version, &status,
 		&r.IdempotencyKey, &config, &context, &input, &output, &errJS,
 		&attempts, &r.ParentStepAttemptNamespaceID, &r.ParentStepAttemptID,
 		&r.WorkerID, &available, &deadline, &started, &finish,
-		&created, &updated)
+		&created, &updated,
+		&priority, &r.ConcurrencyKey, &queued, &admitted)
 	if err != nil {
 		return nil, err
 	}
 	r.Status = backend.RunStatus(status).Normalize()
-	r.Attempts = int(attempts)
+	r.Attempts, r.Priority = int(attempts), int(priority)
+	if r.ConcurrencyKey != nil && *r.ConcurrencyKey == "" {
+		r.ConcurrencyKey = nil // the key a limited run started without one is stored under
+	}
 	r.Config, r.Context, r.Input = rawJSON(config), rawJSON(context), rawJSON(input)
 	r.Output, r.Error = rawJSON(output), rawJSON(errJS)
 	times := []struct {
 		dst **time.Time
 		src sql.NullString
-	}{{&r.AvailableAt, available}, {&r.DeadlineAt, deadline}, {&r.StartedAt, started}, {&r.FinishedAt, finish}}
+	}{{&r.AvailableAt, available}, {&r.DeadlineAt, deadline}, {&r.StartedAt, started}, {&r.FinishedAt, finish},
+		{&r.QueuedAt, queued}, {&r.AdmittedAt, admitted}}
 	for _, t := range times {
 		if *t.dst, err = parseNullTime(t.src); err != nil {
 			return nil, fmt.Errorf("workflow run %s: %w", r.ID, err)

@@ -7,18 +7,8 @@
 -- lookahead in ms, $7 the clock):
 --  1. expired: fail every non-terminal run whose deadline passed (announced
 --     as finished; a parked parent is not woken, as upstream);
---  2. candidate: lock up to cardinality($2) claimable runs, pending first,
---     skipping rows other claimers hold. Pending runs, due running ones
---     (parked, or with an expired lease), then due runs of the legacy
---     status sleeping are picked by one query per status, each reading the
---     claim index in order (namespace, status, available_at, created_at),
---     so a claim costs the same with 5 or 500,000 runs waiting; a single
---     query ordered by a CASE on the status had to sort every due run on
---     every claim (21 ms with 5,000 pending), as did one over
---     status IN ('running', 'sleeping') (47 ms with 100,000 due parked
---     runs, against 0.09 ms for status = 'running');
---     then parked running runs due within $6 milliseconds (the lookahead,
---     0 for none), after every due run;
+--  2. candidate: lock up to cardinality($2) claimable runs in claim order
+--     (claim_candidates), skipping rows other claimers hold;
 --  3. pair the i-th candidate with the i-th worker id ($2) and claim it with
 --     a lease of $3 milliseconds;
 --  4. when it claimed a run, make its own commit asynchronous (no wait for
@@ -28,38 +18,15 @@
 --     since WAL is written in order. That takes a flush off every run's
 --     start-to-result path.
 -- With no worker ids it only runs step 1: a worker without a free slot
--- sweeps deadlines that way. The result is in claim order.
-WITH expired AS (
-  UPDATE {{schema}}."workflow_runs" AS wr
-  SET "status" = 'failed',
-      "error" = {{deadline_error}},
-      "worker_id" = NULL,
-      "available_at" = NULL,
-      "finished_at" = {{now($7)}},
-      "updated_at" = {{now($7)}}
-  WHERE wr."namespace_id" = $1
-    AND wr."status" IN ('pending', 'running', 'sleeping')
-    AND wr."deadline_at" IS NOT NULL
-    AND wr."deadline_at" <= {{clock($7)}}
-  RETURNING wr."id", {{notify('finished')}} AS notified
-),
-{{claim_candidate(pending_candidate, 'pending', 0, c."available_at" <= {{clock($7)}}, cardinality($2::text[]))}},
-{{claim_candidate(running_candidate, 'running', 1, c."available_at" <= {{clock($7)}},
-  cardinality($2::text[]) - (SELECT count(*) FROM pending_candidate))}},
-{{claim_candidate(sleeping_candidate, 'sleeping', 2, c."available_at" <= {{clock($7)}},
-  cardinality($2::text[]) - (SELECT count(*) FROM pending_candidate) - (SELECT count(*) FROM running_candidate))}},
-{{claim_candidate(early_candidate, 'running', 3, {{due_within_lookahead($6, $7)}},
-  cardinality($2::text[]) - (SELECT count(*) FROM pending_candidate) - (SELECT count(*) FROM running_candidate)
-    - (SELECT count(*) FROM sleeping_candidate))}},
-candidate AS (
-  SELECT * FROM pending_candidate
-  UNION ALL SELECT * FROM running_candidate
-  UNION ALL SELECT * FROM sleeping_candidate
-  UNION ALL SELECT * FROM early_candidate
-),
+-- sweeps deadlines that way. The result is in claim order. Workers that
+-- admit runs of limited workflows, or cap some workflows, claim with
+-- claim_candidates_locked and claim_chosen instead.
+WITH {{expire_past_deadline($1, $7)}},
+{{claim_candidates($1, cardinality($2::text[]), $4, $5, $6, $7, NULL::text[])}},
 slot AS (
   SELECT candidate."namespace_id", candidate."id",
-         row_number() OVER (ORDER BY candidate."rank", candidate."available_at", candidate."created_at", candidate."id") AS n
+         row_number() OVER (ORDER BY candidate."rank", candidate."priority" DESC, candidate."available_at",
+                                     candidate."created_at", candidate."id") AS n
   FROM candidate
 ),
 worker AS (
@@ -82,25 +49,116 @@ FROM claimed AS wr
 CROSS JOIN LATERAL (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit
 ORDER BY wr.claim_order
 
--- fragment: claim_candidate(name, status, rank, due, limit)
+-- fragment: expire_past_deadline(ns, at)
+-- The claim's deadline sweep, a CTE: fails every non-terminal run of
+-- namespace {{ns}} whose deadline passed, announced as finished.
+expired AS (
+  UPDATE {{schema}}."workflow_runs" AS wr
+  SET "status" = 'failed',
+      "error" = {{deadline_error}},
+      "worker_id" = NULL,
+      "available_at" = NULL,
+      "finished_at" = {{now({{at}})}},
+      "updated_at" = {{now({{at}})}}
+  WHERE wr."namespace_id" = {{ns}}
+    AND wr."status" IN ('pending', 'running', 'sleeping')
+    AND wr."deadline_at" IS NOT NULL
+    AND wr."deadline_at" <= {{clock({{at}})}}
+  RETURNING wr."id", {{notify('finished')}} AS notified
+)
+
+-- fragment: claim_candidates(ns, n, names, versions, ahead, at, exclude)
+-- The claim's candidates, CTEs ending in "candidate": up to {{n}}
+-- claimable runs of namespace {{ns}}, locked FOR UPDATE SKIP LOCKED, of
+-- the workflows {{names}}/{{versions}} (NULL: any) and not of the names
+-- {{exclude}} (NULL: none). In claim order: due pending runs (of priority
+-- above 0, then 0, then below, each by priority and then FIFO), due
+-- running ones (expired leases, parked runs), due runs of the legacy
+-- status sleeping, then parked runs due within {{ahead}} ms (the
+-- lookahead, 0 for none); those last three FIFO whatever their priority,
+-- so a woken run keeps the place it had among runs due before and after
+-- it. Each part reads one index in order and stops at its limit (what
+-- the parts before it left of {{n}}): runs of priority 0, nearly all,
+-- read OpenWorkflow's claim index (namespace, status, available_at,
+-- created_at); the others the partial index workflow_runs_go_priority_idx
+-- (go migration 8), empty unless priorities are used. So a claim costs
+-- the same with 5 or 500,000 runs waiting: a single query ordered by a
+-- CASE on the status had to sort every due run on every claim (21 ms
+-- with 5,000 pending), as did one over status IN ('running', 'sleeping')
+-- (47 ms with 100,000 due parked runs, against 0.09 ms for status =
+-- 'running').
+{{claim_priority_candidate(pending_high, c."go_priority" > 0, {{n}}, {{ns}}, {{names}}, {{versions}}, {{at}}, {{exclude}})}},
+{{claim_candidate(pending_normal, 'pending', 0, c."go_priority" = 0 AND c."available_at" <= {{clock({{at}})}},
+  {{n}} - (SELECT count(*) FROM pending_high), {{ns}}, {{names}}, {{versions}}, {{at}}, {{exclude}})}},
+{{claim_priority_candidate(pending_low, c."go_priority" < 0,
+  {{n}} - (SELECT count(*) FROM pending_high) - (SELECT count(*) FROM pending_normal),
+  {{ns}}, {{names}}, {{versions}}, {{at}}, {{exclude}})}},
+pending_candidate AS (
+  SELECT * FROM pending_high
+  UNION ALL SELECT * FROM pending_normal
+  UNION ALL SELECT * FROM pending_low
+),
+{{claim_candidate(running_candidate, 'running', 1, c."available_at" <= {{clock({{at}})}},
+  {{n}} - (SELECT count(*) FROM pending_candidate), {{ns}}, {{names}}, {{versions}}, {{at}}, {{exclude}})}},
+{{claim_candidate(sleeping_candidate, 'sleeping', 2, c."available_at" <= {{clock({{at}})}},
+  {{n}} - (SELECT count(*) FROM pending_candidate) - (SELECT count(*) FROM running_candidate),
+  {{ns}}, {{names}}, {{versions}}, {{at}}, {{exclude}})}},
+{{claim_candidate(early_candidate, 'running', 3, {{due_within_lookahead({{ahead}}, {{at}})}},
+  {{n}} - (SELECT count(*) FROM pending_candidate) - (SELECT count(*) FROM running_candidate)
+    - (SELECT count(*) FROM sleeping_candidate), {{ns}}, {{names}}, {{versions}}, {{at}}, {{exclude}})}},
+candidate AS (
+  SELECT * FROM pending_candidate
+  UNION ALL SELECT * FROM running_candidate
+  UNION ALL SELECT * FROM sleeping_candidate
+  UNION ALL SELECT * FROM early_candidate
+)
+
+-- fragment: claim_candidate(name, status, rank, due, limit, ns, names, versions, at, exclude)
 -- One of the claim's candidate CTEs: up to {{limit}} runs of one status,
--- due as {{due}} says and not past their deadline (of the workflows $4/$5
--- when set), in claim-index order, locked and skipping rows other
--- claimers hold.
+-- due as {{due}} says and not past their deadline, of the workflows
+-- {{names}}/{{versions}} when set and not of {{exclude}}, FIFO in
+-- claim-index order, locked and skipping rows other claimers hold. Their
+-- priority is not read: 0 for the claim's order.
 {{name}} AS (
-  SELECT c."namespace_id", c."id", {{rank}} AS "rank", c."available_at", c."created_at"
+  SELECT c."namespace_id", c."id", c."workflow_name", {{rank}} AS "rank", 0 AS "priority",
+         c."available_at", c."created_at"
   FROM {{schema}}."workflow_runs" AS c
-  WHERE c."namespace_id" = $1
+  WHERE c."namespace_id" = {{ns}}
     AND c."status" = {{status}}
     AND {{due}}
-    AND (c."deadline_at" IS NULL OR c."deadline_at" > {{clock($7)}})
-    AND ($4::text[] IS NULL OR EXISTS (
-      SELECT 1 FROM unnest($4::text[], $5::text[]) AS k("name", "version")
-      WHERE k."name" = c."workflow_name" AND k."version" IS NOT DISTINCT FROM c."version"))
+    AND {{claim_filters({{names}}, {{versions}}, {{at}}, {{exclude}})}}
   ORDER BY c."available_at", c."created_at"
   LIMIT {{limit}}
   FOR UPDATE SKIP LOCKED
 )
+
+-- fragment: claim_priority_candidate(name, priority, limit, ns, names, versions, at, exclude)
+-- claim_candidate for due pending runs of a priority other than 0 (those
+-- {{priority}} selects), by priority and then FIFO, from the partial
+-- index workflow_runs_go_priority_idx (its predicate is repeated so that
+-- the planner may use it).
+{{name}} AS (
+  SELECT c."namespace_id", c."id", c."workflow_name", 0 AS "rank", c."go_priority" AS "priority",
+         c."available_at", c."created_at"
+  FROM {{schema}}."workflow_runs" AS c
+  WHERE c."namespace_id" = {{ns}}
+    AND c."status" = 'pending' AND c."go_priority" <> 0 AND {{priority}}
+    AND c."available_at" <= {{clock({{at}})}}
+    AND {{claim_filters({{names}}, {{versions}}, {{at}}, {{exclude}})}}
+  ORDER BY c."go_priority" DESC, c."available_at", c."created_at"
+  LIMIT {{limit}}
+  FOR UPDATE SKIP LOCKED
+)
+
+-- fragment: claim_filters(names, versions, at, exclude)
+-- What every claim candidate "c" must also be: not past its deadline, of
+-- the workflows {{names}}/{{versions}} (name and version) when set, not of
+-- a workflow named in {{exclude}} when set.
+(c."deadline_at" IS NULL OR c."deadline_at" > {{clock({{at}})}})
+    AND ({{names}}::text[] IS NULL OR EXISTS (
+      SELECT 1 FROM unnest({{names}}::text[], {{versions}}::text[]) AS k("name", "version")
+      WHERE k."name" = c."workflow_name" AND k."version" IS NOT DISTINCT FROM c."version"))
+    AND ({{exclude}} IS NULL OR c."workflow_name" <> ALL({{exclude}}))
 
 -- fragment: due_within_lookahead(ms, at)
 -- A parked run (no worker, so never a lease about to expire) due within

@@ -44,7 +44,8 @@ wr."namespace_id", wr."id", wr."workflow_name", wr."version", wr."status",
   wr."idempotency_key", wr."config", wr."context", wr."input", wr."output", wr."error",
   wr."attempts", wr."parent_step_attempt_namespace_id", wr."parent_step_attempt_id",
   wr."worker_id", wr."available_at", wr."deadline_at", wr."started_at", wr."finished_at",
-  wr."created_at", wr."updated_at"
+  wr."created_at", wr."updated_at",
+  wr."go_priority", wr."go_concurrency_key", wr."go_queued_at", wr."go_admitted_at"
 
 -- fragment: step_columns
 -- The step_attempts columns, read as "sa", in the order scanStep reads them.
@@ -52,6 +53,13 @@ sa."namespace_id", sa."id", sa."workflow_run_id", sa."step_name", sa."kind",
   sa."status", sa."config", sa."context", sa."output", sa."error",
   sa."child_workflow_run_namespace_id", sa."child_workflow_run_id", sa."started_at",
   sa."finished_at", sa."created_at", sa."updated_at"
+
+-- fragment: limited(ns, name)
+-- Whether workflow {{name}} of namespace {{ns}} has stored limits, so that
+-- a run started of it waits for admission: one primary-key probe of
+-- workflow_limits (a table of a few rows).
+EXISTS (SELECT 1 FROM {{schema}}."workflow_limits" AS l
+        WHERE l."namespace_id" = {{ns}} AND l."workflow_name" = {{name}})
 
 -- fragment: notify(kind)
 -- pg_notify on the backend's channel announcing run "wr": kind 'work' (it

@@ -22,22 +22,30 @@ ORDER BY wr."created_at" ASC, wr."id" ASC
 LIMIT 1
 
 -- name: insert_run
--- Inserts a pending run; available_at NULL means now. A run claimable at
--- once is announced.
+-- Inserts a pending run; available_at NULL means now; $13 its priority,
+-- $14 its concurrency key. A run of a workflow with stored limits (one
+-- primary-key probe of workflow_limits) waits for admission instead: its
+-- available_at is NULL, which no claim but an admitting one takes, and
+-- go_queued_at holds the time it may be admitted from. A run claimable or
+-- admissible at once is announced.
 WITH inserted AS (
   INSERT INTO {{schema}}."workflow_runs" AS wr (
     "namespace_id", "id", "workflow_name", "version", "status", "idempotency_key",
     "config", "context", "input", "attempts",
     "parent_step_attempt_namespace_id", "parent_step_attempt_id",
-    "available_at", "deadline_at", "created_at", "updated_at"
+    "available_at", "deadline_at", "created_at", "updated_at",
+    "go_priority", "go_concurrency_key", "go_queued_at"
   )
-  VALUES (
+  SELECT
     $1, $2, $3, $4, 'pending', $5,
     $6, $7, $8, 0,
     $9, $10,
-    COALESCE($11::timestamptz, {{now($13)}}), $12, {{now($13)}}, {{now($13)}}
-  )
-  RETURNING wr.*, CASE WHEN wr."available_at" <= {{clock($13)}} THEN {{notify('work')}} END AS notified
+    CASE WHEN lim."limited" THEN NULL ELSE COALESCE($11::timestamptz, {{now($15)}}) END,
+    $12, {{now($15)}}, {{now($15)}},
+    $13, CASE WHEN lim."limited" THEN COALESCE($14::text, '') ELSE $14::text END,
+    CASE WHEN lim."limited" THEN COALESCE($11::timestamptz, {{now($15)}}) END
+  FROM (SELECT {{limited($1, $3)}} AS "limited") AS lim
+  RETURNING wr.*, CASE WHEN COALESCE(wr."available_at", wr."go_queued_at") <= {{clock($15)}} THEN {{notify('work')}} END AS notified
 )
 SELECT {{run_columns}} FROM inserted AS wr
 

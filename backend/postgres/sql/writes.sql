@@ -187,28 +187,35 @@ SELECT pg_notify('openworkflow', $1)
 SELECT set_config('synchronous_commit', 'off', true)
 
 -- fragment: insert_runs(at)
--- Inserts pending runs from parallel arrays, one element per run ($2…$12;
--- JSON as text, NULL elements allowed), in one statement. It does not
--- notify: CreateWorkflowRuns sends one notify_work_if_due for the batch.
+-- Inserts pending runs from parallel arrays, one element per run ($2…$14;
+-- JSON as text, NULL elements allowed), in one statement; a run of a
+-- workflow with stored limits waits for admission (see insert_run). It
+-- does not notify: CreateWorkflowRuns sends one notify_work_if_due for the
+-- batch.
 INSERT INTO {{schema}}."workflow_runs" AS wr (
     "namespace_id", "id", "workflow_name", "version", "status", "idempotency_key",
     "config", "context", "input", "attempts",
     "parent_step_attempt_namespace_id", "parent_step_attempt_id",
-    "available_at", "deadline_at", "created_at", "updated_at"
+    "available_at", "deadline_at", "created_at", "updated_at",
+    "go_priority", "go_concurrency_key", "go_queued_at"
   )
   SELECT $1, p."id", p."workflow_name", p."version", 'pending', p."idempotency_key",
     COALESCE(p."config", '{}')::jsonb, p."context"::jsonb, p."input"::jsonb, 0,
     p."parent_ns", p."parent_id",
-    COALESCE(p."available_at", {{now({{at}})}}), p."deadline_at", {{now({{at}})}}, {{now({{at}})}}
+    CASE WHEN lim."limited" THEN NULL ELSE COALESCE(p."available_at", {{now({{at}})}}) END,
+    p."deadline_at", {{now({{at}})}}, {{now({{at}})}},
+    p."priority", CASE WHEN lim."limited" THEN COALESCE(p."concurrency_key", '') ELSE p."concurrency_key" END,
+    CASE WHEN lim."limited" THEN COALESCE(p."available_at", {{now({{at}})}}) END
   FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-              $9::text[], $10::text[], $11::timestamptz[], $12::timestamptz[])
+              $9::text[], $10::text[], $11::timestamptz[], $12::timestamptz[], $13::int[], $14::text[])
        AS p("id", "workflow_name", "version", "idempotency_key", "config", "context", "input",
-            "parent_ns", "parent_id", "available_at", "deadline_at")
+            "parent_ns", "parent_id", "available_at", "deadline_at", "priority", "concurrency_key")
+  CROSS JOIN LATERAL (SELECT {{limited($1, p."workflow_name")}} AS "limited") AS lim
 
 -- name: insert_runs_read_back
 -- insert_runs returning the runs in input order (by position in $2).
 WITH inserted AS (
-  {{insert_runs($13)}}
+  {{insert_runs($15)}}
   RETURNING wr.*
 )
 SELECT {{run_columns}}
@@ -217,11 +224,17 @@ JOIN unnest($2::text[]) WITH ORDINALITY AS o("id", "n") ON o."id" = wr."id"
 ORDER BY o."n"
 
 -- name: insert_runs_unread
--- insert_runs returning nothing: the batch start builds the runs from its
--- inputs and the clock notify_work_if_due returns. Reading 1,000 new runs
--- back (RETURNING, in input order) took about a third of the statement's
--- time.
-{{insert_runs($13)}}
+-- insert_runs returning only how many runs it inserted and the ids of
+-- those that wait for admission (usually none): the batch start builds
+-- the runs from its inputs and the clock notify_work_if_due returns.
+-- Reading 1,000 new runs back (RETURNING, in input order) took about a
+-- third of the statement's time.
+WITH inserted AS (
+  {{insert_runs($15)}}
+  RETURNING wr."id", wr."go_queued_at" IS NOT NULL AS "queued"
+)
+SELECT count(*), COALESCE(array_agg(i."id") FILTER (WHERE i."queued"), '{}')
+FROM inserted AS i
 
 -- name: notify_work_if_due
 -- Sends one "work" notification (without id) when new runs whose earliest

@@ -23,52 +23,87 @@ WHERE "namespace_id" = :ns
 RETURNING {{parent_link}}
 
 -- name: claim_candidates
--- Picks the runs to claim: due pending runs first, then due running ones
--- (expired leases, parked runs), due runs of the legacy status sleeping,
--- and last the parked runs due by :ahead (the claim's lookahead) but not
--- yet; each part by available_at then created_at. Each part reads the
--- claim index (namespace, status, available_at, created_at) in order for
--- one status and stops at :limit, so a claim costs the same with 5 or
--- 500,000 runs waiting: one query over several statuses, or ordered by a
--- CASE on the status, sorts every due run on every claim.
-SELECT "id" FROM (
-{{claim_candidate(0, 'pending', "available_at" <= :now)}}
+-- Picks the runs to claim, with what orders them: due pending runs first
+-- (of priority above 0, then 0, then below; by priority, then FIFO), then
+-- due running ones (expired leases, parked runs), due runs of the legacy
+-- status sleeping, and last the parked runs due by :ahead (the claim's
+-- lookahead) but not yet; those last three FIFO (available_at then
+-- created_at) whatever their priority. Each part reads one index in order
+-- — OpenWorkflow's claim index (namespace, status, available_at,
+-- created_at), or for pending runs of a priority other than 0 the partial
+-- index workflow_runs_go_priority_idx — and stops at :limit, so a claim
+-- costs the same with 5 or 500,000 runs waiting: one query over several
+-- statuses, or ordered by a CASE on the status, sorts every due run on
+-- every claim. :exclude (NULL, or a JSON array of workflow names) leaves
+-- out the workflows a capped claim may take no more of.
+SELECT "id", "workflow_name", "rank", "priority", "available_at", "created_at" FROM (
+{{claim_priority_candidate("go_priority" > 0)}}
+  UNION ALL
+{{claim_candidate(0, 'pending', "go_priority" = 0 AND "available_at" <= :now)}}
+  UNION ALL
+{{claim_priority_candidate("go_priority" < 0)}}
   UNION ALL
 {{claim_candidate(1, 'running', "available_at" <= :now)}}
   UNION ALL
 {{claim_candidate(2, 'sleeping', "available_at" <= :now)}}
   UNION ALL
 {{claim_candidate(3, 'running', "available_at" > :now AND "available_at" <= :ahead AND "worker_id" IS NULL)}})
-ORDER BY "rank", "available_at", "created_at", "id"
+ORDER BY "rank", "priority" DESC, "available_at", "created_at", "id"
 LIMIT :limit
 
 -- fragment: claim_candidate(rank, status, due)
 -- One part of claim_candidates: up to :limit runs of one status, due as
--- {{due}} says, not past their deadline, of the :workflows (a JSON array
--- of [name, version or null]) when set, in claim-index order.
+-- {{due}} says, FIFO in claim-index order; priority 0 in the claim's order.
   SELECT * FROM (
-    SELECT "id", {{rank}} AS "rank", "available_at", "created_at"
+    SELECT "id", "workflow_name", {{rank}} AS "rank", 0 AS "priority", "available_at", "created_at"
     FROM "workflow_runs"
     WHERE "namespace_id" = :ns
       AND "status" = {{status}}
       AND {{due}}
-      AND ("deadline_at" IS NULL OR "deadline_at" > :now)
-      AND (:workflows IS NULL OR EXISTS (
-        SELECT 1 FROM json_each(:workflows) AS k
-        WHERE json_extract(k.value, '$[0]') = "workflow_name" AND json_extract(k.value, '$[1]') IS "version"))
+      AND {{claim_filters}}
     ORDER BY "available_at", "created_at"
     LIMIT :limit)
 
+-- fragment: claim_priority_candidate(priority)
+-- The part of claim_candidates for due pending runs of a priority other
+-- than 0 ({{priority}} says which), by priority then FIFO, from the
+-- partial index workflow_runs_go_priority_idx (whose predicate is
+-- repeated, as SQLite requires to use it).
+  SELECT * FROM (
+    SELECT "id", "workflow_name", 0 AS "rank", "go_priority" AS "priority", "available_at", "created_at"
+    FROM "workflow_runs"
+    WHERE "namespace_id" = :ns
+      AND "status" = 'pending' AND "go_priority" <> 0 AND {{priority}}
+      AND "available_at" <= :now
+      AND {{claim_filters}}
+    ORDER BY "go_priority" DESC, "available_at", "created_at"
+    LIMIT :limit)
+
+-- fragment: claim_filters
+-- What every claim candidate must also be: not past its deadline, of the
+-- :workflows (a JSON array of [name, version or null]) when set, not of a
+-- workflow named in :exclude when set.
+("deadline_at" IS NULL OR "deadline_at" > :now)
+      AND (:workflows IS NULL OR EXISTS (
+        SELECT 1 FROM json_each(:workflows) AS k
+        WHERE json_extract(k.value, '$[0]') = "workflow_name" AND json_extract(k.value, '$[1]') IS "version"))
+      AND (:exclude IS NULL OR "workflow_name" NOT IN (SELECT value FROM json_each(:exclude)))
+
 -- name: claim_run
--- Claims one candidate for :worker_id with a lease until :lease_until.
+-- Claims one candidate for :worker_id with a lease until :lease_until;
+-- with :admit, a run waiting for admission, admitting it (it leaves the
+-- queue and records its admission time), if it still waits.
 UPDATE "workflow_runs"
 SET "status" = 'running',
     "attempts" = "attempts" + 1,
     "worker_id" = :worker_id,
     "available_at" = :lease_until,
     "started_at" = COALESCE("started_at", :now),
-    "updated_at" = :now
+    "updated_at" = :now,
+    "go_queued_at" = CASE WHEN :admit THEN NULL ELSE "go_queued_at" END,
+    "go_admitted_at" = CASE WHEN :admit THEN :now ELSE "go_admitted_at" END
 WHERE "namespace_id" = :ns AND "id" = :run_id
+  AND (NOT :admit OR ("status" = 'pending' AND "go_queued_at" IS NOT NULL))
 RETURNING {{run_columns}}
 
 -- name: next_due

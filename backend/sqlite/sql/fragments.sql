@@ -21,7 +21,8 @@
   "idempotency_key", "config", "context", "input", "output", "error",
   "attempts", "parent_step_attempt_namespace_id", "parent_step_attempt_id",
   "worker_id", "available_at", "deadline_at", "started_at", "finished_at",
-  "created_at", "updated_at"
+  "created_at", "updated_at",
+  "go_priority", "go_concurrency_key", "go_queued_at", "go_admitted_at"
 
 -- fragment: step_columns
 -- The step_attempts columns, in the order scanStep reads them.

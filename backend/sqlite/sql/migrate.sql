@@ -33,3 +33,34 @@ WHERE "type" = 'table' AND "name" = 'openworkflow_go_migrations'
 
 -- name: go_migration_versions
 SELECT "version" FROM "openworkflow_go_migrations"
+
+-- name: create_priority_index
+-- The indexes of go migration 8 (priorities and limits) on
+-- workflow_runs, created if missing at every open as
+-- create_deadline_index is, after the migration added their columns. All
+-- partial, so runs without a priority, limits or admission have no entry
+-- (PostgreSQL's go migration 8 says what each serves). Their predicates
+-- are repeated, term for term, by the statements that use them, as SQLite
+-- requires. This one: the claim's pending runs of a priority other than
+-- 0, in claim order.
+CREATE INDEX IF NOT EXISTS "workflow_runs_go_priority_idx"
+ON "workflow_runs" ("namespace_id", "go_priority" DESC, "available_at", "created_at")
+WHERE "status" = 'pending' AND "go_priority" <> 0
+
+-- name: create_queue_index
+-- The runs waiting for admission of one workflow, in claim order.
+CREATE INDEX IF NOT EXISTS "workflow_runs_go_queue_idx"
+ON "workflow_runs" ("namespace_id", "workflow_name", "go_priority" DESC, "go_queued_at", "created_at", "id")
+WHERE "status" = 'pending' AND "go_queued_at" IS NOT NULL
+
+-- name: create_queue_key_index
+-- The same per concurrency key.
+CREATE INDEX IF NOT EXISTS "workflow_runs_go_queue_key_idx"
+ON "workflow_runs" ("namespace_id", "workflow_name", "go_concurrency_key", "go_priority" DESC, "go_queued_at", "created_at", "id")
+WHERE "status" = 'pending' AND "go_queued_at" IS NOT NULL
+
+-- name: create_admitted_index
+-- The runs admitted and not finished, counted per workflow and key.
+CREATE INDEX IF NOT EXISTS "workflow_runs_go_admitted_idx"
+ON "workflow_runs" ("namespace_id", "workflow_name", "go_concurrency_key")
+WHERE "go_admitted_at" IS NOT NULL AND "status" IN {{non_terminal_statuses}}

@@ -14,19 +14,27 @@ ORDER BY "created_at" ASC, "id" ASC
 LIMIT 1
 
 -- name: insert_run
--- Inserts a pending run, claimable from :available_at.
+-- Inserts a pending run, claimable from :available_at, with :priority and
+-- :concurrency_key. A run of a workflow with stored limits (one
+-- primary-key probe of workflow_limits) waits for admission instead:
+-- available_at NULL, go_queued_at :available_at, and its concurrency key
+-- '' when none was given (see PostgreSQL's insert_run).
 INSERT INTO "workflow_runs" (
   "namespace_id", "id", "workflow_name", "version", "status",
   "idempotency_key", "config", "context", "input", "attempts",
   "parent_step_attempt_namespace_id", "parent_step_attempt_id",
-  "available_at", "deadline_at", "created_at", "updated_at"
+  "available_at", "deadline_at", "created_at", "updated_at",
+  "go_priority", "go_concurrency_key", "go_queued_at"
 )
-VALUES (
+SELECT
   :ns, :id, :workflow_name, :version, 'pending',
   :idempotency_key, :config, :context, :input, 0,
   :parent_ns, :parent_id,
-  :available_at, :deadline_at, :now, :now
-)
+  CASE WHEN lim."limited" THEN NULL ELSE :available_at END, :deadline_at, :now, :now,
+  :priority, CASE WHEN lim."limited" THEN COALESCE(:concurrency_key, '') ELSE :concurrency_key END,
+  CASE WHEN lim."limited" THEN :available_at END
+FROM (SELECT EXISTS (SELECT 1 FROM "workflow_limits" AS l
+                     WHERE l."namespace_id" = :ns AND l."workflow_name" = :workflow_name) AS "limited") AS lim
 RETURNING {{run_columns}}
 
 -- name: get_run

@@ -1,0 +1,323 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/openworkflow-go/openworkflow/backend"
+)
+
+var _ backend.LimitStore = (*Backend)(nil)
+
+// PutWorkflowLimits implements [backend.LimitStore]: one upsert that
+// returns a row only when the stored limits changed.
+func (b *Backend) PutWorkflowLimits(ctx context.Context, workflowName string, l backend.Limits) (bool, error) {
+	if err := checkLimits(workflowName, l); err != nil {
+		return false, err
+	}
+	if l.IsZero() {
+		removed, _, err := b.deleteLimits(ctx, workflowName)
+		return removed, err
+	}
+	rows, err := b.pool.Query(ctx, b.q.PutLimits, b.namespace, workflowName,
+		nullInt(l.Concurrency), nullInt(l.ConcurrencyPerKey), nullInt(l.RateLimit), nullPeriod(l), b.at())
+	if err != nil {
+		return false, fmt.Errorf("put limits of workflow %q: %w", workflowName, err)
+	}
+	n := 0
+	for rows.Next() {
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return false, fmt.Errorf("put limits of workflow %q: %w", workflowName, err)
+	}
+	return n > 0, nil
+}
+
+// DeleteWorkflowLimits implements [backend.LimitStore].
+func (b *Backend) DeleteWorkflowLimits(ctx context.Context, workflowName string) (int, error) {
+	if !backend.ValidText(workflowName) {
+		return 0, nil // names no stored row
+	}
+	_, released, err := b.deleteLimits(ctx, workflowName)
+	return released, err
+}
+
+// deleteLimits removes the limits of workflowName (removed: there were
+// some) and releases its waiting runs.
+func (b *Backend) deleteLimits(ctx context.Context, workflowName string) (removed bool, released int, err error) {
+	err = b.pool.QueryRow(ctx, b.q.DeleteLimits, b.namespace, workflowName, b.at()).Scan(&removed, &released)
+	if err != nil {
+		return false, 0, fmt.Errorf("delete limits of workflow %q: %w", workflowName, err)
+	}
+	return removed, released, nil
+}
+
+// ListWorkflowLimits implements [backend.LimitStore].
+func (b *Backend) ListWorkflowLimits(ctx context.Context) ([]backend.WorkflowLimits, error) {
+	rows, err := b.pool.Query(ctx, b.q.ListLimits, b.namespace)
+	if err != nil {
+		return nil, fmt.Errorf("list workflow limits: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (backend.WorkflowLimits, error) {
+		var w backend.WorkflowLimits
+		var conc, perKey, rate *int32
+		var period *int64
+		if err := row.Scan(&w.WorkflowName, &conc, &perKey, &rate, &period, &w.UpdatedAt); err != nil {
+			return w, err
+		}
+		w.Limits = limitsOf(conc, perKey, rate, period)
+		w.UpdatedAt = w.UpdatedAt.UTC()
+		return w, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list workflow limits: %w", err)
+	}
+	return out, nil
+}
+
+// checkLimits validates what PutWorkflowLimits stores.
+func checkLimits(workflowName string, l backend.Limits) error {
+	if workflowName == "" {
+		return fmt.Errorf("put workflow limits: %w: empty workflow name", backend.ErrInvalidArgument)
+	}
+	if !backend.ValidText(workflowName) {
+		return fmt.Errorf("put workflow limits: %w: workflow name %q is not valid text", backend.ErrInvalidArgument, workflowName)
+	}
+	if err := l.Validate(); err != nil {
+		return fmt.Errorf("put limits of workflow %q: %w", workflowName, err)
+	}
+	return nil
+}
+
+func nullInt(n int) *int32 {
+	if n == 0 {
+		return nil
+	}
+	v := int32(n)
+	return &v
+}
+
+func nullPeriod(l backend.Limits) *int64 {
+	if l.RateLimit == 0 {
+		return nil
+	}
+	v := l.RatePeriod.Milliseconds()
+	return &v
+}
+
+func limitsOf(conc, perKey, rate *int32, period *int64) backend.Limits {
+	var l backend.Limits
+	if conc != nil {
+		l.Concurrency = int(*conc)
+	}
+	if perKey != nil {
+		l.ConcurrencyPerKey = int(*perKey)
+	}
+	if rate != nil && period != nil {
+		l.RateLimit, l.RatePeriod = int(*rate), time.Duration(*period)*time.Millisecond
+	}
+	return l
+}
+
+// admissionLockKey is the text whose hash is the advisory lock a claim
+// admitting runs of workflowName holds (see lock_admission): per schema,
+// namespace and workflow, so claims of other workflows never wait for it.
+func (b *Backend) admissionLockKey(workflowName string) string {
+	return "openworkflow-go:admission:" + b.schema + ":" + b.namespace + ":" + workflowName
+}
+
+// admissionWindow is how many waiting runs of a workflow a claim for n
+// slots looks at first (admission_queue): enough that the usual mix of
+// keys yields n admissible runs; when it is all of keys without room, the
+// claim looks key by key instead (admission_queue_by_key).
+func admissionWindow(n int) int { return max(4*n, 100) }
+
+// claimLimited is ClaimWorkflowRuns for a claim that admits runs of
+// limited workflows (p.Admit) or caps some workflows (p.Caps). In one
+// transaction: the admission locks of p.Admit's workflows, the deadline
+// sweep and the ordinary candidates locked as claim_runs would lock them,
+// the admissible waiting runs of each admitted workflow; then the choice
+// (backend.PlanClaim: claim order, limits, caps) and the claim of the
+// chosen runs. The locks of the candidates not chosen end with the
+// transaction.
+func (b *Backend) claimLimited(ctx context.Context, p backend.ClaimWorkflowRunsParams, names []string, versions []*string) ([]*backend.WorkflowRun, error) {
+	n := len(p.WorkerIDs)
+	caps := make(map[string]int, len(p.Caps))
+	var exclude []string
+	for _, c := range p.Caps {
+		caps[c.Name] = c.Max
+		if c.Max <= 0 {
+			exclude = append(exclude, c.Name)
+		}
+	}
+	admit := slices.Clone(p.Admit)
+	slices.Sort(admit)
+	admit = slices.Compact(admit)
+	admit = slices.DeleteFunc(admit, func(name string) bool { c, capped := caps[name]; return capped && c <= 0 })
+	var runs []*backend.WorkflowRun
+	err := b.inTx(ctx, func(tx pgx.Tx) error {
+		at := b.at()
+		batch := &pgx.Batch{}
+		if len(admit) > 0 {
+			keys := make([]string, len(admit))
+			for i, name := range admit {
+				keys[i] = b.admissionLockKey(name)
+			}
+			batch.Queue(b.q.LockAdmission, keys)
+		}
+		batch.Queue(b.q.ClaimCandidatesLocked, b.namespace, n, names, versions, durationMs(max(p.Lookahead, 0)), exclude, at)
+		for _, name := range admit {
+			batch.Queue(b.q.AdmissionQueue, b.namespace, name, n, admissionWindow(n), at)
+		}
+		br := tx.SendBatch(ctx, batch)
+		cands, st, byKey, err := b.readAdmission(br, admit, n)
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+		if len(byKey) > 0 {
+			batch := &pgx.Batch{}
+			for _, name := range byKey {
+				batch.Queue(b.q.AdmissionQueueByKey, b.namespace, name, n, at)
+			}
+			br := tx.SendBatch(ctx, batch)
+			for _, name := range byKey {
+				queued, err := readQueue(br, name, &st, nil, n)
+				if err != nil {
+					br.Close()
+					return err
+				}
+				cands = append(cands, queued...)
+			}
+			if err := br.Close(); err != nil {
+				return err
+			}
+		}
+		chosen := backend.PlanClaim(cands, st, caps, n)
+		if len(chosen) == 0 {
+			return nil
+		}
+		ids, workers, admits := make([]string, len(chosen)), make([]string, len(chosen)), make([]bool, len(chosen))
+		for i, c := range chosen {
+			ids[i], workers[i], admits[i] = c.ID, p.WorkerIDs[i], c.Admit
+		}
+		batch = &pgx.Batch{}
+		batch.Queue(b.q.ClaimChosen, b.namespace, ids, workers, admits, durationMs(p.LeaseDuration), at)
+		if len(admit) > 0 {
+			batch.Queue(b.q.PruneLimitStarts, b.namespace, admit, at)
+		}
+		br = tx.SendBatch(ctx, batch)
+		rows, err := br.Query()
+		if err == nil {
+			runs, err = pgx.CollectRows(rows, scanRun)
+		}
+		if err == nil && len(admit) > 0 {
+			_, err = br.Exec()
+		}
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	})
+	if err == nil {
+		err = b.decodeRuns(ctx, runs...)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("claim workflow runs (admitting %v): %w", p.Admit, err)
+	}
+	return runs, nil
+}
+
+// readAdmission reads the results of claimLimited's first batch: the lock,
+// the ordinary candidates, and one admission_queue per workflow of admit.
+// byKey lists the workflows whose window was full of keys without room.
+func (b *Backend) readAdmission(br pgx.BatchResults, admit []string, n int) (cands []backend.ClaimCandidate, st backend.AdmissionState, byKey []string, err error) {
+	if len(admit) > 0 {
+		if _, err := br.Exec(); err != nil {
+			return nil, st, nil, fmt.Errorf("take the admission locks of %v: %w", admit, err)
+		}
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, st, nil, err
+	}
+	cands, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (backend.ClaimCandidate, error) {
+		var c backend.ClaimCandidate
+		var rank, priority int32
+		err := row.Scan(&c.ID, &c.WorkflowName, &rank, &priority, &c.At, &c.CreatedAt)
+		c.Rank, c.Priority = int(rank), int(priority)
+		return c, err
+	})
+	if err != nil {
+		return nil, st, nil, fmt.Errorf("select claim candidates: %w", err)
+	}
+	st = backend.AdmissionState{
+		Limits: map[string]backend.Limits{}, Active: map[string]int{},
+		KeyActive: map[backend.WorkflowKeyName]int{}, KeyStarts: map[backend.WorkflowKeyName]int{},
+	}
+	for _, name := range admit {
+		var full bool
+		queued, err := readQueue(br, name, &st, &full, n)
+		if err != nil {
+			return nil, st, nil, fmt.Errorf("admission of workflow %q: %w", name, err)
+		}
+		l := st.Limits[name]
+		if full && len(queued) < n && (l.Concurrency == 0 || st.Active[name]+len(queued) < l.Concurrency) {
+			byKey = append(byKey, name)
+		}
+		cands = append(cands, queued...)
+	}
+	return cands, st, byKey, nil
+}
+
+// readQueue reads one admission_queue or admission_queue_by_key result
+// for workflow name into st and returns its candidates (Admit set); full,
+// when not nil, says whether the window of a claim for n slots was full.
+func readQueue(br pgx.BatchResults, name string, st *backend.AdmissionState, full *bool, n int) ([]backend.ClaimCandidate, error) {
+	rows, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []backend.ClaimCandidate
+	for rows.Next() {
+		var (
+			scanned, active      int64
+			conc, perKey, rate   *int32
+			id, key              *string
+			priority             *int32
+			queuedAt, createdAt  *time.Time
+			keyActive, keyStarts *int64
+		)
+		if err := rows.Scan(&scanned, &active, &conc, &perKey, &rate, &id, &key, &priority, &queuedAt, &createdAt, &keyActive, &keyStarts); err != nil {
+			return nil, err
+		}
+		if full != nil {
+			*full = scanned >= int64(admissionWindow(n))
+		}
+		// The rate is enforced by its count (key_starts); its period is
+		// only the count's window, so none is needed here.
+		l := limitsOf(conc, perKey, rate, nil)
+		if rate != nil {
+			l.RateLimit = int(*rate)
+		}
+		st.Limits[name], st.Active[name] = l, int(active)
+		if id == nil {
+			continue // the one row of a workflow with nothing to admit
+		}
+		k := backend.WorkflowKeyName{Workflow: name, Key: *key}
+		st.KeyActive[k], st.KeyStarts[k] = int(*keyActive), int(*keyStarts)
+		out = append(out, backend.ClaimCandidate{
+			ID: *id, WorkflowName: name, Key: *key, Priority: int(*priority),
+			At: queuedAt.UTC(), CreatedAt: createdAt.UTC(), Admit: true,
+		})
+	}
+	return out, rows.Err()
+}

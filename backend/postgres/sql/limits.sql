@@ -1,0 +1,250 @@
+-- Limits and admission (backend.LimitStore, and the claim of a worker that
+-- admits runs of limited workflows or caps some workflows: see
+-- ClaimWorkflowRuns in limits.go). Every statement's last parameter is
+-- the injected clock (see fragments.sql).
+
+-- name: put_limits
+-- Stores the limits of workflow $2 ($3 concurrency, $4 per key, $5 rate,
+-- $6 rate period in ms; NULL for none), returning a row only when they
+-- changed (a new row, or other values).
+INSERT INTO {{schema}}."workflow_limits" AS l (
+  "namespace_id", "workflow_name", "concurrency", "concurrency_per_key", "rate_limit", "rate_period_ms",
+  "created_at", "updated_at"
+)
+VALUES ($1, $2, $3, $4, $5, $6, {{now($7)}}, {{now($7)}})
+ON CONFLICT ("namespace_id", "workflow_name") DO UPDATE
+SET "concurrency" = EXCLUDED."concurrency",
+    "concurrency_per_key" = EXCLUDED."concurrency_per_key",
+    "rate_limit" = EXCLUDED."rate_limit",
+    "rate_period_ms" = EXCLUDED."rate_period_ms",
+    "updated_at" = EXCLUDED."updated_at"
+WHERE (l."concurrency", l."concurrency_per_key", l."rate_limit", l."rate_period_ms")
+  IS DISTINCT FROM (EXCLUDED."concurrency", EXCLUDED."concurrency_per_key", EXCLUDED."rate_limit", EXCLUDED."rate_period_ms")
+RETURNING 1
+
+-- name: delete_limits
+-- Removes the limits of workflow $2, forgets its admissions, and releases
+-- its runs waiting for admission: each becomes an ordinary pending run,
+-- available when it was queued for (announced when due). Returns whether
+-- there were limits and how many runs it released.
+WITH removed AS (
+  DELETE FROM {{schema}}."workflow_limits" AS l
+  WHERE l."namespace_id" = $1 AND l."workflow_name" = $2
+  RETURNING 1
+),
+forgotten AS (
+  DELETE FROM {{schema}}."workflow_limit_starts" AS s
+  WHERE s."namespace_id" = $1 AND s."workflow_name" = $2
+),
+released AS (
+  UPDATE {{schema}}."workflow_runs" AS wr
+  SET "available_at" = wr."go_queued_at",
+      "go_queued_at" = NULL,
+      "updated_at" = {{now($3)}}
+  WHERE wr."namespace_id" = $1 AND wr."workflow_name" = $2
+    AND wr."status" = 'pending' AND wr."go_queued_at" IS NOT NULL
+  RETURNING CASE WHEN wr."available_at" <= {{clock($3)}} THEN {{notify('work')}} END AS notified
+)
+SELECT (SELECT count(*) FROM removed) > 0, (SELECT count(*) FROM released)::int
+
+-- name: list_limits
+SELECT l."workflow_name", l."concurrency", l."concurrency_per_key", l."rate_limit", l."rate_period_ms", l."updated_at"
+FROM {{schema}}."workflow_limits" AS l
+WHERE l."namespace_id" = $1
+ORDER BY l."workflow_name"
+
+-- name: lock_admission
+-- Takes the admission locks of the claim's limited workflows for the rest
+-- of the transaction, in the order given (sorted by the caller, so two
+-- claims never wait for each other crosswise): $1 the lock keys
+-- (schema, namespace and workflow; see admissionLockKey). A claim that
+-- admits runs of a workflow holds its lock from before it counts the
+-- workflow's slots until it commits, and counts after taking it (its
+-- statements read snapshots taken after the lock), so no two claims admit
+-- into the same free slot.
+SELECT count(pg_advisory_xact_lock(hashtextextended(k."key", 0)))
+FROM unnest($1::text[]) AS k("key")
+
+-- name: claim_candidates_locked
+-- The claim's deadline sweep and candidates of claim_runs, locked but not
+-- claimed, for the worker to choose among ($1 namespace, $2 how many, $3/$4
+-- the workflows' names and versions or NULL for any, $5 the lookahead in
+-- ms, $6 the names of workflows not to take or NULL, $7 the clock). The
+-- locks last until the transaction ends; claim_chosen claims the chosen.
+WITH {{expire_past_deadline($1, $7)}},
+{{claim_candidates($1, $2::int, $3, $4, $5, $7, $6::text[])}}
+SELECT c."id", c."workflow_name", c."rank", c."priority", c."available_at", c."created_at"
+FROM candidate AS c
+
+-- name: admission_queue
+-- The runs of limited workflow $2 a claim may admit: up to $3 of them in
+-- claim order (priority, then FIFO: go_queued_at, created_at, id), due and
+-- not past their deadline, each within its key's room as the run's key
+-- counts it now (per-key concurrency and rate; runs admitted earlier in
+-- this claim are counted by the caller, backend.PlanClaim). They come from
+-- a window: the first $4 waiting runs, read from workflow_runs_go_queue_idx
+-- in order. One row always (candidate columns NULL when there is none),
+-- unless the workflow has no limits: the window's size, the workflow's
+-- runs admitted and not finished, its limits, then the candidate with its
+-- key's admitted and not finished runs and admissions within the rate
+-- period. A full window that yields fewer than $3 (its head all of keys
+-- without room) sends the caller to admission_queue_by_key.
+WITH lim AS (
+  SELECT l.* FROM {{schema}}."workflow_limits" AS l
+  WHERE l."namespace_id" = $1 AND l."workflow_name" = $2
+),
+win AS MATERIALIZED (
+  SELECT c."id", c."go_concurrency_key" AS "key", c."go_priority" AS "priority", c."go_queued_at" AS "queued_at",
+         c."created_at", c."deadline_at"
+  FROM {{schema}}."workflow_runs" AS c
+  WHERE c."namespace_id" = $1 AND c."workflow_name" = $2
+    AND c."status" = 'pending' AND c."go_queued_at" IS NOT NULL
+  ORDER BY c."go_priority" DESC, c."go_queued_at", c."created_at", c."id"
+  LIMIT $4
+),
+due AS (
+  SELECT w.* FROM win AS w
+  WHERE w."queued_at" <= {{clock($5)}} AND (w."deadline_at" IS NULL OR w."deadline_at" > {{clock($5)}})
+),
+{{key_room($1, $2, (SELECT DISTINCT d."key" FROM due AS d), $5)}},
+ranked AS (
+  SELECT d.*, r."active", r."starts",
+         row_number() OVER (PARTITION BY d."key" ORDER BY d."priority" DESC, d."queued_at", d."created_at", d."id") AS "rn"
+  FROM due AS d JOIN room AS r ON r."key" = d."key"
+)
+SELECT s."scanned", s."active", lim."concurrency", lim."concurrency_per_key", lim."rate_limit",
+       q."id", q."key", q."priority", q."queued_at", q."created_at", q."key_active", q."key_starts"
+FROM lim
+CROSS JOIN (SELECT (SELECT count(*) FROM win) AS "scanned", {{admitted_count($1, $2)}} AS "active") AS s
+LEFT JOIN LATERAL (
+  SELECT r."id", r."key", r."priority", r."queued_at", r."created_at", r."active" AS "key_active", r."starts" AS "key_starts"
+  FROM ranked AS r
+  WHERE (lim."concurrency_per_key" IS NULL OR r."active" + r."rn" <= lim."concurrency_per_key")
+    AND (lim."rate_limit" IS NULL OR r."starts" + r."rn" <= lim."rate_limit")
+  ORDER BY r."priority" DESC, r."queued_at", r."created_at", r."id"
+  LIMIT $3
+) AS q ON TRUE
+
+-- name: admission_queue_by_key
+-- admission_queue, key by key: the distinct keys of workflow $2's waiting
+-- runs are read from workflow_runs_go_queue_key_idx one index probe each
+-- (a loose index scan), and each key with room gives its first runs, as
+-- many as it has room for. It costs a few probes per key that has waiting
+-- runs, so the claim uses it only when admission_queue's window was all
+-- of keys without room. Same row shape; the window's size is 0.
+WITH RECURSIVE lim AS (
+  SELECT l.* FROM {{schema}}."workflow_limits" AS l
+  WHERE l."namespace_id" = $1 AND l."workflow_name" = $2
+),
+keys("key") AS (
+  (SELECT c."go_concurrency_key" FROM {{schema}}."workflow_runs" AS c
+   WHERE c."namespace_id" = $1 AND c."workflow_name" = $2
+     AND c."status" = 'pending' AND c."go_queued_at" IS NOT NULL
+   ORDER BY c."go_concurrency_key" LIMIT 1)
+  UNION ALL
+  SELECT (SELECT c."go_concurrency_key" FROM {{schema}}."workflow_runs" AS c
+          WHERE c."namespace_id" = $1 AND c."workflow_name" = $2
+            AND c."status" = 'pending' AND c."go_queued_at" IS NOT NULL
+            AND c."go_concurrency_key" > k."key"
+          ORDER BY c."go_concurrency_key" LIMIT 1)
+  FROM keys AS k WHERE k."key" IS NOT NULL
+),
+{{key_room($1, $2, (SELECT k."key" FROM keys AS k WHERE k."key" IS NOT NULL), $4)}},
+ranked AS (
+  SELECT h.*, r."active", r."starts"
+  FROM room AS r
+  CROSS JOIN lim
+  CROSS JOIN LATERAL (
+    SELECT c."id", c."go_concurrency_key" AS "key", c."go_priority" AS "priority", c."go_queued_at" AS "queued_at",
+           c."created_at"
+    FROM {{schema}}."workflow_runs" AS c
+    WHERE c."namespace_id" = $1 AND c."workflow_name" = $2 AND c."go_concurrency_key" = r."key"
+      AND c."status" = 'pending' AND c."go_queued_at" IS NOT NULL
+      AND c."go_queued_at" <= {{clock($4)}} AND (c."deadline_at" IS NULL OR c."deadline_at" > {{clock($4)}})
+    ORDER BY c."go_priority" DESC, c."go_queued_at", c."created_at", c."id"
+    LIMIT GREATEST(LEAST(COALESCE(lim."concurrency_per_key" - r."active", $3), COALESCE(lim."rate_limit" - r."starts", $3), $3), 0)
+  ) AS h
+)
+SELECT 0::bigint AS "scanned", {{admitted_count($1, $2)}} AS "active", lim."concurrency", lim."concurrency_per_key", lim."rate_limit",
+       q."id", q."key", q."priority", q."queued_at", q."created_at", q."key_active", q."key_starts"
+FROM lim
+LEFT JOIN LATERAL (
+  SELECT r."id", r."key", r."priority", r."queued_at", r."created_at", r."active" AS "key_active", r."starts" AS "key_starts"
+  FROM ranked AS r
+  ORDER BY r."priority" DESC, r."queued_at", r."created_at", r."id"
+  LIMIT $3
+) AS q ON TRUE
+
+-- fragment: key_room(ns, name, keys, at)
+-- A CTE "room": for each concurrency key of {{keys}} (a subquery), the
+-- runs of workflow {{name}} with that key admitted and not finished
+-- (active; from workflow_runs_go_admitted_idx) and its admissions within
+-- the rate period (starts; from workflow_limit_starts, 0 without a rate
+-- limit). Reads "lim".
+room AS (
+  SELECT k."key",
+         (SELECT count(*) FROM {{schema}}."workflow_runs" AS a
+          WHERE a."namespace_id" = {{ns}} AND a."workflow_name" = {{name}} AND a."go_concurrency_key" = k."key"
+            AND a."go_admitted_at" IS NOT NULL AND a."status" IN ('pending', 'running', 'sleeping')) AS "active",
+         (SELECT count(*) FROM {{schema}}."workflow_limit_starts" AS s, lim
+          WHERE s."namespace_id" = {{ns}} AND s."workflow_name" = {{name}} AND s."concurrency_key" = k."key"
+            AND lim."rate_limit" IS NOT NULL
+            AND s."started_at" > {{clock({{at}})}} - lim."rate_period_ms" * INTERVAL '1 millisecond') AS "starts"
+  FROM {{keys}} AS k("key")
+)
+
+-- fragment: admitted_count(ns, name)
+-- The runs of workflow {{name}} admitted and not finished, all keys.
+(SELECT count(*) FROM {{schema}}."workflow_runs" AS a
+ WHERE a."namespace_id" = {{ns}} AND a."workflow_name" = {{name}}
+   AND a."go_admitted_at" IS NOT NULL AND a."status" IN ('pending', 'running', 'sleeping'))
+
+-- name: claim_chosen
+-- Claims the runs the worker chose among the candidates ($2 their ids in
+-- claim order, $3 the worker id of each, $4 whether the claim admits it,
+-- $5 the lease in ms, $6 the clock), as claim_runs claims: an admitted run
+-- leaves the queue (go_queued_at NULL) and records its admission
+-- (go_admitted_at; and a row of workflow_limit_starts when its workflow
+-- has a rate limit). An admitted run is claimed only if it still waits
+-- (a cancel may have come between). The commit is asynchronous, as
+-- claim_runs says why. The result is in claim order.
+WITH chosen AS MATERIALIZED (
+  SELECT $1::text AS "namespace_id", c."id", c."worker_id", c."admit", c."n"
+  FROM unnest($2::text[], $3::text[], $4::bool[]) WITH ORDINALITY AS c("id", "worker_id", "admit", "n")
+),
+claimed AS (
+  UPDATE {{schema}}."workflow_runs" AS wr
+  SET "status" = 'running',
+      "attempts" = wr."attempts" + 1,
+      "worker_id" = c."worker_id",
+      "available_at" = {{now($6)}} + $5::bigint * INTERVAL '1 millisecond',
+      "started_at" = COALESCE(wr."started_at", {{now($6)}}),
+      "updated_at" = {{now($6)}},
+      "go_queued_at" = CASE WHEN c."admit" THEN NULL ELSE wr."go_queued_at" END,
+      "go_admitted_at" = CASE WHEN c."admit" THEN {{now($6)}} ELSE wr."go_admitted_at" END
+  FROM chosen AS c
+  WHERE wr."namespace_id" = c."namespace_id" AND wr."id" = c."id"
+    AND (NOT c."admit" OR (wr."status" = 'pending' AND wr."go_queued_at" IS NOT NULL)) IS TRUE
+  RETURNING wr.*, c."n" AS claim_order, c."admit" AS admitted
+),
+started AS (
+  INSERT INTO {{schema}}."workflow_limit_starts" ("namespace_id", "workflow_name", "concurrency_key", "started_at", "workflow_run_id")
+  SELECT cl."namespace_id", cl."workflow_name", COALESCE(cl."go_concurrency_key", ''), {{now($6)}}, cl."id"
+  FROM claimed AS cl
+  JOIN {{schema}}."workflow_limits" AS l ON l."namespace_id" = cl."namespace_id" AND l."workflow_name" = cl."workflow_name"
+  WHERE cl.admitted AND l."rate_limit" IS NOT NULL
+)
+SELECT {{run_columns}}
+FROM claimed AS wr
+CROSS JOIN LATERAL (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit
+ORDER BY wr.claim_order
+
+-- name: prune_limit_starts
+-- Forgets the admissions of the rate-limited workflows $2 older than
+-- their rate period: a range of workflow_limit_starts_started_idx per
+-- workflow, holding what aged out since the previous claim.
+DELETE FROM {{schema}}."workflow_limit_starts" AS s
+USING {{schema}}."workflow_limits" AS l
+WHERE l."namespace_id" = $1 AND l."workflow_name" = ANY($2::text[]) AND l."rate_limit" IS NOT NULL
+  AND s."namespace_id" = l."namespace_id" AND s."workflow_name" = l."workflow_name"
+  AND s."started_at" <= {{clock($3)}} - l."rate_period_ms" * INTERVAL '1 millisecond'

@@ -1,0 +1,116 @@
+-- Limits and admission (backend.LimitStore, and the claim that admits runs
+-- of limited workflows: see claimAdmitting in limits.go). Every claim runs
+-- in a BEGIN IMMEDIATE transaction, SQLite's one write lock, so counting a
+-- workflow's slots and admitting into them cannot interleave with another
+-- claim: no lock of their own is needed (PostgreSQL's claims take an
+-- advisory lock per workflow instead).
+
+-- name: put_limits
+-- Stores the limits of :workflow_name (NULL columns limit nothing),
+-- returning a row only when they changed.
+INSERT INTO "workflow_limits" AS l (
+  "namespace_id", "workflow_name", "concurrency", "concurrency_per_key", "rate_limit", "rate_period_ms",
+  "created_at", "updated_at"
+)
+VALUES (:ns, :workflow_name, :concurrency, :per_key, :rate_limit, :rate_period_ms, :now, :now)
+ON CONFLICT ("namespace_id", "workflow_name") DO UPDATE
+SET "concurrency" = excluded."concurrency",
+    "concurrency_per_key" = excluded."concurrency_per_key",
+    "rate_limit" = excluded."rate_limit",
+    "rate_period_ms" = excluded."rate_period_ms",
+    "updated_at" = excluded."updated_at"
+WHERE l."concurrency" IS NOT excluded."concurrency"
+   OR l."concurrency_per_key" IS NOT excluded."concurrency_per_key"
+   OR l."rate_limit" IS NOT excluded."rate_limit"
+   OR l."rate_period_ms" IS NOT excluded."rate_period_ms"
+RETURNING 1
+
+-- name: delete_limits
+DELETE FROM "workflow_limits"
+WHERE "namespace_id" = :ns AND "workflow_name" = :workflow_name
+RETURNING 1
+
+-- name: forget_limit_starts
+DELETE FROM "workflow_limit_starts"
+WHERE "namespace_id" = :ns AND "workflow_name" = :workflow_name
+
+-- name: release_queued_runs
+-- Makes the runs of :workflow_name waiting for admission ordinary pending
+-- runs, available when they were queued for.
+UPDATE "workflow_runs"
+SET "available_at" = "go_queued_at",
+    "go_queued_at" = NULL,
+    "updated_at" = :now
+WHERE "namespace_id" = :ns AND "workflow_name" = :workflow_name
+  AND "status" = 'pending' AND "go_queued_at" IS NOT NULL
+RETURNING "available_at"
+
+-- name: list_limits
+SELECT "workflow_name", "concurrency", "concurrency_per_key", "rate_limit", "rate_period_ms", "updated_at"
+FROM "workflow_limits"
+WHERE "namespace_id" = :ns
+ORDER BY "workflow_name"
+
+-- name: admission_limits
+-- The limits of :workflow_name and its runs admitted and not finished
+-- (all keys; from workflow_runs_go_admitted_idx).
+SELECT l."concurrency", l."concurrency_per_key", l."rate_limit", l."rate_period_ms",
+       (SELECT count(*) FROM "workflow_runs" AS a
+        WHERE a."namespace_id" = :ns AND a."workflow_name" = :workflow_name
+          AND a."go_admitted_at" IS NOT NULL AND a."status" IN {{non_terminal_statuses}})
+FROM "workflow_limits" AS l
+WHERE l."namespace_id" = :ns AND l."workflow_name" = :workflow_name
+
+-- name: admission_window
+-- The first :limit runs of :workflow_name waiting for admission, in claim
+-- order (priority, then FIFO), from workflow_runs_go_queue_idx: the
+-- admission's first look (see PostgreSQL's admission_queue).
+SELECT "id", "go_concurrency_key", "go_priority", "go_queued_at", "created_at", "deadline_at"
+FROM "workflow_runs"
+WHERE "namespace_id" = :ns AND "workflow_name" = :workflow_name
+  AND "status" = 'pending' AND "go_queued_at" IS NOT NULL
+ORDER BY "go_priority" DESC, "go_queued_at", "created_at", "id"
+LIMIT :limit
+
+-- name: admission_next_key
+-- The smallest concurrency key at or above :from among the waiting runs of
+-- :workflow_name: one probe of workflow_runs_go_queue_key_idx, a step of
+-- the admission's key-by-key look.
+SELECT min("go_concurrency_key")
+FROM "workflow_runs"
+WHERE "namespace_id" = :ns AND "workflow_name" = :workflow_name
+  AND "status" = 'pending' AND "go_queued_at" IS NOT NULL
+  AND "go_concurrency_key" >= :from
+
+-- name: admission_key_head
+-- The first :limit due waiting runs of :workflow_name with key :key, in
+-- claim order (workflow_runs_go_queue_key_idx).
+SELECT "id", "go_concurrency_key", "go_priority", "go_queued_at", "created_at", "deadline_at"
+FROM "workflow_runs"
+WHERE "namespace_id" = :ns AND "workflow_name" = :workflow_name AND "go_concurrency_key" = :key
+  AND "status" = 'pending' AND "go_queued_at" IS NOT NULL
+  AND "go_queued_at" <= :now AND ("deadline_at" IS NULL OR "deadline_at" > :now)
+ORDER BY "go_priority" DESC, "go_queued_at", "created_at", "id"
+LIMIT :limit
+
+-- name: admission_key_counts
+-- For key :key of :workflow_name: its runs admitted and not finished, and
+-- its admissions after :since (the start of the rate period).
+SELECT
+  (SELECT count(*) FROM "workflow_runs" AS a
+   WHERE a."namespace_id" = :ns AND a."workflow_name" = :workflow_name AND a."go_concurrency_key" = :key
+     AND a."go_admitted_at" IS NOT NULL AND a."status" IN {{non_terminal_statuses}}),
+  (SELECT count(*) FROM "workflow_limit_starts" AS s
+   WHERE s."namespace_id" = :ns AND s."workflow_name" = :workflow_name AND s."concurrency_key" = :key
+     AND s."started_at" > :since)
+
+-- name: insert_limit_start
+-- Records the admission of run :run_id (key :key) for the rate limit.
+INSERT INTO "workflow_limit_starts" ("namespace_id", "workflow_name", "concurrency_key", "started_at", "workflow_run_id")
+VALUES (:ns, :workflow_name, :key, :now, :run_id)
+
+-- name: prune_limit_starts
+-- Forgets the admissions of :workflow_name at or before :until (the start
+-- of its rate period).
+DELETE FROM "workflow_limit_starts"
+WHERE "namespace_id" = :ns AND "workflow_name" = :workflow_name AND "started_at" <= :until
