@@ -117,6 +117,8 @@ func Run(t *testing.T, h Harness) {
 		{"CreateWorkflowRunTx", testCreateWorkflowRunTx},
 		{"ForkWorkflowRun", testForkWorkflowRun},
 		{"Schedules", testSchedules},
+		{"Priorities", testPriorities},
+		{"Limits", testLimits},
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {

@@ -409,6 +409,10 @@ func requireRun(t testing.TB, what string, got, want *backend.WorkflowRun) {
 	d.time("started_at", got.StartedAt, want.StartedAt)
 	d.time("finished_at", got.FinishedAt, want.FinishedAt)
 	d.time("created_at", &got.CreatedAt, &want.CreatedAt)
+	d.str("go_priority", fmt.Sprint(got.Priority), fmt.Sprint(want.Priority))
+	d.strPtr("go_concurrency_key", got.ConcurrencyKey, want.ConcurrencyKey)
+	d.time("go_queued_at", got.QueuedAt, want.QueuedAt)
+	d.time("go_admitted_at", got.AdmittedAt, want.AdmittedAt)
 	d.fail(t, what)
 }
 
