@@ -50,17 +50,20 @@ func NewClient(b backend.Client, opts ...ClientOption) *Client {
 func (c *Client) Backend() backend.Client { return c.b }
 
 // StartOption configures a run at start: [WithIdempotencyKey],
-// [WithStartAt], [WithDeadline].
+// [WithStartAt], [WithDeadline], [WithConcurrencyKey], [WithPriority].
 type StartOption func(*startOptions)
 
 type startOptions struct {
 	idempotencyKey          *string
 	availableAt, deadlineAt *time.Time
+	concurrencyKey          *string
+	priority                int
 }
 
 // apply sets the options on the create parameters p.
 func (o startOptions) apply(p *backend.CreateWorkflowRunParams) {
 	p.IdempotencyKey, p.AvailableAt, p.DeadlineAt = o.idempotencyKey, o.availableAt, o.deadlineAt
+	p.ConcurrencyKey, p.Priority = o.concurrencyKey, o.priority
 }
 
 func newStartOptions(opts []StartOption) startOptions {
@@ -89,6 +92,36 @@ func WithStartAt(t time.Time) StartOption {
 // (the context carries the deadline).
 func WithDeadline(t time.Time) StartOption {
 	return func(o *startOptions) { t := t.UTC(); o.deadlineAt = &t }
+}
+
+// WithConcurrencyKey sets the key the per-key limits of the workflow count
+// the run under ([Limits.ConcurrencyPerKey], [Limits.RateLimit]): e.g. the
+// customer id, so that at most N runs per customer hold a slot at once.
+// Runs started without a key ("" is none) share one key. The key is stored
+// with the run whether or not its workflow has limits (valid UTF-8 without
+// U+0000, at most 1,024 bytes, else the start fails with an error wrapping
+// backend.ErrInvalidArgument).
+func WithConcurrencyKey(key string) StartOption {
+	return func(o *startOptions) {
+		if key == "" {
+			o.concurrencyKey = nil
+			return
+		}
+		o.concurrencyKey = &key
+	}
+}
+
+// WithPriority sets the run's priority: claims take pending runs of a
+// higher priority first, and runs of one priority in the order they became
+// due (FIFO). Default 0, the priority of every run the TypeScript SDK
+// starts; negative priorities go after them. A run that has started and
+// waits (a sleep, a child, a signal) resumes in the order it became due,
+// whatever its priority, after the due pending runs, so priorities never
+// hold up runs already under way any more than new work does (see
+// docs/architecture.md, "Limits and priorities"). At most 2^31−1 in
+// absolute value.
+func WithPriority(priority int) StartOption {
+	return func(o *startOptions) { o.priority = priority }
 }
 
 // Start starts a run of wf with input and returns its handle. It returns an

@@ -34,6 +34,7 @@ type Worker struct {
 	dueStale     bool             // nextWake passed: the wake-up after it is unknown
 	sweptAt      time.Time        // when a claim last ran the deadline sweep (real time)
 	quarantined  []string         // worker ids of slots a failed claim may hold runs for (see quarantine)
+	limits       workerLimits     // the limits of the registered workflows (limits.go)
 	started      bool
 	stopObserved sync.Once                   // the worker's stop is reported to m once
 	schedules    []backend.PutScheduleParams // put by Start (RegisterSchedules)
@@ -57,6 +58,7 @@ func NewWorker(b backend.Backend, opts WorkerOptions) *Worker {
 	if w.m != nil {
 		w.commit.OnCommit = w.m.ObserveCommit
 	}
+	w.limits = workerLimits{perWorker: map[string]int{}, running: map[string]int{}}
 	for i := opts.Concurrency - 1; i >= 0; i-- {
 		w.free = append(w.free, fmt.Sprintf("%s/%d", opts.ID, i))
 	}
@@ -70,16 +72,20 @@ func NewWorker(b backend.Backend, opts WorkerOptions) *Worker {
 func (w *Worker) Register(defs ...Definition) error { return w.reg.register(defs...) }
 
 // Start puts the schedules registered on the worker
-// ([Worker.RegisterSchedules]), then begins claiming and executing runs,
+// ([Worker.RegisterSchedules]) and stores the limits its registered
+// workflows declare ([Limits]), then begins claiming and executing runs,
 // and firing the namespace's due schedule ticks, in the background, until
 // [Worker.Stop]. ctx bounds only the start-up itself. It fails if the
 // worker is already started, if its options cannot work together
-// (HeartbeatInterval not shorter than LeaseDuration), or if a schedule
-// could not be put.
+// (HeartbeatInterval not shorter than LeaseDuration), if a schedule could
+// not be put, or if a workflow's limits are invalid (an error wrapping
+// backend.ErrInvalidArgument) or cannot be stored (backend.ErrNotSupported,
+// or the backend's error).
 func (w *Worker) Start(ctx context.Context) error {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.started {
+	started := w.started
+	w.mu.Unlock()
+	if started {
 		return errors.New("openworkflow: worker already started")
 	}
 	if err := w.opts.validate(); err != nil {
@@ -90,6 +96,14 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	if err := w.putSchedules(ctx); err != nil {
 		return err
+	}
+	if err := w.startLimits(ctx); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.started {
+		return errors.New("openworkflow: worker already started")
 	}
 	w.started = true
 	loopCtx, cancel := context.WithCancel(context.Background())

@@ -21,6 +21,16 @@ func init() {
 // package owtest drives a worker step by step with it (a started worker
 // ticks by itself).
 func (w *Worker) tick(ctx context.Context) (int, error) {
+	w.mu.Lock()
+	limitsRead := w.limits.declared != nil
+	w.mu.Unlock()
+	if !limitsRead {
+		// A worker driven by ticks is never started: store and read the
+		// limits of its workflows at its first tick, as Start does.
+		if err := w.startLimits(ctx); err != nil {
+			return 0, err
+		}
+	}
 	var wg sync.WaitGroup
 	n, _, err := w.claim(ctx, &wg)
 	wg.Wait()
@@ -34,8 +44,10 @@ func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (claimed, asked 
 	if err := w.releaseQuarantined(ctx); err != nil {
 		return 0, 0, err
 	}
+	w.refreshLimits(ctx)
 	w.mu.Lock()
 	ids := append([]string(nil), w.free...)
+	admit, caps := w.claimLimits()
 	sweep := time.Since(w.sweptAt) >= deadlineSweepEvery
 	if len(ids) > 0 || sweep {
 		w.sweptAt = time.Now()
@@ -51,7 +63,7 @@ func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (claimed, asked 
 		}
 		return 0, 0, nil
 	}
-	p := backend.ClaimWorkflowRunsParams{WorkerIDs: ids, LeaseDuration: w.opts.LeaseDuration, Lookahead: w.opts.ClaimAhead}
+	p := backend.ClaimWorkflowRunsParams{WorkerIDs: ids, LeaseDuration: w.opts.LeaseDuration, Lookahead: w.opts.ClaimAhead, Admit: admit, Caps: caps}
 	if w.opts.OnlyRegistered {
 		p.Workflows = w.reg.keys()
 	}
@@ -77,6 +89,7 @@ func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (claimed, asked 
 				break
 			}
 		}
+		w.limits.running[run.WorkflowName]++
 		w.mu.Unlock()
 		if wg != nil {
 			wg.Add(1)
@@ -96,6 +109,7 @@ func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (claimed, asked 
 			}
 			w.mu.Lock()
 			w.free = append(w.free, *run.WorkerID)
+			w.limits.running[run.WorkflowName]--
 			w.mu.Unlock()
 			w.poke()
 			if _, scheduled := backend.ScheduledRunOf(run.Context); scheduled {

@@ -85,6 +85,11 @@ type WorkerOptions struct {
 	// the backend's clock; a worker wakes for the next one by Now, and
 	// looks at the schedules at least every 5 MaxPollIntervals.
 	SkipSchedules bool
+	// Limits sets the limits of registered workflows by name, in place of
+	// their Spec.Limits: for workflows defined elsewhere (DAG and OpenFlow
+	// workflows, or limits from openworkflow.yaml). Nil: each workflow's
+	// Spec.Limits.
+	Limits map[string]Limits
 }
 
 func (o WorkerOptions) withDefaults() WorkerOptions {

@@ -22,6 +22,12 @@ type Spec struct {
 	// RetryPolicy applies to errors the workflow function returns that are
 	// not step failures. Nil means [DefaultWorkflowRetryPolicy]: no retry.
 	RetryPolicy *RetryPolicy
+	// Limits bound how many runs of the workflow run at once and how fast
+	// they start, across all workers; workers that register the workflow
+	// store and enforce them ([Limits]). The zero value limits nothing.
+	// They are per workflow name: versions registered on one worker must
+	// agree.
+	Limits Limits
 }
 
 func (s Spec) key() string { return registryKey(s.Name, versionPtr(s.Version)) }
