@@ -79,8 +79,8 @@ const limitsRefreshEvery = 5 * time.Second
 
 // workerLimits is a worker's view of the limits of its workflows.
 type workerLimits struct {
-	perWorker map[string]int // workflow name → Limits.PerWorker
-	running   map[string]int // workflow name → runs executing here
+	perWorker map[string]int    // workflow name → Limits.PerWorker
+	running   map[string]int    // workflow name → runs executing here
 	declared  map[string]Limits // registered workflow name → its declared limits (nil before Start)
 	admit     []string          // registered workflows with stored limits
 	readAt    time.Time         // when admit was last read

@@ -416,7 +416,7 @@ func testLimits(t *testing.T, s *suite) {
 			createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: "free"})
 		}
 		runs, err := b.ClaimWorkflowRuns(t.Context(), backend.ClaimWorkflowRunsParams{
-			WorkerIDs: []string{newWorkerID(), newWorkerID(), newWorkerID(), newWorkerID(), newWorkerID(), newWorkerID()},
+			WorkerIDs:     []string{newWorkerID(), newWorkerID(), newWorkerID(), newWorkerID(), newWorkerID(), newWorkerID()},
 			LeaseDuration: longLease, Admit: []string{"limited"},
 			Caps: []backend.WorkflowCap{{Name: "capped", Max: 2}, {Name: "limited", Max: 1}, {Name: "free", Max: 0}},
 		})
