@@ -59,8 +59,9 @@ type Limits struct {
 	RatePeriod time.Duration
 }
 
-// stored returns the part of l the backend stores and enforces.
-func (l Limits) stored() backend.Limits {
+// Stored returns the part of l a backend stores and enforces (all but
+// PerWorker).
+func (l Limits) Stored() backend.Limits {
 	return backend.Limits{Concurrency: l.Concurrency, ConcurrencyPerKey: l.ConcurrencyPerKey, RateLimit: l.RateLimit, RatePeriod: l.RatePeriod}
 }
 
@@ -69,7 +70,7 @@ func (l Limits) validate() error {
 	if l.PerWorker < 0 {
 		return fmt.Errorf("%w: limits: PerWorker is %d, want 0 (none) or more", backend.ErrInvalidArgument, l.PerWorker)
 	}
-	return l.stored().Validate()
+	return l.Stored().Validate()
 }
 
 // limitsRefreshEvery is how often a worker reads which of its workflows
@@ -131,18 +132,18 @@ func (w *Worker) startLimits(ctx context.Context) error {
 		if l.PerWorker > 0 {
 			lim.perWorker[name] = l.PerWorker
 		}
-		if l.stored().IsZero() {
+		if l.Stored().IsZero() {
 			continue
 		}
 		if !ok {
 			return fmt.Errorf("openworkflow: workflow %q declares limits, but the backend (%T) cannot store them (backend.LimitStore): %w", name, w.b, backend.ErrNotSupported)
 		}
-		changed, err := ls.PutWorkflowLimits(ctx, name, l.stored())
+		changed, err := ls.PutWorkflowLimits(ctx, name, l.Stored())
 		if err != nil {
 			return fmt.Errorf("openworkflow: store the limits of workflow %q: %w", name, err)
 		}
 		if changed {
-			w.log.Info("openworkflow: stored the limits of a workflow", "workflow", name, "limits", fmt.Sprintf("%+v", l.stored()))
+			w.log.Info("openworkflow: stored the limits of a workflow", "workflow", name, "limits", fmt.Sprintf("%+v", l.Stored()))
 		}
 	}
 	lim.declared = declared
@@ -170,7 +171,7 @@ func (w *Worker) noteStoredLimits(stored []backend.WorkflowLimits, declared map[
 			continue
 		}
 		admit = append(admit, s.WorkflowName)
-		if warn && l.stored().IsZero() {
+		if warn && l.Stored().IsZero() {
 			w.log.Warn("openworkflow: a workflow registered here without limits has stored limits, which this worker enforces; remove them with `ow limits delete` (Client.DeleteWorkflowLimits) if they should go",
 				"workflow", s.WorkflowName, "limits", fmt.Sprintf("%+v", s.Limits))
 		}

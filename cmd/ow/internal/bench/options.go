@@ -31,12 +31,13 @@ type Options struct {
 	// Workloads are the workload ids to run, in any order: W0 (which brings
 	// W0b along), W0b, W1, W2, W3, W4, W5, and, never part of the default,
 	// W1m (W1 with Prometheus metrics; measured in turn with W1 when both
-	// are selected), L0 (pgbench), R1 (W1 while a prune runs) and S1 (a
-	// schedule ticking every second for S1Duration). Empty means every
-	// standard workload, W0–W5.
+	// are selected), W1k (W1 with a concurrency key on every run: 100 keys,
+	// at most 5 runs per key at once; Go only), L0 (pgbench), R1 (W1 while
+	// a prune runs) and S1 (a schedule ticking every second for
+	// S1Duration). Empty means every standard workload, W0–W5.
 	Workloads []string
 	// Runs is W1's run count; every other workload keeps its standard
-	// proportion to W1's 5,000 (W0 and W5 N, W3 N/10, W4 N/5, W2 N/25), and
+	// proportion to W1's 5,000 (W0, W1k and W5 N, W3 N/10, W4 N/5, W2 N/25), and
 	// at least 1. 0 means the standard counts.
 	Runs int
 	// Concurrency is each worker's number of slots. 0 means 100.
@@ -91,6 +92,10 @@ const (
 	// (package metrics) and scraped every second, as Prometheus would:
 	// beside W1, what metrics cost.
 	W1m = "W1m"
+	// W1k is W1 with a concurrency key on every run (100 keys) and a
+	// limit of 5 runs per key: what admission costs (issue 16: within 80 %
+	// of W1).
+	W1k = "W1k"
 	W2  = "W2"
 	W3  = "W3"
 	W4  = "W4"
@@ -104,10 +109,10 @@ const (
 var standardWorkloads = []string{W0, W0b, W1, W2, W3, W4, W5}
 
 // knownWorkloads is every id in the order they run.
-var knownWorkloads = []string{W0, W0b, W1, W1m, W2, W3, W4, W5, L0, R1, S1}
+var knownWorkloads = []string{W0, W0b, W1, W1m, W1k, W2, W3, W4, W5, L0, R1, S1}
 
 // standardRuns is each workload's run count at the standard scale.
-var standardRuns = map[string]int{W0: 5000, W0b: 5000, W1: 5000, W1m: 5000, W2: 200, W3: 500, W4: 1000, W5: 5000}
+var standardRuns = map[string]int{W0: 5000, W0b: 5000, W1: 5000, W1m: 5000, W1k: 5000, W2: 200, W3: 500, W4: 1000, W5: 5000}
 
 // w5Workers are the worker process counts W5 measures; 1 is the baseline
 // the speed-ups are relative to.

@@ -52,6 +52,9 @@ const tsStopDelay = 60 * time.Second
 // node on PATH. Without a usable Node 22 the SQLite workloads are
 // reported skipped, saying why.
 func runTS(ctx context.Context, o Options, admin *pgAdmin) ([]Result, string, error) {
+	if !slices.ContainsFunc(o.Workloads, tsRuns) {
+		return nil, "", nil // nothing the TypeScript engine can run
+	}
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			return nil, "", fmt.Errorf("%s not found on PATH: the TypeScript comparison needs Node.js 20 or later and npm", tool)
@@ -115,9 +118,7 @@ func runTS(ctx context.Context, o Options, admin *pgAdmin) ([]Result, string, er
 
 	prefix := dbPrefix + "ts_" + randomHex(4) + "_"
 	runs := map[string]int{}
-	// W1m measures this SDK's metrics: the TypeScript engine has no such
-	// workload.
-	workloads := slices.DeleteFunc(slices.Clone(o.Workloads), func(w string) bool { return w == W1m || w == S1 })
+	workloads := slices.DeleteFunc(slices.Clone(o.Workloads), func(w string) bool { return !tsRuns(w) })
 	for _, w := range workloads {
 		runs[w] = o.runsFor(w)
 	}
@@ -165,6 +166,10 @@ func runTS(ctx context.Context, o Options, admin *pgAdmin) ([]Result, string, er
 	})
 	return rs, version, errors.Join(errs...)
 }
+
+// tsRuns reports whether the TypeScript engine has workload w: not W1m
+// (this SDK's metrics), W1k (concurrency limits) or S1 (schedules).
+func tsRuns(w string) bool { return w != W1m && w != W1k && w != S1 }
 
 // npmInstall runs npm install in dir (its package.json, or pkgs).
 func npmInstall(ctx context.Context, dir string, pkgs ...string) error {

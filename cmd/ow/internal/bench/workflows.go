@@ -13,12 +13,20 @@ import (
 const (
 	nameOne    = "bench-one"    // 1 step (W0, W0b, W2)
 	nameSeq3   = "bench-seq3"   // 3 sequential steps (W1, W5)
+	nameKeyed  = "bench-keyed"  // bench-seq3 with a concurrency limit per key (W1k)
 	nameFanOut = "bench-fanout" // 10 parallel steps, then 1 (W3)
 	nameSleep  = "bench-sleep"  // durable sleep of sleepFor, then 1 step (W4)
 )
 
 // fanOutWidth is the number of parallel steps of bench-fanout.
 const fanOutWidth = 10
+
+// W1k's keys and limit: run i has concurrency key "key-<i mod keyedKeys>",
+// and at most keyedLimit runs per key hold a slot at once.
+const (
+	keyedKeys  = 100
+	keyedLimit = 5
+)
 
 // sleepFor is bench-sleep's durable sleep.
 const sleepFor = 2 * time.Second
@@ -74,6 +82,11 @@ var (
 		return sequence(ctx, in, 3)
 	})
 
+	keyed = ow.Define(ow.Spec{Name: nameKeyed, Limits: ow.Limits{ConcurrencyPerKey: keyedLimit}},
+		func(ctx ow.Context, in Input) (Output, error) {
+			return sequence(ctx, in, 3)
+		})
+
 	fanOut = ow.Define(ow.Spec{Name: nameFanOut}, func(ctx ow.Context, in Input) (Output, error) {
 		fs := make([]*ow.Future[StepResult], fanOutWidth)
 		for k := range fanOutWidth {
@@ -105,5 +118,5 @@ var (
 
 // definitions are what every bench worker registers.
 func definitions() []ow.Definition {
-	return []ow.Definition{oneStep, seq3, fanOut, sleepThenStep}
+	return []ow.Definition{oneStep, seq3, keyed, fanOut, sleepThenStep}
 }

@@ -63,6 +63,8 @@ func (m *measurement) run(ctx context.Context) (Result, error) {
 			err = m.checkMetrics(res.Runs)
 		}
 		return res, err
+	case W1k:
+		return m.throughput(ctx, keyed, 3)
 	case W2:
 		return m.latency(ctx)
 	case W3:
@@ -162,7 +164,11 @@ func (m *measurement) throughput(ctx context.Context, wf *ow.Workflow[Input, Out
 	if err != nil {
 		return res, err
 	}
-	err = startMany(ctx, b, wf, n, nil)
+	if wf == keyed {
+		err = startKeyed(ctx, b, n)
+	} else {
+		err = startMany(ctx, b, wf, n, nil)
+	}
 	if err = errors.Join(err, b.Close()); err != nil {
 		return res, fmt.Errorf("enqueue %d runs: %w", n, err)
 	}
@@ -467,6 +473,32 @@ func startMany(ctx context.Context, b backend.Backend, wf *ow.Workflow[Input, Ou
 			return err
 		}
 		p.update(hi, n, "runs started")
+	}
+	return nil
+}
+
+// startKeyed enqueues W1k: stores bench-keyed's limits (before its runs,
+// so that they wait for admission; the worker would store the same), then
+// starts n runs in batches of startBatch, run i with concurrency key
+// key-<i mod keyedKeys>.
+func startKeyed(ctx context.Context, b backend.Backend, n int) error {
+	ls, ok := b.(backend.LimitStore)
+	if !ok {
+		return fmt.Errorf("the %T backend stores no limits", b)
+	}
+	if _, err := ls.PutWorkflowLimits(ctx, nameKeyed, keyed.Spec().Limits.Stored()); err != nil {
+		return err
+	}
+	for lo := 0; lo < n; lo += startBatch {
+		hi := min(lo+startBatch, n)
+		ps := make([]backend.CreateWorkflowRunParams, 0, hi-lo)
+		for i := lo; i < hi; i++ {
+			key := fmt.Sprintf("key-%d", i%keyedKeys)
+			ps = append(ps, backend.CreateWorkflowRunParams{WorkflowName: nameKeyed, Input: []byte(fmt.Sprintf(`{"i":%d}`, i)), ConcurrencyKey: &key})
+		}
+		if _, err := b.CreateWorkflowRuns(ctx, ps); err != nil {
+			return err
+		}
 	}
 	return nil
 }
