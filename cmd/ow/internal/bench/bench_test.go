@@ -348,8 +348,9 @@ func TestWorkloadSelectionAndScaling(t *testing.T) {
 		want    string
 		wantErr bool
 	}{
-		{nil, "W0,W0b,W1,W2,W3,W4,W5", false},
-		{[]string{"all"}, "W0,W0b,W1,W2,W3,W4,W5", false},
+		{nil, "W0,W0b,W1,W1k,W2,W3,W4,W5", false},
+		{[]string{"all"}, "W0,W0b,W1,W1k,W2,W3,W4,W5", false},
+		{[]string{"w1K"}, "W1k", false},
 		{[]string{"w2", "W0"}, "W0,W0b,W2", false},
 		{[]string{"W0b"}, "W0b", false},
 		{[]string{"L0", "W1"}, "W1,L0", false},
@@ -365,7 +366,7 @@ func TestWorkloadSelectionAndScaling(t *testing.T) {
 	}
 	std := Options{}
 	scaled := Options{Runs: 200}
-	for w, want := range map[string][2]int{W0: {5000, 200}, W1: {5000, 200}, W2: {200, 8}, W3: {500, 20}, W4: {1000, 40}, W5: {5000, 200}} {
+	for w, want := range map[string][2]int{W0: {5000, 200}, W1: {5000, 200}, W1k: {5000, 200}, W2: {200, 8}, W3: {500, 20}, W4: {1000, 40}, W5: {5000, 200}} {
 		if got := [2]int{std.runsFor(w), scaled.runsFor(w)}; got != want {
 			t.Errorf("%s runs (standard, --runs 200) = %v, want %v", w, got, want)
 		}
