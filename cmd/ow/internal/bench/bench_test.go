@@ -168,7 +168,7 @@ func TestEveryWorkloadRunsAndVerifiesEveryOutput(t *testing.T) {
 			for _, r := range rep.Results {
 				got[key{r.Workload, r.Workers}] = r
 			}
-			want := []key{{W0, 0}, {W0b, 0}, {W1, 0}, {W2, 0}, {W3, 0}, {W4, 0}, {W5, 1}, {W5, 2}, {W5, 4}}
+			want := []key{{W0, 0}, {W0b, 0}, {W1, 0}, {W1k, 0}, {W2, 0}, {W3, 0}, {W4, 0}, {W5, 1}, {W5, 2}, {W5, 4}}
 			if len(rep.Results) != len(want) {
 				t.Errorf("got %d results, want %d: %+v", len(rep.Results), len(want), rep.Results)
 			}
