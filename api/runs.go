@@ -26,6 +26,11 @@ type startRunRequest struct {
 	DelaySeconds *float64 `json:"delaySeconds"`
 	// DeadlineAt fails the run if it has not finished by then.
 	DeadlineAt *string `json:"deadlineAt"`
+	// ConcurrencyKey is the key the per-key limits of the workflow count
+	// the run under; Priority orders claims (ow.WithConcurrencyKey,
+	// ow.WithPriority).
+	ConcurrencyKey *string `json:"concurrencyKey"`
+	Priority       *int64  `json:"priority"`
 }
 
 func (h *Handler) startRun(w http.ResponseWriter, r *http.Request) error {
@@ -106,6 +111,18 @@ func (req *startRunRequest) options(now time.Time) ([]ow.StartOption, error) {
 	}
 	if deadline != nil {
 		opts = append(opts, ow.WithDeadline(*deadline))
+	}
+	if k := req.ConcurrencyKey; k != nil {
+		if err := backend.ValidateConcurrencyKey(*k); err != nil {
+			return nil, badField("concurrencyKey", "concurrencyKey must be text of at most %d bytes", backend.MaxConcurrencyKeyLength)
+		}
+		opts = append(opts, ow.WithConcurrencyKey(*k))
+	}
+	if p := req.Priority; p != nil {
+		if *p > backend.MaxPriority || *p < -backend.MaxPriority {
+			return nil, badField("priority", "priority must be an integer from %d to %d, got %d", -backend.MaxPriority, backend.MaxPriority, *p)
+		}
+		opts = append(opts, ow.WithPriority(int(*p)))
 	}
 	return opts, nil
 }

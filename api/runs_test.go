@@ -105,6 +105,24 @@ func TestStartDelayedAndDeadline(t *testing.T) {
 	})
 }
 
+func TestStartWithPriorityAndConcurrencyKey(t *testing.T) {
+	eachBackend(t, api.Options{}, func(t *testing.T, s *server) {
+		run := s.start("add", map[string]int{"A": 1}, "priority", -4, "concurrencyKey", "customer-7")
+		if run.Priority != -4 || run.ConcurrencyKey == nil || *run.ConcurrencyKey != "customer-7" {
+			t.Errorf("started with priority -4 and key customer-7: priority %d key %v", run.Priority, run.ConcurrencyKey)
+		}
+		done := s.waitStatus(run.ID, "completed")
+		if done.Priority != -4 || done.ConcurrencyKey == nil || done.QueuedAt != nil || done.AdmittedAt != nil {
+			t.Errorf("completed run: priority %d key %v queued %v admitted %v; want -4, customer-7, not limited",
+				done.Priority, done.ConcurrencyKey, done.QueuedAt, done.AdmittedAt)
+		}
+		plain := s.start("add", map[string]int{"A": 1}, "concurrencyKey", "")
+		if plain.Priority != 0 || plain.ConcurrencyKey != nil {
+			t.Errorf("a start without priority and with an empty key: priority %d key %v; want 0, null", plain.Priority, plain.ConcurrencyKey)
+		}
+	})
+}
+
 // TestListPagination: limit 2 over 5 runs gives 2, 2, 1 with no overlap or
 // gap; a filter survives into the next page; an empty list is data: [],
 // hasMore: false, cursor: null.
@@ -287,6 +305,10 @@ func TestErrors(t *testing.T) {
 			{"bad stream cursor", "GET", "/v1/runs/wrun_x/streams/out?cursor=-1", nil, 400, api.CodeInvalidArgument, "cursor"},
 			{"bad Last-Event-ID", "GET", "/v1/runs/wrun_x/streams/out", nil, 400, api.CodeInvalidArgument, "Last-Event-ID"},
 			{"retry bad deadline", "POST", "/v1/runs/wrun_x/retry", `{"deadlineAt":3}`, 400, api.CodeInvalidArgument, "deadlineAt"},
+			{"priority beyond 32 bits", "POST", "/v1/runs", `{"workflowName":"add","priority":2147483648}`, 400, api.CodeInvalidArgument, "priority"},
+			{"fractional priority", "POST", "/v1/runs", `{"workflowName":"add","priority":1.5}`, 400, api.CodeInvalidArgument, "priority"},
+			{"concurrency key not text", "POST", "/v1/runs", "{\"workflowName\":\"add\",\"concurrencyKey\":\"a\\u0000\"}", 400, api.CodeInvalidArgument, "concurrencyKey"},
+			{"concurrency key too long", "POST", "/v1/runs", `{"workflowName":"add","concurrencyKey":"` + strings.Repeat("k", 1025) + `"}`, 400, api.CodeInvalidArgument, "concurrencyKey"},
 		}
 		for _, c := range cases {
 			var header []string

@@ -53,6 +53,16 @@ type Run struct {
 	// Schedule is the schedule that started the run and the tick it is
 	// for; absent for a run no schedule started.
 	Schedule *RunSchedule `json:"schedule,omitempty"`
+	// Priority orders the claims of pending runs, higher first.
+	Priority int `json:"priority"`
+	// ConcurrencyKey is the key the per-key limits of the run's workflow
+	// count it under, or null.
+	ConcurrencyKey *string `json:"concurrencyKey"`
+	// QueuedAt is set while the run waits for admission (its workflow has
+	// limits; AvailableAt is then null); AdmittedAt is when a worker
+	// admitted it.
+	QueuedAt   *time.Time `json:"queuedAt"`
+	AdmittedAt *time.Time `json:"admittedAt"`
 }
 
 // RunSchedule is what a run started by a schedule records of it: the
@@ -75,6 +85,7 @@ func RunOf(r *backend.WorkflowRun, resolveNone bool) Run {
 		ParentStepID: r.ParentStepAttemptID, WorkerID: r.WorkerID,
 		AvailableAt: r.AvailableAt, DeadlineAt: r.DeadlineAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		Priority: r.Priority, ConcurrencyKey: r.ConcurrencyKey, QueuedAt: r.QueuedAt, AdmittedAt: r.AdmittedAt,
 	}
 	if !resolveNone {
 		out.Input, out.Output = r.Input, r.Output
