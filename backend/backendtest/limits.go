@@ -457,6 +457,27 @@ func testLimits(t *testing.T, s *suite) {
 		}
 	})
 
+	t.Run("a retried run of a limited workflow waits for admission again", func(t *testing.T) {
+		t.Parallel()
+		clk := newClock()
+		b := s.newBackendOn(t, clk)
+		putLimits(t, b, "limited", backend.Limits{ConcurrencyPerKey: 1})
+		first := createRun(t, b, keyed("a"))
+		got := admitClaim(t, b, []string{"limited"}, 1)
+		requireIDs(t, "admitted", runIDs(got), []string{first.ID})
+		failRun(t, b, first.ID, *got[0].WorkerID, `{"message":"x"}`)
+		clk.Advance(time.Millisecond)
+		second := createRun(t, b, keyed("a"))
+		requireIDs(t, "the key's next run, after the first failed", runIDs(admitClaim(t, b, []string{"limited"}, 1)), []string{second.ID})
+		retried := retryFailed(t, b, first.ID, nil)
+		if retried.AvailableAt != nil || retried.QueuedAt == nil || retried.AdmittedAt != nil || retried.Status != backend.RunPending {
+			t.Fatalf("retried run: %s available_at %v queued_at %v admitted_at %v; want pending, waiting for admission",
+				retried.Status, retried.AvailableAt, retried.QueuedAt, retried.AdmittedAt)
+		}
+		requireIDs(t, "with the key's slot held by the second run", runIDs(admitClaim(t, b, []string{"limited"}, 1)), nil)
+		requireNothingClaimable(t, b)
+	})
+
 	t.Run("a waiting run past its deadline fails in the deadline sweep", func(t *testing.T) {
 		t.Parallel()
 		clk := newClock()

@@ -119,16 +119,22 @@ SELECT {{run_columns}} FROM canceled AS wr
 -- budgets (internal/history). Only a failed run matches: of two
 -- concurrent retries the second waits for the first's row lock, then
 -- re-reads the row, now pending, and matches nothing. The run is
--- announced as work.
+-- announced as work. A run of a workflow with stored limits waits for
+-- admission again, as a new one does: its failure ended its hold on a
+-- slot, and it must not take one back without a claim counting it.
 WITH retried AS (
   UPDATE {{schema}}."workflow_runs" AS wr
   SET "status" = 'pending',
-      "available_at" = {{now($5)}},
+      "available_at" = CASE WHEN lim."limited" THEN NULL ELSE {{now($5)}} END,
       "error" = NULL,
       "finished_at" = NULL,
       "worker_id" = NULL,
       "deadline_at" = $4,
-      "updated_at" = {{now($5)}}
+      "updated_at" = {{now($5)}},
+      "go_queued_at" = CASE WHEN lim."limited" THEN {{now($5)}} END,
+      "go_admitted_at" = NULL,
+      "go_concurrency_key" = CASE WHEN lim."limited" THEN COALESCE(wr."go_concurrency_key", '') ELSE wr."go_concurrency_key" END
+  FROM (SELECT {{limited($1, (SELECT r."workflow_name" FROM {{schema}}."workflow_runs" AS r WHERE r."namespace_id" = $1 AND r."id" = $2))}} AS "limited") AS lim
   WHERE wr."namespace_id" = $1 AND wr."id" = $2
     AND (wr."status" = 'failed') IS TRUE
   RETURNING wr.*, {{notify('work')}} AS notified

@@ -36,6 +36,12 @@
 -- link, the columns scanParentLink reads (for wakeParent).
 "namespace_id", "id", "parent_step_attempt_namespace_id", "parent_step_attempt_id"
 
+-- fragment: limited
+-- Whether the workflow of the run being updated has stored limits (one
+-- primary-key probe of workflow_limits), so that it waits for admission.
+EXISTS (SELECT 1 FROM "workflow_limits" AS l
+          WHERE l."namespace_id" = "workflow_runs"."namespace_id" AND l."workflow_name" = "workflow_runs"."workflow_name")
+
 -- fragment: non_terminal_statuses
 -- The statuses a run can still leave, legacy "sleeping" included.
 ('pending', 'running', 'sleeping')

@@ -73,15 +73,19 @@ RETURNING {{run_columns}}
 -- without error, finish time or worker, with deadline :deadline_at. Only
 -- a failed run matches, so of two retries (serialized by the write lock)
 -- the second matches nothing. insert_retry_mark follows in the same
--- transaction.
+-- transaction. A run of a workflow with stored limits waits for admission
+-- again (see PostgreSQL's retry_run).
 UPDATE "workflow_runs"
 SET "status" = 'pending',
-    "available_at" = :now,
+    "available_at" = CASE WHEN {{limited}} THEN NULL ELSE :now END,
     "error" = NULL,
     "finished_at" = NULL,
     "worker_id" = NULL,
     "deadline_at" = :deadline_at,
-    "updated_at" = :now
+    "updated_at" = :now,
+    "go_queued_at" = CASE WHEN {{limited}} THEN :now END,
+    "go_admitted_at" = NULL,
+    "go_concurrency_key" = CASE WHEN {{limited}} THEN COALESCE("go_concurrency_key", '') ELSE "go_concurrency_key" END
 WHERE "namespace_id" = :ns
   AND "id" = :run_id
   AND "status" = 'failed'
