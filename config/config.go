@@ -18,6 +18,8 @@
 //	schema: openworkflow
 //	worker:
 //	  concurrency: 10
+//	  limits:              # per workflow name, for the workflows ow worker runs
+//	    f/team/etl: {concurrency: 5, concurrency_per_key: 1, rate_limit: 10, rate_period: 1m}
 //	openflow:
 //	  dirs: [flows]   # OpenFlow flows and scripts found by path
 //	retention:
@@ -43,6 +45,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -139,6 +142,49 @@ type Worker struct {
 	// OPENWORKFLOW_WORKER_CONCURRENCY). Default
 	// [DefaultWorkerConcurrency] (10).
 	Concurrency int `yaml:"concurrency"`
+	// Limits are the concurrency and rate limits of workflows the worker
+	// registers, by workflow name (YAML worker.limits): e.g. the OpenFlow
+	// flows of `ow worker` and `ow server`, whose limits no code declares.
+	// Default none.
+	Limits map[string]Limits `yaml:"limits"`
+}
+
+// Limits are one workflow's limits (openworkflow.Limits): each zero field
+// limits nothing.
+//
+//	worker:
+//	  limits:
+//	    sync-account:
+//	      concurrency: 50           # runs admitted and not finished, all keys
+//	      concurrency_per_key: 5    # the same per concurrency key
+//	      per_worker: 2             # runs one worker executes at once
+//	      rate_limit: 10            # admissions per key …
+//	      rate_period: 1m           # … within any window of this
+type Limits struct {
+	Concurrency       int           `yaml:"concurrency"`
+	ConcurrencyPerKey int           `yaml:"concurrency_per_key"`
+	PerWorker         int           `yaml:"per_worker"`
+	RateLimit         int           `yaml:"rate_limit"`
+	RatePeriod        time.Duration `yaml:"rate_period"`
+}
+
+// validate checks one workflow's limits, naming the key at fault.
+func (l Limits) validate(name string) error {
+	for _, f := range []struct {
+		key string
+		n   int
+	}{{"concurrency", l.Concurrency}, {"concurrency_per_key", l.ConcurrencyPerKey}, {"per_worker", l.PerWorker}, {"rate_limit", l.RateLimit}} {
+		if f.n < 0 {
+			return fmt.Errorf("worker.limits.%s.%s must be 0 (no limit) or more, got %d", name, f.key, f.n)
+		}
+	}
+	switch {
+	case l.RateLimit > 0 && l.RatePeriod < time.Millisecond:
+		return fmt.Errorf("worker.limits.%s.rate_limit needs a rate_period of at least 1ms, e.g. rate_period: 1m", name)
+	case l.RateLimit == 0 && l.RatePeriod != 0:
+		return fmt.Errorf("worker.limits.%s.rate_period is set without a rate_limit", name)
+	}
+	return nil
 }
 
 // Server is the server section of the configuration:
@@ -313,6 +359,12 @@ func (c *Config) readFile(path string) error {
 		c.Worker.Concurrency = f.Worker.Concurrency
 		c.sources[keyConcurrency] = from
 	}
+	for name, l := range f.Worker.Limits {
+		if err := l.validate(name); err != nil {
+			return fmt.Errorf("config file %s: %w", path, err)
+		}
+	}
+	c.Worker.Limits = f.Worker.Limits
 	if f.Server.Addr != "" {
 		c.set(keyServerAddr, &c.Server.Addr, f.Server.Addr, from)
 	}

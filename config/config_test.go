@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -75,6 +77,14 @@ func TestLoadLayers(t *testing.T) {
 			wantFrom:  map[string]string{keyNamespace: "flag --namespace", keySQLitePath: "flag --sqlite-path", keyConcurrency: "flag --concurrency"},
 		},
 		{
+			name: "the file sets the limits of workflows",
+			file: "worker:\n  limits:\n    f/etl: {concurrency: 5, concurrency_per_key: 1, per_worker: 2, rate_limit: 10, rate_period: 1m}\n    sync: {concurrency_per_key: 3}\n",
+			want: Config{SQLitePath: DefaultSQLitePath, Namespace: "default", Schema: "openworkflow", Worker: Worker{Concurrency: 10, Limits: map[string]Limits{
+				"f/etl": {Concurrency: 5, ConcurrencyPerKey: 1, PerWorker: 2, RateLimit: 10, RatePeriod: time.Minute},
+				"sync":  {ConcurrencyPerKey: 3},
+			}}},
+		},
+		{
 			name:      "an empty --postgres-url flag selects SQLite over a configured URL",
 			env:       map[string]string{EnvPostgresURL: "postgres://env@h/db"},
 			overrides: Overrides{PostgresURL: ptr("")},
@@ -99,7 +109,7 @@ func TestLoadLayers(t *testing.T) {
 			want := tt.want
 			want.SQLitePath = filepath.Join(root, want.SQLitePath)
 			if c.PostgresURL != want.PostgresURL || c.SQLitePath != want.SQLitePath || c.Namespace != want.Namespace ||
-				c.Schema != want.Schema || c.Worker != want.Worker {
+				c.Schema != want.Schema || !reflect.DeepEqual(c.Worker, want.Worker) {
 				t.Errorf("got %+v\nwant %+v", *c, want)
 			}
 			for key, from := range tt.wantFrom {
@@ -150,6 +160,10 @@ func TestLoadErrors(t *testing.T) {
 		{name: "malformed YAML names the file", file: "namespace: [\n", wantSub: []string{FileName}},
 		{name: "a non-integer concurrency names the variable", env: map[string]string{EnvWorkerConcurrency: "many"}, wantSub: []string{EnvWorkerConcurrency, "many"}},
 		{name: "a negative concurrency is refused", file: "worker:\n  concurrency: -1\n", wantSub: []string{"worker.concurrency", "positive"}},
+		{name: "a negative limit names the workflow and key", file: "worker:\n  limits:\n    sync: {per_worker: -1}\n", wantSub: []string{"worker.limits.sync.per_worker", FileName}},
+		{name: "a rate limit without a period is refused", file: "worker:\n  limits:\n    sync: {rate_limit: 3}\n", wantSub: []string{"worker.limits.sync.rate_limit", "rate_period"}},
+		{name: "a period that is not a duration is refused", file: "worker:\n  limits:\n    sync: {rate_limit: 3, rate_period: soon}\n", wantSub: []string{FileName}},
+		{name: "an unknown limit key is refused", file: "worker:\n  limits:\n    sync: {concurency: 3}\n", wantSub: []string{`unknown key "concurency"`}},
 		{name: "an empty namespace flag is refused", opts: Options{Overrides: Overrides{Namespace: ptr("")}}, wantSub: []string{"namespace", "flag --namespace"}},
 		{name: "a missing --config file is an error", opts: Options{File: "nope.yaml"}, wantSub: []string{"nope.yaml"}},
 	}

@@ -87,7 +87,7 @@ next 'ow dev'.`,
 			defs = append(defs, flows...)
 			w := ow.NewWorker(b, ow.WorkerOptions{
 				Concurrency: cfg.Worker.Concurrency, OnlyRegistered: true, Logger: logger, Metrics: m,
-				LeaseDuration: devLeaseDuration, ShutdownGracePeriod: devShutdownGrace,
+				LeaseDuration: devLeaseDuration, ShutdownGracePeriod: devShutdownGrace, Limits: workerLimits(cfg),
 			})
 			if err := w.Register(defs...); err != nil {
 				return err

@@ -82,7 +82,7 @@ or:          ow init app  (a Go module of your own, with a workflow and a worker
 	f.BoolVar(&a.jsonOut, "json", false, "print one JSON document on stdout instead of text")
 
 	root.AddCommand(a.migrateCommand(), a.runsCommand(), a.signalCommand(), a.doctorCommand(), a.demoCommand(), a.benchCommand(),
-		a.flowCommand(), a.workerCommand(), a.serverCommand(), a.hooksCommand(), a.devCommand(), a.initCommand(), a.schedulesCommand())
+		a.flowCommand(), a.workerCommand(), a.serverCommand(), a.hooksCommand(), a.devCommand(), a.initCommand(), a.schedulesCommand(), a.limitsCommand())
 	return root
 }
 

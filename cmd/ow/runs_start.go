@@ -36,9 +36,10 @@ func timeFlag(name, value string) (time.Time, error) {
 
 func (a *app) runsStartCommand() *cobra.Command {
 	var (
-		input, version, key, startAt, deadline string
-		delay                                  time.Duration
-		wait                                   bool
+		input, version, key, startAt, deadline, concurrencyKey string
+		delay                                                  time.Duration
+		wait                                                   bool
+		priority                                               int
 	)
 	c := &cobra.Command{
 		Use:   "start <workflow>",
@@ -49,7 +50,8 @@ command waits for the run to finish and prints its output (exit status 1
 if it failed or was canceled).
 
   ow runs start greet --input '"ada"' --wait
-  ow runs start nightly-report --delay 1h --idempotency-key 2026-11-23`,
+  ow runs start nightly-report --delay 1h --idempotency-key 2026-11-23
+  ow runs start sync-account --input '"c-42"' --concurrency-key c-42 --priority 10`,
 		Args: exactArgs("workflow"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			raw := json.RawMessage("null")
@@ -84,6 +86,16 @@ if it failed or was canceled).
 				}
 				opts = append(opts, ow.WithDeadline(t))
 			}
+			if concurrencyKey != "" {
+				if err := backend.ValidateConcurrencyKey(concurrencyKey); err != nil {
+					return fmt.Errorf("invalid --concurrency-key: want text of at most %d bytes", backend.MaxConcurrencyKeyLength)
+				}
+				opts = append(opts, ow.WithConcurrencyKey(concurrencyKey))
+			}
+			if priority > backend.MaxPriority || priority < -backend.MaxPriority {
+				return fmt.Errorf("invalid --priority %d: want a whole number from %d to %d", priority, -backend.MaxPriority, backend.MaxPriority)
+			}
+			opts = append(opts, ow.WithPriority(priority))
 			_, b, err := a.openBackend(cmd)
 			if err != nil {
 				return err
@@ -113,6 +125,8 @@ if it failed or was canceled).
 	f.StringVar(&startAt, "start-at", "", "start at this RFC 3339 time")
 	f.StringVar(&deadline, "deadline", "", "fail the run if it has not finished by this RFC 3339 time")
 	f.BoolVar(&wait, "wait", false, "wait for the run to finish and print its output")
+	f.StringVar(&concurrencyKey, "concurrency-key", "", "the key the per-key limits of the workflow count the run under, e.g. a customer id")
+	f.IntVar(&priority, "priority", 0, "claims take pending runs of higher priority first (negative: after the default 0)")
 	return c
 }
 

@@ -52,6 +52,19 @@ worker does: each tick starts one run whichever worker fires it.`,
 	return c
 }
 
+// workerLimits converts the worker.limits of the configuration.
+func workerLimits(cfg *config.Config) map[string]ow.Limits {
+	if len(cfg.Worker.Limits) == 0 {
+		return nil
+	}
+	out := make(map[string]ow.Limits, len(cfg.Worker.Limits))
+	for name, l := range cfg.Worker.Limits {
+		out[name] = ow.Limits{Concurrency: l.Concurrency, ConcurrencyPerKey: l.ConcurrencyPerKey, PerWorker: l.PerWorker,
+			RateLimit: l.RateLimit, RatePeriod: l.RatePeriod}
+	}
+	return out
+}
+
 // flowWorker returns a worker for the OpenFlow flows of cfg's openflow.dirs
 // (each a workflow named by its path) and the "openflow" workflow, and
 // says on stderr what it runs. m, if not nil, receives its measurements.
@@ -60,7 +73,8 @@ func (a *app) flowWorker(cfg *config.Config, b backend.Backend, m telemetry.Metr
 	if err != nil {
 		return nil, err
 	}
-	w := ow.NewWorker(b, ow.WorkerOptions{Concurrency: cfg.Worker.Concurrency, OnlyRegistered: true, Logger: warnLogger(a.stderr), Metrics: m})
+	w := ow.NewWorker(b, ow.WorkerOptions{Concurrency: cfg.Worker.Concurrency, OnlyRegistered: true, Logger: warnLogger(a.stderr), Metrics: m,
+		Limits: workerLimits(cfg)})
 	if err := w.Register(defs...); err != nil {
 		return nil, err
 	}
