@@ -49,6 +49,8 @@ type workerConfig struct {
 	// Clock, when set, is the clock of the worker and its backend (see
 	// fastClock); nil: the real one.
 	Clock *fastClock `json:"clock,omitempty"`
+	// Limited, if set, registers the limited workflow too (limits_test.go).
+	Limited *limitedConfig `json:"limited,omitempty"`
 
 	Concurrency       int           `json:"concurrency"`
 	LeaseDuration     time.Duration `json:"leaseDuration"`
@@ -118,6 +120,16 @@ func runWorkerProcess(cfg workerConfig) error {
 	rec := &stepRecorder{log: steps, block: cfg.BlockStep, work: cfg.StepWork}
 	if err := w.Register(newDefinitions(rec)...); err != nil {
 		return err
+	}
+	if cfg.Limited != nil {
+		def, closeCounter, err := newLimitedDefinition(ctx, rec, *cfg.Limited)
+		if err != nil {
+			return err
+		}
+		defer closeCounter()
+		if err := w.Register(def); err != nil {
+			return err
+		}
 	}
 	if err := w.Start(ctx); err != nil {
 		return err
