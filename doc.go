@@ -109,6 +109,22 @@
 // is for from RunInfo().Schedule. Overlap policies, the catch-up window
 // after downtime, pause, resume and trigger are in docs/schedules.md.
 //
+// # Limits and priorities
+//
+// A workflow's [Spec].Limits bound its runs across every worker process:
+// at most Concurrency at once in all, ConcurrencyPerKey per concurrency
+// key ([WithConcurrencyKey], e.g. a customer id), PerWorker in one worker,
+// and RateLimit starts per RatePeriod per key. Workers store them when
+// they start and admit runs within them in their claims; a run waiting for
+// admission holds no slot and is unclaimable by any other claim (the
+// TypeScript SDK's included), and an admitted run holds its slot until it
+// finishes, sleeps and waits included ([Limits] has the details).
+// [WithPriority] orders the claims of pending runs, higher first, FIFO
+// within a priority.
+//
+//	var sync = ow.Define(ow.Spec{Name: "sync-account", Limits: ow.Limits{ConcurrencyPerKey: 5}}, syncAccount)
+//	sync.Start(ctx, client, id, ow.WithConcurrencyKey(id), ow.WithPriority(10))
+//
 // # Options
 //
 // A long-lived value is configured by an options struct whose zero value

@@ -40,6 +40,7 @@ func TestLimitsListAndDelete(t *testing.T) {
 	if err != nil || h.Run.QueuedAt == nil {
 		t.Fatalf("a run of the limited workflow: %+v, %v; want it waiting for admission", h, err)
 	}
+	mustContain(t, "runs get of a waiting run", e.ok("runs", "get", h.ID).stdout, "waiting for admission:", "ow limits list")
 	out := e.ok("limits", "list").stdout
 	mustContain(t, "list", out, "WORKFLOW", "PER KEY", "sync-account", "10 per 1m")
 	got := decode[[]backend.WorkflowLimits](t, e.ok("limits", "list", "--json"))

@@ -37,7 +37,19 @@ func (a *app) printRunDetail(d runDetail) error {
 	row("started", startedText)
 	row("finished", formatTime(r.FinishedAt))
 	row("duration", runDuration(started, r.FinishedAt, now))
-	if !r.Status.Terminal() {
+	if r.Priority != 0 {
+		row("priority", fmt.Sprint(r.Priority))
+	}
+	if r.ConcurrencyKey != nil {
+		row("concurrency key", *r.ConcurrencyKey)
+	}
+	switch {
+	case r.QueuedAt != nil && !r.Status.Terminal():
+		row("waiting for admission", "admissible from "+formatTime(r.QueuedAt)+" (its workflow has limits: ow limits list)")
+	case r.AdmittedAt != nil:
+		row("admitted", formatTime(r.AdmittedAt))
+	}
+	if !r.Status.Terminal() && r.QueuedAt == nil {
 		row("available at", formatTime(r.AvailableAt))
 	}
 	if r.ParentStepAttemptID != nil {
