@@ -189,7 +189,8 @@ func (w *Worker) refreshLimits(ctx context.Context) {
 		return
 	}
 	w.mu.Lock()
-	stale := w.limits.declared != nil && time.Since(w.limits.readAt) >= limitsRefreshEvery
+	declared := w.limits.declared
+	stale := declared != nil && time.Since(w.limits.readAt) >= limitsRefreshEvery
 	if stale {
 		w.limits.readAt = time.Now() // one reader at a time; a failure waits for the next period
 	}
@@ -204,7 +205,7 @@ func (w *Worker) refreshLimits(ctx context.Context) {
 		}
 		return
 	}
-	w.noteStoredLimits(stored, w.limits.declared, false)
+	w.noteStoredLimits(stored, declared, false)
 }
 
 // claimLimits returns what a claim passes about limits: the workflows it

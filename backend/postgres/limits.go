@@ -133,18 +133,20 @@ func (b *Backend) admissionLockKey(workflowName string) string {
 
 // admissionWindow is how many waiting runs of a workflow a claim for n
 // slots looks at first (admission_queue): enough that the usual mix of
-// keys yields n admissible runs; when it is all of keys without room, the
-// claim looks key by key instead (admission_queue_by_key).
-func admissionWindow(n int) int { return max(4*n, 100) }
+// keys yields n admissible runs, few enough that the keys' counts it reads
+// stay cheap; when it is all of keys without room, the claim looks key by
+// key instead (admission_queue_by_key).
+func admissionWindow(n int) int { return 2*n + 20 }
 
 // claimLimited is ClaimWorkflowRuns for a claim that admits runs of
 // limited workflows (p.Admit) or caps some workflows (p.Caps). In one
-// transaction: the admission locks of p.Admit's workflows, the deadline
-// sweep and the ordinary candidates locked as claim_runs would lock them,
-// the admissible waiting runs of each admitted workflow; then the choice
-// (backend.PlanClaim: claim order, limits, caps) and the claim of the
-// chosen runs. The locks of the candidates not chosen end with the
-// transaction.
+// transaction, of two round trips: first BEGIN, the admission locks of
+// p.Admit's workflows, the deadline sweep and the ordinary candidates
+// locked as claim_runs would lock them, and the admissible waiting runs of
+// each admitted workflow; then, after the choice (backend.PlanClaim: claim
+// order, limits, caps), the claim of the chosen runs and COMMIT. The locks
+// of the candidates not chosen end with the transaction. A window full of
+// keys without room costs a round trip more (admission_queue_by_key).
 func (b *Backend) claimLimited(ctx context.Context, p backend.ClaimWorkflowRunsParams, names []string, versions []*string) ([]*backend.WorkflowRun, error) {
 	n := len(p.WorkerIDs)
 	caps := make(map[string]int, len(p.Caps))
@@ -159,73 +161,14 @@ func (b *Backend) claimLimited(ctx context.Context, p backend.ClaimWorkflowRunsP
 	slices.Sort(admit)
 	admit = slices.Compact(admit)
 	admit = slices.DeleteFunc(admit, func(name string) bool { c, capped := caps[name]; return capped && c <= 0 })
-	var runs []*backend.WorkflowRun
-	err := b.inTx(ctx, func(tx pgx.Tx) error {
-		at := b.at()
-		batch := &pgx.Batch{}
-		if len(admit) > 0 {
-			keys := make([]string, len(admit))
-			for i, name := range admit {
-				keys[i] = b.admissionLockKey(name)
-			}
-			batch.Queue(b.q.LockAdmission, keys)
-		}
-		batch.Queue(b.q.ClaimCandidatesLocked, b.namespace, n, names, versions, durationMs(max(p.Lookahead, 0)), exclude, at)
-		for _, name := range admit {
-			batch.Queue(b.q.AdmissionQueue, b.namespace, name, n, admissionWindow(n), at)
-		}
-		br := tx.SendBatch(ctx, batch)
-		cands, st, byKey, err := b.readAdmission(br, admit, n)
-		if cerr := br.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return err
-		}
-		if len(byKey) > 0 {
-			batch := &pgx.Batch{}
-			for _, name := range byKey {
-				batch.Queue(b.q.AdmissionQueueByKey, b.namespace, name, n, at)
-			}
-			br := tx.SendBatch(ctx, batch)
-			for _, name := range byKey {
-				queued, err := readQueue(br, name, &st, nil, n)
-				if err != nil {
-					br.Close()
-					return err
-				}
-				cands = append(cands, queued...)
-			}
-			if err := br.Close(); err != nil {
-				return err
-			}
-		}
-		chosen := backend.PlanClaim(cands, st, caps, n)
-		if len(chosen) == 0 {
-			return nil
-		}
-		ids, workers, admits := make([]string, len(chosen)), make([]string, len(chosen)), make([]bool, len(chosen))
-		for i, c := range chosen {
-			ids[i], workers[i], admits[i] = c.ID, p.WorkerIDs[i], c.Admit
-		}
-		batch = &pgx.Batch{}
-		batch.Queue(b.q.ClaimChosen, b.namespace, ids, workers, admits, durationMs(p.LeaseDuration), at)
-		if len(admit) > 0 {
-			batch.Queue(b.q.PruneLimitStarts, b.namespace, admit, at)
-		}
-		br = tx.SendBatch(ctx, batch)
-		rows, err := br.Query()
-		if err == nil {
-			runs, err = pgx.CollectRows(rows, scanRun)
-		}
-		if err == nil && len(admit) > 0 {
-			_, err = br.Exec()
-		}
-		if cerr := br.Close(); err == nil {
-			err = cerr
-		}
-		return err
-	})
+	conn, err := b.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("claim workflow runs: %w", err)
+	}
+	// A connection released inside a transaction (an error below) is
+	// destroyed by the pool, which ends the transaction.
+	defer conn.Release()
+	runs, err := b.claimLimitedOn(ctx, conn.Conn(), p, names, versions, n, admit, exclude, caps)
 	if err == nil {
 		err = b.decodeRuns(ctx, runs...)
 	}
@@ -233,6 +176,99 @@ func (b *Backend) claimLimited(ctx context.Context, p backend.ClaimWorkflowRunsP
 		return nil, fmt.Errorf("claim workflow runs (admitting %v): %w", p.Admit, err)
 	}
 	return runs, nil
+}
+
+// claimLimitedOn is claimLimited's transaction on conn.
+func (b *Backend) claimLimitedOn(ctx context.Context, conn *pgx.Conn, p backend.ClaimWorkflowRunsParams, names []string, versions []*string,
+	n int, admit, exclude []string, caps map[string]int) ([]*backend.WorkflowRun, error) {
+	at := b.at()
+	batch := &pgx.Batch{}
+	batch.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
+	if len(admit) > 0 {
+		keys := make([]string, len(admit))
+		for i, name := range admit {
+			keys[i] = b.admissionLockKey(name)
+		}
+		batch.Queue(b.q.LockAdmission, keys)
+	}
+	batch.Queue(b.q.ClaimCandidatesLocked, b.namespace, n, names, versions, durationMs(max(p.Lookahead, 0)), exclude, at)
+	for _, name := range admit {
+		batch.Queue(b.q.AdmissionQueue, b.namespace, name, n, admissionWindow(n), at)
+	}
+	br := conn.SendBatch(ctx, batch)
+	_, err := br.Exec()
+	var cands []backend.ClaimCandidate
+	var st backend.AdmissionState
+	var byKey []string
+	if err == nil {
+		cands, st, byKey, err = b.readAdmission(br, admit, n)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(byKey) > 0 {
+		batch := &pgx.Batch{}
+		for _, name := range byKey {
+			batch.Queue(b.q.AdmissionQueueByKey, b.namespace, name, n, at)
+		}
+		br := conn.SendBatch(ctx, batch)
+		for _, name := range byKey {
+			queued, err := readQueue(br, name, &st, nil, n)
+			if err != nil {
+				br.Close()
+				return nil, err
+			}
+			cands = append(cands, queued...)
+		}
+		if err := br.Close(); err != nil {
+			return nil, err
+		}
+	}
+	chosen := backend.PlanClaim(cands, st, caps, n)
+	batch = &pgx.Batch{}
+	if len(chosen) > 0 {
+		ids, workers, admits := make([]string, len(chosen)), make([]string, len(chosen)), make([]bool, len(chosen))
+		for i, c := range chosen {
+			ids[i], workers[i], admits[i] = c.ID, p.WorkerIDs[i], c.Admit
+		}
+		batch.Queue(b.q.ClaimChosen, b.namespace, ids, workers, admits, durationMs(p.LeaseDuration), at)
+	}
+	var rated []string
+	for _, name := range admit {
+		if st.Limits[name].RateLimit > 0 {
+			rated = append(rated, name)
+		}
+	}
+	if len(rated) > 0 {
+		batch.Queue(b.q.PruneLimitStarts, b.namespace, rated, at)
+	}
+	batch.Queue("COMMIT") // the sweep's failures too, when nothing was chosen
+	br = conn.SendBatch(ctx, batch)
+	var runs []*backend.WorkflowRun
+	if len(chosen) > 0 {
+		rows, qerr := br.Query()
+		if err = qerr; err == nil {
+			runs, err = pgx.CollectRows(rows, scanRun)
+		}
+	}
+	for range len(rated) {
+		if err == nil {
+			_, err = br.Exec()
+		}
+	}
+	if err == nil {
+		_, err = br.Exec() // COMMIT
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && conn.PgConn().TxStatus() != 'I' {
+		err = fmt.Errorf("the claim's transaction did not end (status %q)", conn.PgConn().TxStatus())
+	}
+	return runs, err
 }
 
 // readAdmission reads the results of claimLimited's first batch: the lock,

@@ -172,7 +172,7 @@ func admittedWorkflows(admit []string, caps map[string]int) []string {
 
 // admissionWindow is how many waiting runs of a workflow a claim for n
 // slots looks at first, as PostgreSQL's admissionWindow.
-func admissionWindow(n int) int { return max(4*n, 100) }
+func admissionWindow(n int) int { return 2*n + 20 }
 
 // admissionCandidates returns up to about n runs of workflow name that a
 // claim may admit, each within its key's room (per-key concurrency and

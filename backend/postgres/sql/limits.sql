@@ -178,18 +178,20 @@ LEFT JOIN LATERAL (
 -- fragment: key_room(ns, name, keys, at)
 -- A CTE "room": for each concurrency key of {{keys}} (a subquery), the
 -- runs of workflow {{name}} with that key admitted and not finished
--- (active; from workflow_runs_go_admitted_idx) and its admissions within
--- the rate period (starts; from workflow_limit_starts, 0 without a rate
--- limit). Reads "lim".
+-- (active: a probe of workflow_runs_go_admitted_idx) and its admissions
+-- within the rate period (starts: a range of workflow_limit_starts'
+-- primary key, the period's start computed once; 0 without a rate limit,
+-- and then not read). Reads "lim".
 room AS (
   SELECT k."key",
          (SELECT count(*) FROM {{schema}}."workflow_runs" AS a
           WHERE a."namespace_id" = {{ns}} AND a."workflow_name" = {{name}} AND a."go_concurrency_key" = k."key"
             AND a."go_admitted_at" IS NOT NULL AND a."status" IN ('pending', 'running', 'sleeping')) AS "active",
-         (SELECT count(*) FROM {{schema}}."workflow_limit_starts" AS s, lim
-          WHERE s."namespace_id" = {{ns}} AND s."workflow_name" = {{name}} AND s."concurrency_key" = k."key"
-            AND lim."rate_limit" IS NOT NULL
-            AND s."started_at" > {{clock({{at}})}} - lim."rate_period_ms" * INTERVAL '1 millisecond') AS "starts"
+         CASE WHEN (SELECT l."rate_limit" FROM lim AS l) IS NULL THEN 0 ELSE
+           (SELECT count(*) FROM {{schema}}."workflow_limit_starts" AS s
+            WHERE s."namespace_id" = {{ns}} AND s."workflow_name" = {{name}} AND s."concurrency_key" = k."key"
+              AND s."started_at" > (SELECT {{clock({{at}})}} - l."rate_period_ms" * INTERVAL '1 millisecond' FROM lim AS l))
+         END AS "starts"
   FROM {{keys}} AS k("key")
 )
 
