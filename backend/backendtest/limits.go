@@ -478,6 +478,27 @@ func testLimits(t *testing.T, s *suite) {
 		requireNothingClaimable(t, b)
 	})
 
+	t.Run("a waiting run that ends leaves the queue, also when another writer ended it", func(t *testing.T) {
+		t.Parallel()
+		clk := newClock()
+		b := s.newBackendOn(t, clk)
+		putLimits(t, b, "limited", backend.Limits{ConcurrencyPerKey: 1})
+		canceled := createRun(t, b, keyed("a"))
+		clk.Advance(time.Millisecond)
+		ended := createRun(t, b, keyed("a"))
+		clk.Advance(time.Millisecond)
+		waiting := createRun(t, b, keyed("a"))
+		if r := cancelRun(t, b, canceled.ID); r.QueuedAt != nil {
+			t.Errorf("a canceled run is still queued at %v", r.QueuedAt)
+		}
+		// As the TypeScript SDK ends a run: its status only.
+		s.storeStatus(t, b, ended.ID, "canceled")
+		requireIDs(t, "admitted", runIDs(admitClaim(t, b, []string{"limited"}, 1)), []string{waiting.ID})
+		if r := getRun(t, b, ended.ID); r.QueuedAt != nil {
+			t.Errorf("the run another writer ended is still queued at %v after an admission passed it", r.QueuedAt)
+		}
+	})
+
 	t.Run("a waiting run past its deadline fails in the deadline sweep", func(t *testing.T) {
 		t.Parallel()
 		clk := newClock()
@@ -486,8 +507,8 @@ func testLimits(t *testing.T, s *suite) {
 		r := createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: "limited", DeadlineAt: ptr(clk.Now().Add(time.Minute))})
 		clk.Advance(time.Minute)
 		claim(t, b, longLease)
-		if got := getRun(t, b, r.ID); got.Status != backend.RunFailed {
-			t.Errorf("run waiting for admission past its deadline is %s, want failed", got.Status)
+		if got := getRun(t, b, r.ID); got.Status != backend.RunFailed || got.QueuedAt != nil {
+			t.Errorf("run waiting for admission past its deadline is %s, queued %v; want failed, unqueued", got.Status, got.QueuedAt)
 		}
 	})
 

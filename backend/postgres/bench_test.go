@@ -95,6 +95,68 @@ func BenchmarkClaimWorkflowRuns(b *testing.B) {
 	}
 }
 
+// BenchmarkClaimAdmitting is W1k's claim: N runs claimed per operation,
+// of a workflow limited to 5 runs per key, 100 keys round-robin, against
+// "plain", the same claim of a workflow without limits (the runs are
+// created, and those of the previous operation finished, outside the
+// timer).
+func BenchmarkClaimAdmitting(b *testing.B) {
+	for _, limited := range []bool{false, true} {
+		name := "plain"
+		if limited {
+			name = "admitting"
+		}
+		b.Run(fmt.Sprintf("%s/N=25", name), func(b *testing.B) {
+			const n = 25
+			be := benchBackend(b)
+			ctx := context.Background()
+			p := backend.ClaimWorkflowRunsParams{LeaseDuration: time.Hour}
+			for i := range n {
+				p.WorkerIDs = append(p.WorkerIDs, fmt.Sprintf("bench-worker-%d", i))
+			}
+			if limited {
+				if _, err := be.PutWorkflowLimits(ctx, "bench", backend.Limits{ConcurrencyPerKey: 5}); err != nil {
+					b.Fatal(err)
+				}
+				p.Admit = []string{"bench"}
+			}
+			seq := 0
+			var last []string
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				if len(last) > 0 {
+					if _, err := requirePool(b).Exec(ctx, `UPDATE `+table("workflow_runs")+` SET status = 'completed', worker_id = NULL, available_at = NULL
+						WHERE namespace_id = $1 AND id = ANY($2)`, be.NamespaceID(), last); err != nil {
+						b.Fatal(err)
+					}
+				}
+				ps := benchParams(n)
+				for i := range ps {
+					key := fmt.Sprint("key-", seq%100)
+					ps[i].ConcurrencyKey = &key
+					seq++
+				}
+				if _, err := be.CreateWorkflowRuns(ctx, ps); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				runs, err := be.ClaimWorkflowRuns(ctx, p)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(runs) != n {
+					b.Fatalf("claimed %d runs, want %d", len(runs), n)
+				}
+				last = last[:0]
+				for _, r := range runs {
+					last = append(last, r.ID)
+				}
+			}
+		})
+	}
+}
+
 // claimedRuns creates and claims n runs, one worker id per run.
 func claimedRuns(b *testing.B, be *postgres.Backend, n int) []*backend.WorkflowRun {
 	b.Helper()

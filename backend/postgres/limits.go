@@ -136,23 +136,25 @@ func (b *Backend) admissionLockKey(workflowName string) string {
 // keys yields n admissible runs, few enough that the keys' counts it reads
 // stay cheap; when it is all of keys without room, the claim looks key by
 // key instead (admission_queue_by_key).
-func admissionWindow(n int) int { return 2*n + 20 }
+func admissionWindow(n int) int { return n + n/2 + 8 }
 
 // claimLimited is ClaimWorkflowRuns for a claim that admits runs of
-// limited workflows (p.Admit) or caps some workflows (p.Caps). In one
-// transaction, of two round trips: first BEGIN, the admission locks of
-// p.Admit's workflows, the deadline sweep and the ordinary candidates
-// locked as claim_runs would lock them, and the admissible waiting runs of
-// each admitted workflow; then, after the choice (backend.PlanClaim: claim
-// order, limits, caps), the claim of the chosen runs and COMMIT. The locks
-// of the candidates not chosen end with the transaction. A window full of
-// keys without room costs a round trip more (admission_queue_by_key).
+// limited workflows (p.Admit) or caps some workflows (p.Caps). First, one
+// round trip: the admission locks of p.Admit's workflows, then
+// claim_admitting, which picks among the ordinary candidates and the
+// admissible runs at the head of each admitted workflow's queue, in one
+// implicit transaction. When that claims fewer runs than there are worker
+// ids and the claim admits workflows (a queue's head may be all of keys
+// without room), the rest of the worker ids go to claimLimitedOn, which
+// looks key by key where needed.
 func (b *Backend) claimLimited(ctx context.Context, p backend.ClaimWorkflowRunsParams, names []string, versions []*string) ([]*backend.WorkflowRun, error) {
 	n := len(p.WorkerIDs)
 	caps := make(map[string]int, len(p.Caps))
-	var exclude []string
+	var exclude, capNames []string
+	var capMax []int32
 	for _, c := range p.Caps {
 		caps[c.Name] = c.Max
+		capNames, capMax = append(capNames, c.Name), append(capMax, int32(max(c.Max, 0)))
 		if c.Max <= 0 {
 			exclude = append(exclude, c.Name)
 		}
@@ -161,14 +163,38 @@ func (b *Backend) claimLimited(ctx context.Context, p backend.ClaimWorkflowRunsP
 	slices.Sort(admit)
 	admit = slices.Compact(admit)
 	admit = slices.DeleteFunc(admit, func(name string) bool { c, capped := caps[name]; return capped && c <= 0 })
-	conn, err := b.pool.Acquire(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("claim workflow runs: %w", err)
+
+	at := b.at()
+	batch := &pgx.Batch{}
+	batch.Queue(b.q.GenericPlans)
+	if len(admit) > 0 {
+		batch.Queue(b.q.LockAdmission, b.admissionLockKeys(admit))
 	}
-	// A connection released inside a transaction (an error below) is
-	// destroyed by the pool, which ends the transaction.
-	defer conn.Release()
-	runs, err := b.claimLimitedOn(ctx, conn.Conn(), p, names, versions, n, admit, exclude, caps)
+	batch.Queue(b.q.ClaimAdmitting, b.namespace, p.WorkerIDs, durationMs(p.LeaseDuration), names, versions,
+		durationMs(max(p.Lookahead, 0)), exclude, admit, capNames, capMax, admissionWindow(n), at)
+	br := b.pool.SendBatch(ctx, batch)
+	_, err := br.Exec()
+	if err == nil && len(admit) > 0 {
+		_, err = br.Exec()
+	}
+	var runs []*backend.WorkflowRun
+	if err == nil {
+		var rows pgx.Rows
+		if rows, err = br.Query(); err == nil {
+			runs, err = pgx.CollectRows(rows, scanRun)
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && len(runs) < n && len(admit) > 0 {
+		rest := slices.DeleteFunc(slices.Clone(p.WorkerIDs), func(id string) bool {
+			return slices.ContainsFunc(runs, func(r *backend.WorkflowRun) bool { return r.WorkerID != nil && *r.WorkerID == id })
+		})
+		var more []*backend.WorkflowRun
+		more, err = b.claimKeyByKey(ctx, p, rest, names, versions, admit, exclude, caps, runs)
+		runs = append(runs, more...)
+	}
 	if err == nil {
 		err = b.decodeRuns(ctx, runs...)
 	}
@@ -178,6 +204,48 @@ func (b *Backend) claimLimited(ctx context.Context, p backend.ClaimWorkflowRunsP
 	return runs, nil
 }
 
+// admissionLockKeys returns the lock keys of the workflows admit, sorted.
+func (b *Backend) admissionLockKeys(admit []string) []string {
+	keys := make([]string, len(admit))
+	for i, name := range admit {
+		keys[i] = b.admissionLockKey(name)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// claimKeyByKey claims for the worker ids rest with claimLimitedOn, on a
+// connection of its own, with the caps less the runs already claimed.
+func (b *Backend) claimKeyByKey(ctx context.Context, p backend.ClaimWorkflowRunsParams, rest, names []string, versions []*string,
+	admit, exclude []string, caps map[string]int, claimed []*backend.WorkflowRun) ([]*backend.WorkflowRun, error) {
+	if len(caps) > 0 {
+		left := make(map[string]int, len(caps))
+		for name, c := range caps {
+			left[name] = c
+		}
+		for _, r := range claimed {
+			if c, capped := left[r.WorkflowName]; capped {
+				left[r.WorkflowName] = c - 1
+				if c-1 <= 0 && !slices.Contains(exclude, r.WorkflowName) {
+					exclude = append(exclude, r.WorkflowName)
+				}
+			}
+		}
+		caps = left
+		admit = slices.DeleteFunc(slices.Clone(admit), func(name string) bool { c, capped := caps[name]; return capped && c <= 0 })
+	}
+	q := p
+	q.WorkerIDs = rest
+	conn, err := b.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// A connection released inside a transaction (an error below) is
+	// destroyed by the pool, which ends the transaction.
+	defer conn.Release()
+	return b.claimLimitedOn(ctx, conn.Conn(), q, names, versions, len(rest), admit, exclude, caps)
+}
+
 // claimLimitedOn is claimLimited's transaction on conn.
 func (b *Backend) claimLimitedOn(ctx context.Context, conn *pgx.Conn, p backend.ClaimWorkflowRunsParams, names []string, versions []*string,
 	n int, admit, exclude []string, caps map[string]int) ([]*backend.WorkflowRun, error) {
@@ -185,11 +253,7 @@ func (b *Backend) claimLimitedOn(ctx context.Context, conn *pgx.Conn, p backend.
 	batch := &pgx.Batch{}
 	batch.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
 	if len(admit) > 0 {
-		keys := make([]string, len(admit))
-		for i, name := range admit {
-			keys[i] = b.admissionLockKey(name)
-		}
-		batch.Queue(b.q.LockAdmission, keys)
+		batch.Queue(b.q.LockAdmission, b.admissionLockKeys(admit))
 	}
 	batch.Queue(b.q.ClaimCandidatesLocked, b.namespace, n, names, versions, durationMs(max(p.Lookahead, 0)), exclude, at)
 	for _, name := range admit {

@@ -53,6 +53,8 @@ type queries struct {
 	AdmissionQueue        string `sql:"admission_queue"`
 	AdmissionQueueByKey   string `sql:"admission_queue_by_key"`
 	ClaimChosen           string `sql:"claim_chosen"`
+	ClaimAdmitting        string `sql:"claim_admitting"`
+	GenericPlans          string `sql:"generic_plans"`
 	PruneLimitStarts      string `sql:"prune_limit_starts"`
 	// steps.sql
 	GetStep           string `sql:"get_step"`

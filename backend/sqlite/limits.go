@@ -72,6 +72,7 @@ func (b *Backend) DeleteWorkflowLimits(ctx context.Context, workflowName string)
 // some), forgets its admissions and releases its waiting runs, announcing
 // work when one is due.
 func (b *Backend) deleteLimits(ctx context.Context, tx *txn, now time.Time, ev *events, workflowName string) (removed bool, released int, err error) {
+	released = 0
 	args := []any{sql.Named("ns", b.ns), sql.Named("workflow_name", workflowName)}
 	rows, err := tx.QueryContext(ctx, b.q.DeleteLimits, args...)
 	if err != nil {
@@ -85,17 +86,29 @@ func (b *Backend) deleteLimits(ctx context.Context, tx *txn, now time.Time, ev *
 	if _, err := tx.ExecContext(ctx, b.q.ForgetLimitStarts, args...); err != nil {
 		return false, 0, err
 	}
-	ats, err := queryStrings(ctx, tx, b.q.ReleaseQueuedRuns, append(args, sql.Named("now", timeArg(now)))...)
+	rows, err = tx.QueryContext(ctx, b.q.ReleaseQueuedRuns, append(args, sql.Named("now", timeArg(now)))...)
 	if err != nil {
 		return false, 0, err
 	}
-	for _, at := range ats {
-		if at <= timeArg(now) {
-			ev.workAvailable(b.ns)
-			break
+	defer rows.Close()
+	due := false
+	for rows.Next() {
+		var at sql.NullString
+		if err := rows.Scan(&at); err != nil {
+			return false, 0, err
+		}
+		if at.Valid { // a run that waited, now an ordinary pending run
+			released++
+			due = due || at.String <= timeArg(now)
 		}
 	}
-	return removed, len(ats), nil
+	if err := rows.Err(); err != nil {
+		return false, 0, err
+	}
+	if due {
+		ev.workAvailable(b.ns)
+	}
+	return removed, released, nil
 }
 
 // ListWorkflowLimits implements [backend.LimitStore].
@@ -172,7 +185,7 @@ func admittedWorkflows(admit []string, caps map[string]int) []string {
 
 // admissionWindow is how many waiting runs of a workflow a claim for n
 // slots looks at first, as PostgreSQL's admissionWindow.
-func admissionWindow(n int) int { return 2*n + 20 }
+func admissionWindow(n int) int { return n + n/2 + 8 }
 
 // admissionCandidates returns up to about n runs of workflow name that a
 // claim may admit, each within its key's room (per-key concurrency and
@@ -233,6 +246,13 @@ func (b *Backend) admissionCandidates(ctx context.Context, tx *txn, now time.Tim
 		if len(out) == n {
 			break
 		}
+		if c.status != backend.RunPending {
+			// Ended while it waited, by a writer that did not unqueue it.
+			if _, err := tx.ExecContext(ctx, b.q.UnqueueRun, sql.Named("ns", b.ns), sql.Named("run_id", c.ID)); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if c.At.After(now) || c.deadline != nil && !c.deadline.After(now) {
 			continue
 		}
@@ -284,10 +304,11 @@ func (b *Backend) admissionCandidates(ctx context.Context, tx *txn, now time.Tim
 type queuedRun struct {
 	backend.ClaimCandidate
 	deadline *time.Time
+	status   backend.RunStatus
 }
 
 // queuedRuns runs an admission statement returning waiting runs (id, key,
-// priority, queued_at, created_at, deadline_at).
+// priority, queued_at, created_at, deadline_at, status).
 func (b *Backend) queuedRuns(ctx context.Context, tx *txn, query string, args ...any) ([]queuedRun, error) {
 	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
@@ -297,11 +318,12 @@ func (b *Backend) queuedRuns(ctx context.Context, tx *txn, query string, args ..
 	var out []queuedRun
 	for rows.Next() {
 		q := queuedRun{ClaimCandidate: backend.ClaimCandidate{Admit: true}}
-		var queued, created string
+		var queued, created, status string
 		var deadline sql.NullString
-		if err := rows.Scan(&q.ID, &q.Key, &q.Priority, &queued, &created, &deadline); err != nil {
+		if err := rows.Scan(&q.ID, &q.Key, &q.Priority, &queued, &created, &deadline, &status); err != nil {
 			return nil, err
 		}
+		q.status = backend.RunStatus(status)
 		if q.At, err = backend.ParseTime(queued); err != nil {
 			return nil, fmt.Errorf("run %s: go_queued_at: %w", q.ID, err)
 		}

@@ -37,6 +37,7 @@ type queries struct {
 	// claim.sql
 	FailExpiredRuns   string `sql:"fail_expired_runs"`
 	ClaimCandidates   string `sql:"claim_candidates"`
+	ClaimPlanned      string `sql:"claim_candidates_planned"`
 	ClaimRun          string `sql:"claim_run"`
 	NextDue           string `sql:"next_due"`
 	ExtendLease       string `sql:"extend_lease"`
@@ -46,6 +47,7 @@ type queries struct {
 	DeleteLimits       string `sql:"delete_limits"`
 	ForgetLimitStarts  string `sql:"forget_limit_starts"`
 	ReleaseQueuedRuns  string `sql:"release_queued_runs"`
+	UnqueueRun         string `sql:"unqueue_run"`
 	ListLimits         string `sql:"list_limits"`
 	AdmissionLimits    string `sql:"admission_limits"`
 	AdmissionWindow    string `sql:"admission_window"`
@@ -139,7 +141,7 @@ type queries struct {
 func (q *queries) hot() []string {
 	return []string{
 		q.InsertRun, q.GetRunByIdempotencyKey, q.GetRun,
-		q.FailExpiredRuns, q.ClaimCandidates, q.ClaimRun, q.ExtendLease,
+		q.FailExpiredRuns, q.ClaimCandidates, q.ClaimPlanned, q.ClaimRun, q.ExtendLease,
 		q.ParkRun, q.CompleteRun, q.FailRun, q.RescheduleRun, q.CancelRun,
 		q.WakeParent, q.WakeRun,
 		q.InsertStep, q.GetStep, q.CompleteStep, q.FailStep, q.SetStepChild,

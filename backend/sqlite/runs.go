@@ -194,13 +194,14 @@ func (b *Backend) ClaimWorkflowRuns(ctx context.Context, p backend.ClaimWorkflow
 			return nil
 		}
 		caps, exclude := capsOf(p.Caps)
-		cands, err := b.claimCandidates(ctx, tx, now, max(p.Lookahead, 0), n, p.Workflows, exclude)
+		admit := admittedWorkflows(p.Admit, caps)
+		planned := len(admit) > 0 || len(caps) > 0
+		cands, err := b.claimCandidates(ctx, tx, now, max(p.Lookahead, 0), n, p.Workflows, exclude, planned)
 		if err != nil {
 			return err
 		}
-		admit := admittedWorkflows(p.Admit, caps)
 		var st backend.AdmissionState
-		if len(admit) > 0 || len(caps) > 0 {
+		if planned {
 			st = backend.AdmissionState{
 				Limits: map[string]backend.Limits{}, Active: map[string]int{},
 				KeyActive: map[backend.WorkflowKeyName]int{}, KeyStarts: map[backend.WorkflowKeyName]int{},
@@ -275,8 +276,10 @@ func (b *Backend) failExpiredRuns(ctx context.Context, tx *txn, now time.Time, e
 }
 
 // claimCandidates returns up to n claimable runs in claim order, parked
-// runs due within lookahead included, none of a workflow named in exclude.
-func (b *Backend) claimCandidates(ctx context.Context, tx *txn, now time.Time, lookahead time.Duration, n int, workflows []backend.WorkflowKey, exclude []string) ([]backend.ClaimCandidate, error) {
+// runs due within lookahead included. An ordinary claim reads only their
+// ids; a planned one (backend.PlanClaim) reads what orders them too, and
+// none of a workflow named in exclude.
+func (b *Backend) claimCandidates(ctx context.Context, tx *txn, now time.Time, lookahead time.Duration, n int, workflows []backend.WorkflowKey, exclude []string, planned bool) ([]backend.ClaimCandidate, error) {
 	var filter any // NULL: any workflow; else [[name, version|null], …]
 	if workflows != nil {
 		pairs := make([][2]*string, len(workflows))
@@ -286,14 +289,25 @@ func (b *Backend) claimCandidates(ctx context.Context, tx *txn, now time.Time, l
 		b, _ := json.Marshal(pairs)
 		filter = string(b)
 	}
+	args := []any{sql.Named("ns", b.ns), sql.Named("now", timeArg(now)), sql.Named("ahead", timeArg(now.Add(lookahead))),
+		sql.Named("limit", n), sql.Named("workflows", filter)}
+	if !planned {
+		ids, err := queryStrings(ctx, tx, b.q.ClaimCandidates, args...)
+		if err != nil {
+			return nil, fmt.Errorf("select claim candidates: %w", err)
+		}
+		out := make([]backend.ClaimCandidate, len(ids))
+		for i, id := range ids {
+			out[i].ID = id
+		}
+		return out, nil
+	}
 	var excluded any // NULL: none; else ["name", …]
 	if len(exclude) > 0 {
 		b, _ := json.Marshal(exclude)
 		excluded = string(b)
 	}
-	rows, err := tx.QueryContext(ctx, b.q.ClaimCandidates,
-		sql.Named("ns", b.ns), sql.Named("now", timeArg(now)), sql.Named("ahead", timeArg(now.Add(lookahead))),
-		sql.Named("limit", n), sql.Named("workflows", filter), sql.Named("exclude", excluded))
+	rows, err := tx.QueryContext(ctx, b.q.ClaimPlanned, append(args, sql.Named("exclude", excluded))...)
 	if err != nil {
 		return nil, fmt.Errorf("select claim candidates: %w", err)
 	}

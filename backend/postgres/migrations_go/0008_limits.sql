@@ -18,7 +18,8 @@
 --     limited run started without one stores '' (the key they share).
 --   - go_queued_at: set while the run waits for admission (its workflow
 --     has limits): when it may be admitted from, the available_at it
---     would otherwise have had. NULL otherwise.
+--     would otherwise have had. NULL otherwise (this SDK clears it when
+--     it admits, cancels or fails such a run).
 --   - go_admitted_at: when a claim admitted the run. A run admitted and
 --     not finished holds a slot of its workflow and of its key.
 --
@@ -47,20 +48,32 @@ ALTER TABLE {{schema}}."workflow_runs"
 --   - go_admitted_idx: the runs admitted and not finished, counted per
 --     workflow and per key by every admission. Finishing a run takes it
 --     out (whichever SDK finishes it).
+--
+-- The two queue indexes hold the runs whose go_queued_at is set, whatever
+-- their status (a run that ended while it waited, by a writer that did
+-- not clear go_queued_at, is unqueued by the next admission that meets
+-- it), and key the workflow name COLLATE "C": the admission's queries
+-- compare it so, and leave the status out of their index scans, so that
+-- none of OpenWorkflow's indexes can serve them and the planner reads the
+-- queue in order from ours on any statistics (limits.sql says what it did
+-- otherwise). go_priority_idx holds the status for a like reason: with
+-- (namespace, status, priority) it beats OpenWorkflow's claim index
+-- (namespace, status, available_at) for the pending runs of a priority.
+
 CREATE INDEX IF NOT EXISTS "workflow_runs_go_priority_idx"
-ON {{schema}}."workflow_runs" ("namespace_id", "go_priority" DESC, "available_at", "created_at")
+ON {{schema}}."workflow_runs" ("namespace_id", "status", "go_priority" DESC, "available_at", "created_at")
 WHERE "status" = 'pending' AND "go_priority" <> 0;
 
 CREATE INDEX IF NOT EXISTS "workflow_runs_go_queue_idx"
-ON {{schema}}."workflow_runs" ("namespace_id", "workflow_name", "go_priority" DESC, "go_queued_at", "created_at", "id")
-WHERE "status" = 'pending' AND "go_queued_at" IS NOT NULL;
+ON {{schema}}."workflow_runs" ("namespace_id", "workflow_name" COLLATE "C", "go_priority" DESC, "go_queued_at", "created_at", "id")
+WHERE "go_queued_at" IS NOT NULL;
 
 CREATE INDEX IF NOT EXISTS "workflow_runs_go_queue_key_idx"
-ON {{schema}}."workflow_runs" ("namespace_id", "workflow_name", "go_concurrency_key", "go_priority" DESC, "go_queued_at", "created_at", "id")
-WHERE "status" = 'pending' AND "go_queued_at" IS NOT NULL;
+ON {{schema}}."workflow_runs" ("namespace_id", "workflow_name" COLLATE "C", "go_concurrency_key", "go_priority" DESC, "go_queued_at", "created_at", "id")
+WHERE "go_queued_at" IS NOT NULL;
 
 CREATE INDEX IF NOT EXISTS "workflow_runs_go_admitted_idx"
-ON {{schema}}."workflow_runs" ("namespace_id", "workflow_name", "go_concurrency_key")
+ON {{schema}}."workflow_runs" ("namespace_id", "workflow_name" COLLATE "C", "go_concurrency_key")
 WHERE "go_admitted_at" IS NOT NULL AND "status" IN ('pending', 'running', 'sleeping');
 
 -- workflow_limits: the limits of a workflow (by name, all versions),

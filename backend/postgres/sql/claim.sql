@@ -59,7 +59,8 @@ expired AS (
       "worker_id" = NULL,
       "available_at" = NULL,
       "finished_at" = {{now({{at}})}},
-      "updated_at" = {{now({{at}})}}
+      "updated_at" = {{now({{at}})}},
+      "go_queued_at" = NULL
   WHERE wr."namespace_id" = {{ns}}
     AND wr."status" IN ('pending', 'running', 'sleeping')
     AND wr."deadline_at" IS NOT NULL

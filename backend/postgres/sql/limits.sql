@@ -38,14 +38,14 @@ forgotten AS (
 ),
 released AS (
   UPDATE {{schema}}."workflow_runs" AS wr
-  SET "available_at" = wr."go_queued_at",
+  SET "available_at" = CASE WHEN wr."status" = 'pending' THEN wr."go_queued_at" ELSE wr."available_at" END,
       "go_queued_at" = NULL,
-      "updated_at" = {{now($3)}}
-  WHERE wr."namespace_id" = $1 AND wr."workflow_name" = $2
-    AND wr."status" = 'pending' AND wr."go_queued_at" IS NOT NULL
-  RETURNING CASE WHEN wr."available_at" <= {{clock($3)}} THEN {{notify('work')}} END AS notified
+      "updated_at" = CASE WHEN wr."status" = 'pending' THEN {{now($3)}} ELSE wr."updated_at" END
+  WHERE wr."namespace_id" = $1 AND wr."workflow_name" COLLATE "C" = $2 AND wr."go_queued_at" IS NOT NULL
+  RETURNING wr."status" = 'pending' AS waited,
+    CASE WHEN wr."status" = 'pending' AND wr."available_at" <= {{clock($3)}} THEN {{notify('work')}} END AS notified
 )
-SELECT (SELECT count(*) FROM removed) > 0, (SELECT count(*) FROM released)::int
+SELECT (SELECT count(*) FROM removed) > 0, (SELECT count(*) FROM released WHERE waited)::int
 
 -- name: list_limits
 SELECT l."workflow_name", l."concurrency", l."concurrency_per_key", l."rate_limit", l."rate_period_ms", l."updated_at"
@@ -64,6 +64,16 @@ ORDER BY l."workflow_name"
 -- into the same free slot.
 SELECT count(pg_advisory_xact_lock(hashtextextended(k."key", 0)))
 FROM unnest($1::text[]) AS k("key")
+
+-- name: generic_plans
+-- Makes claim_admitting, which follows in the same round trip and
+-- transaction, run with its generic plan, made once per connection: its
+-- custom plan took 1.7–7 ms to make, on every claim (PostgreSQL kept
+-- choosing custom plans for it), for an execution of about 2 ms. A plan
+-- made once must be right on any statistics, including none (a new table
+-- before autovacuum's first ANALYZE): see the index conditions of
+-- claim_admitting's window and of claim_priority_candidate.
+SELECT set_config('plan_cache_mode', 'force_generic_plan', true)
 
 -- name: claim_candidates_locked
 -- The claim's deadline sweep and candidates of claim_runs, locked but not
@@ -95,17 +105,18 @@ WITH lim AS (
 ),
 win AS MATERIALIZED (
   SELECT c."id", c."go_concurrency_key" AS "key", c."go_priority" AS "priority", c."go_queued_at" AS "queued_at",
-         c."created_at", c."deadline_at"
+         c."created_at", c."deadline_at", c."status"
   FROM {{schema}}."workflow_runs" AS c
-  WHERE c."namespace_id" = $1 AND c."workflow_name" = $2
-    AND c."status" = 'pending' AND c."go_queued_at" IS NOT NULL
+  WHERE c."namespace_id" = $1 AND c."workflow_name" COLLATE "C" = $2 AND c."go_queued_at" IS NOT NULL
   ORDER BY c."go_priority" DESC, c."go_queued_at", c."created_at", c."id"
   LIMIT $4
 ),
 due AS (
   SELECT w.* FROM win AS w
-  WHERE w."queued_at" <= {{clock($5)}} AND (w."deadline_at" IS NULL OR w."deadline_at" > {{clock($5)}})
+  WHERE w."status" = 'pending'
+    AND w."queued_at" <= {{clock($5)}} AND (w."deadline_at" IS NULL OR w."deadline_at" > {{clock($5)}})
 ),
+{{unqueue_ended($1)}},
 {{key_room($1, $2, (SELECT DISTINCT d."key" FROM due AS d), $5)}},
 ranked AS (
   SELECT d.*, r."active", r."starts",
@@ -138,13 +149,13 @@ WITH RECURSIVE lim AS (
 ),
 keys("key") AS (
   (SELECT c."go_concurrency_key" FROM {{schema}}."workflow_runs" AS c
-   WHERE c."namespace_id" = $1 AND c."workflow_name" = $2
-     AND c."status" = 'pending' AND c."go_queued_at" IS NOT NULL
+   WHERE c."namespace_id" = $1 AND c."workflow_name" COLLATE "C" = $2
+     AND c."go_queued_at" IS NOT NULL AND (c."status" = 'pending') IS TRUE
    ORDER BY c."go_concurrency_key" LIMIT 1)
   UNION ALL
   SELECT (SELECT c."go_concurrency_key" FROM {{schema}}."workflow_runs" AS c
-          WHERE c."namespace_id" = $1 AND c."workflow_name" = $2
-            AND c."status" = 'pending' AND c."go_queued_at" IS NOT NULL
+          WHERE c."namespace_id" = $1 AND c."workflow_name" COLLATE "C" = $2
+            AND c."go_queued_at" IS NOT NULL AND (c."status" = 'pending') IS TRUE
             AND c."go_concurrency_key" > k."key"
           ORDER BY c."go_concurrency_key" LIMIT 1)
   FROM keys AS k WHERE k."key" IS NOT NULL
@@ -158,8 +169,8 @@ ranked AS (
     SELECT c."id", c."go_concurrency_key" AS "key", c."go_priority" AS "priority", c."go_queued_at" AS "queued_at",
            c."created_at"
     FROM {{schema}}."workflow_runs" AS c
-    WHERE c."namespace_id" = $1 AND c."workflow_name" = $2 AND c."go_concurrency_key" = r."key"
-      AND c."status" = 'pending' AND c."go_queued_at" IS NOT NULL
+    WHERE c."namespace_id" = $1 AND c."workflow_name" COLLATE "C" = $2 AND c."go_concurrency_key" = r."key"
+      AND c."go_queued_at" IS NOT NULL AND (c."status" = 'pending') IS TRUE
       AND c."go_queued_at" <= {{clock($4)}} AND (c."deadline_at" IS NULL OR c."deadline_at" > {{clock($4)}})
     ORDER BY c."go_priority" DESC, c."go_queued_at", c."created_at", c."id"
     LIMIT GREATEST(LEAST(COALESCE(lim."concurrency_per_key" - r."active", $3), COALESCE(lim."rate_limit" - r."starts", $3), $3), 0)
@@ -185,7 +196,7 @@ LEFT JOIN LATERAL (
 room AS (
   SELECT k."key",
          (SELECT count(*) FROM {{schema}}."workflow_runs" AS a
-          WHERE a."namespace_id" = {{ns}} AND a."workflow_name" = {{name}} AND a."go_concurrency_key" = k."key"
+          WHERE a."namespace_id" = {{ns}} AND a."workflow_name" COLLATE "C" = {{name}} AND a."go_concurrency_key" = k."key"
             AND a."go_admitted_at" IS NOT NULL AND a."status" IN ('pending', 'running', 'sleeping')) AS "active",
          CASE WHEN (SELECT l."rate_limit" FROM lim AS l) IS NULL THEN 0 ELSE
            (SELECT count(*) FROM {{schema}}."workflow_limit_starts" AS s
@@ -195,10 +206,24 @@ room AS (
   FROM {{keys}} AS k("key")
 )
 
+-- fragment: unqueue_ended(ns)
+-- A CTE clearing go_queued_at of the runs of the window "win" that ended
+-- while they waited (canceled, or failed past their deadline, by a writer
+-- that did not clear it: the TypeScript SDK), so that the queue's head
+-- holds only runs that wait. This SDK's own cancel and deadline sweep
+-- clear it themselves.
+unqueued AS (
+  UPDATE {{schema}}."workflow_runs" AS wr
+  SET "go_queued_at" = NULL
+  FROM win AS w
+  WHERE w."status" <> 'pending' AND wr."namespace_id" = {{ns}} AND wr."id" = w."id"
+    AND (wr."status" <> 'pending') IS TRUE
+)
+
 -- fragment: admitted_count(ns, name)
 -- The runs of workflow {{name}} admitted and not finished, all keys.
 (SELECT count(*) FROM {{schema}}."workflow_runs" AS a
- WHERE a."namespace_id" = {{ns}} AND a."workflow_name" = {{name}}
+ WHERE a."namespace_id" = {{ns}} AND a."workflow_name" COLLATE "C" = {{name}}
    AND a."go_admitted_at" IS NOT NULL AND a."status" IN ('pending', 'running', 'sleeping'))
 
 -- name: claim_chosen
@@ -250,3 +275,152 @@ USING {{schema}}."workflow_limits" AS l
 WHERE l."namespace_id" = $1 AND l."workflow_name" = ANY($2::text[]) AND l."rate_limit" IS NOT NULL
   AND s."namespace_id" = l."namespace_id" AND s."workflow_name" = l."workflow_name"
   AND s."started_at" <= {{clock($3)}} - l."rate_period_ms" * INTERVAL '1 millisecond'
+
+-- name: claim_admitting
+-- claim_runs for a worker that admits runs of limited workflows ($8, the
+-- workflows' names, sorted) or caps some workflows ($9/$10: names, and
+-- the most runs of each this claim may take), in one statement after
+-- lock_admission in the same implicit transaction (one round trip; the
+-- statement's snapshot is taken after the lock): $1 namespace, $2 worker
+-- ids, $3 lease in ms, $4/$5 the workflows' names and versions or NULL for
+-- any, $6 the lookahead in ms, $7 the names of workflows not to take or
+-- NULL, $11 the window of each admitted workflow's queue, $12 the clock.
+-- The candidates are claim_runs' and, of each admitted workflow, the
+-- admissible runs of the window at the head of its queue as
+-- admission_queue picks them (each key's first runs within its room);
+-- then, as backend.PlanClaim does, each workflow's global room (its
+-- limit less its runs admitted and not finished) and each cap are taken
+-- in claim order, and the first of the rest up to the number of worker
+-- ids are claimed, the waiting ones admitted as claim_chosen admits them.
+-- A claim that takes fewer runs than it has worker ids (its windows may
+-- have been all of keys without room) is followed by the two-round-trip
+-- claim (claim_candidates_locked, admission_queue and
+-- admission_queue_by_key, claim_chosen), which looks key by key.
+--
+--
+-- The window reads workflow_runs_go_queue_idx in order whatever the
+-- statistics say, because no other index can serve its conditions: the
+-- workflow name is compared COLLATE "C", as the indexes of go migration 8
+-- store it (equality is the same under any deterministic collation), which
+-- OpenWorkflow's (namespace, workflow, …) indexes cannot serve, and the
+-- status is not compared in the index scan at all (go_queue_idx holds the
+-- runs whose go_queued_at is set; those that ended meanwhile are skipped
+-- and unqueued), which leaves its (namespace, status, …) indexes only the
+-- namespace. Without both, on a table without statistics (a new one,
+-- before autovacuum's first ANALYZE) the planner guessed one waiting run,
+-- read the whole queue through one of those indexes and sorted it: 14 ms
+-- per claim with 16,000 runs waiting, in the generic plan kept for the
+-- connection's life (generic_plans).
+WITH {{expire_past_deadline($1, $12)}},
+{{claim_candidates($1, cardinality($2::text[]), $4, $5, $6, $12, $7::text[])}},
+lim AS MATERIALIZED (
+  SELECT l."workflow_name", l."concurrency", l."concurrency_per_key", l."rate_limit", l."rate_period_ms",
+         CASE WHEN l."concurrency" IS NULL THEN 0 ELSE {{admitted_count($1, l."workflow_name")}} END AS "active"
+  FROM {{schema}}."workflow_limits" AS l
+  WHERE l."namespace_id" = $1 AND l."workflow_name" = ANY($8::text[])
+),
+win AS MATERIALIZED (
+  SELECT w.* FROM lim
+  CROSS JOIN LATERAL (
+    SELECT c."id", c."workflow_name", c."go_concurrency_key" AS "key", c."go_priority" AS "priority",
+           c."go_queued_at" AS "queued_at", c."created_at", c."deadline_at", c."status"
+    FROM {{schema}}."workflow_runs" AS c
+    WHERE c."namespace_id" = $1 AND c."workflow_name" COLLATE "C" = lim."workflow_name" AND c."go_queued_at" IS NOT NULL
+    ORDER BY c."go_priority" DESC, c."go_queued_at", c."created_at", c."id"
+    LIMIT $11
+  ) AS w
+),
+due AS MATERIALIZED (
+  SELECT w.* FROM win AS w
+  WHERE w."status" = 'pending'
+    AND w."queued_at" <= {{clock($12)}} AND (w."deadline_at" IS NULL OR w."deadline_at" > {{clock($12)}})
+),
+{{unqueue_ended($1)}},
+room AS MATERIALIZED (
+  SELECT k."workflow_name", k."key",
+         (SELECT count(*) FROM {{schema}}."workflow_runs" AS a
+          WHERE a."namespace_id" = $1 AND a."workflow_name" COLLATE "C" = k."workflow_name" AND a."go_concurrency_key" = k."key"
+            AND a."go_admitted_at" IS NOT NULL AND a."status" IN ('pending', 'running', 'sleeping')) AS "active",
+         CASE WHEN l."rate_limit" IS NULL THEN 0 ELSE
+           (SELECT count(*) FROM {{schema}}."workflow_limit_starts" AS s
+            WHERE s."namespace_id" = $1 AND s."workflow_name" = k."workflow_name" AND s."concurrency_key" = k."key"
+              AND s."started_at" > {{clock($12)}} - l."rate_period_ms" * INTERVAL '1 millisecond')
+         END AS "starts"
+  FROM (SELECT DISTINCT d."workflow_name", d."key" FROM due AS d) AS k
+  JOIN lim AS l ON l."workflow_name" = k."workflow_name"
+),
+admissible AS (
+  SELECT q.* FROM (
+    SELECT d.*, l."concurrency", l."active" AS "wf_active",
+           row_number() OVER (PARTITION BY d."workflow_name", d."key"
+                              ORDER BY d."priority" DESC, d."queued_at", d."created_at", d."id") AS "rn",
+           r."active" AS "key_active", r."starts" AS "key_starts", l."concurrency_per_key", l."rate_limit"
+    FROM due AS d
+    JOIN room AS r ON r."workflow_name" = d."workflow_name" AND r."key" = d."key"
+    JOIN lim AS l ON l."workflow_name" = d."workflow_name"
+  ) AS q
+  WHERE (q."concurrency_per_key" IS NULL OR q."key_active" + q."rn" <= q."concurrency_per_key")
+    AND (q."rate_limit" IS NULL OR q."key_starts" + q."rn" <= q."rate_limit")
+),
+admitted AS (
+  SELECT g.* FROM (
+    SELECT a.*, row_number() OVER (PARTITION BY a."workflow_name"
+                                   ORDER BY a."priority" DESC, a."queued_at", a."created_at", a."id") AS "gn"
+    FROM admissible AS a
+  ) AS g
+  WHERE g."concurrency" IS NULL OR g."gn" <= g."concurrency" - g."wf_active"
+),
+merged AS (
+  SELECT c."namespace_id", c."id", c."workflow_name", c."rank", c."priority", c."available_at" AS "at", c."created_at", FALSE AS "admit"
+  FROM candidate AS c
+  UNION ALL
+  SELECT $1::text, a."id", a."workflow_name", 0, a."priority", a."queued_at", a."created_at", TRUE
+  FROM admitted AS a
+),
+slot AS (
+  SELECT m."namespace_id", m."id", m."admit",
+         row_number() OVER (ORDER BY m."rank", m."priority" DESC, m."at", m."created_at", m."id") AS "n"
+  FROM (
+    SELECT m.*, row_number() OVER (PARTITION BY m."workflow_name"
+                                   ORDER BY m."rank", m."priority" DESC, m."at", m."created_at", m."id") AS "wn"
+    FROM merged AS m
+  ) AS m
+  LEFT JOIN unnest($9::text[], $10::int[]) AS cap("name", "max") ON cap."name" = m."workflow_name"
+  WHERE cap."max" IS NULL OR m."wn" <= cap."max"
+),
+worker AS (
+  SELECT w."worker_id", w."n" FROM unnest($2::text[]) WITH ORDINALITY AS w("worker_id", "n")
+),
+claimed AS (
+  UPDATE {{schema}}."workflow_runs" AS wr
+  SET "status" = 'running',
+      "attempts" = wr."attempts" + 1,
+      "worker_id" = worker."worker_id",
+      "available_at" = {{now($12)}} + $3::bigint * INTERVAL '1 millisecond',
+      "started_at" = COALESCE(wr."started_at", {{now($12)}}),
+      "updated_at" = {{now($12)}},
+      "go_queued_at" = CASE WHEN slot."admit" THEN NULL ELSE wr."go_queued_at" END,
+      "go_admitted_at" = CASE WHEN slot."admit" THEN {{now($12)}} ELSE wr."go_admitted_at" END
+  FROM slot JOIN worker ON worker."n" = slot."n"
+  WHERE wr."namespace_id" = slot."namespace_id" AND wr."id" = slot."id"
+    AND (NOT slot."admit" OR (wr."status" = 'pending' AND wr."go_queued_at" IS NOT NULL)) IS TRUE
+  RETURNING wr.*, slot."n" AS claim_order, slot."admit" AS admitted
+),
+started AS (
+  INSERT INTO {{schema}}."workflow_limit_starts" ("namespace_id", "workflow_name", "concurrency_key", "started_at", "workflow_run_id")
+  SELECT cl."namespace_id", cl."workflow_name", COALESCE(cl."go_concurrency_key", ''), {{now($12)}}, cl."id"
+  FROM claimed AS cl
+  JOIN lim AS l ON l."workflow_name" = cl."workflow_name"
+  WHERE cl.admitted AND l."rate_limit" IS NOT NULL
+),
+pruned AS (
+  DELETE FROM {{schema}}."workflow_limit_starts" AS s
+  USING lim AS l
+  WHERE l."rate_limit" IS NOT NULL
+    AND s."namespace_id" = $1 AND s."workflow_name" = l."workflow_name"
+    AND s."started_at" <= {{clock($12)}} - l."rate_period_ms" * INTERVAL '1 millisecond'
+)
+SELECT {{run_columns}}
+FROM claimed AS wr
+CROSS JOIN LATERAL (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit
+ORDER BY wr.claim_order

@@ -103,7 +103,8 @@ WITH canceled AS (
       "worker_id" = NULL,
       "available_at" = NULL,
       "finished_at" = {{now($3)}},
-      "updated_at" = {{now($3)}}
+      "updated_at" = {{now($3)}},
+      "go_queued_at" = NULL
   WHERE wr."namespace_id" = $1 AND wr."id" = $2
     AND (wr."status" IN ('pending', 'running', 'sleeping')) IS TRUE
   RETURNING wr.*, {{notify('finished')}} AS notified

@@ -15,7 +15,8 @@ SET "status" = 'failed',
     "worker_id" = NULL,
     "available_at" = NULL,
     "finished_at" = :now,
-    "updated_at" = :now
+    "updated_at" = :now,
+    "go_queued_at" = NULL
 WHERE "namespace_id" = :ns
   AND "status" IN {{non_terminal_statuses}}
   AND "deadline_at" IS NOT NULL
@@ -23,9 +24,9 @@ WHERE "namespace_id" = :ns
 RETURNING {{parent_link}}
 
 -- name: claim_candidates
--- Picks the runs to claim, with what orders them: due pending runs first
--- (of priority above 0, then 0, then below; by priority, then FIFO), then
--- due running ones (expired leases, parked runs), due runs of the legacy
+-- Picks the runs to claim, in claim order: due pending runs first (of
+-- priority above 0, then 0, then below; by priority, then FIFO), then due
+-- running ones (expired leases, parked runs), due runs of the legacy
 -- status sleeping, and last the parked runs due by :ahead (the claim's
 -- lookahead) but not yet; those last three FIFO (available_at then
 -- created_at) whatever their priority. Each part reads one index in order
@@ -34,24 +35,38 @@ RETURNING {{parent_link}}
 -- index workflow_runs_go_priority_idx — and stops at :limit, so a claim
 -- costs the same with 5 or 500,000 runs waiting: one query over several
 -- statuses, or ordered by a CASE on the status, sorts every due run on
--- every claim. :exclude (NULL, or a JSON array of workflow names) leaves
--- out the workflows a capped claim may take no more of.
-SELECT "id", "workflow_name", "rank", "priority", "available_at", "created_at" FROM (
-{{claim_priority_candidate("go_priority" > 0)}}
-  UNION ALL
-{{claim_candidate(0, 'pending', "go_priority" = 0 AND "available_at" <= :now)}}
-  UNION ALL
-{{claim_priority_candidate("go_priority" < 0)}}
-  UNION ALL
-{{claim_candidate(1, 'running', "available_at" <= :now)}}
-  UNION ALL
-{{claim_candidate(2, 'sleeping', "available_at" <= :now)}}
-  UNION ALL
-{{claim_candidate(3, 'running', "available_at" > :now AND "available_at" <= :ahead AND "worker_id" IS NULL)}})
+-- every claim. Only the ids: an ordinary claim takes the runs as they come.
+SELECT "id" FROM (
+{{claim_candidate_parts(1)}})
 ORDER BY "rank", "priority" DESC, "available_at", "created_at", "id"
 LIMIT :limit
 
--- fragment: claim_candidate(rank, status, due)
+-- name: claim_candidates_planned
+-- claim_candidates for a claim that chooses among its candidates
+-- (backend.PlanClaim: it admits runs of limited workflows, or caps some
+-- workflows): with what orders them, and leaving out the workflows named
+-- in :exclude (NULL, or a JSON array), which a capped claim may take no
+-- more of.
+SELECT "id", "workflow_name", "rank", "priority", "available_at", "created_at" FROM (
+{{claim_candidate_parts((:exclude IS NULL OR "workflow_name" NOT IN (SELECT value FROM json_each(:exclude))))}})
+ORDER BY "rank", "priority" DESC, "available_at", "created_at", "id"
+LIMIT :limit
+
+-- fragment: claim_candidate_parts(extra)
+-- The parts of claim_candidates, each also filtered by {{extra}}.
+{{claim_priority_candidate("go_priority" > 0, {{extra}})}}
+  UNION ALL
+{{claim_candidate(0, 'pending', "go_priority" = 0 AND "available_at" <= :now, {{extra}})}}
+  UNION ALL
+{{claim_priority_candidate("go_priority" < 0, {{extra}})}}
+  UNION ALL
+{{claim_candidate(1, 'running', "available_at" <= :now, {{extra}})}}
+  UNION ALL
+{{claim_candidate(2, 'sleeping', "available_at" <= :now, {{extra}})}}
+  UNION ALL
+{{claim_candidate(3, 'running', "available_at" > :now AND "available_at" <= :ahead AND "worker_id" IS NULL, {{extra}})}}
+
+-- fragment: claim_candidate(rank, status, due, extra)
 -- One part of claim_candidates: up to :limit runs of one status, due as
 -- {{due}} says, FIFO in claim-index order; priority 0 in the claim's order.
   SELECT * FROM (
@@ -60,11 +75,11 @@ LIMIT :limit
     WHERE "namespace_id" = :ns
       AND "status" = {{status}}
       AND {{due}}
-      AND {{claim_filters}}
+      AND {{claim_filters}} AND {{extra}}
     ORDER BY "available_at", "created_at"
     LIMIT :limit)
 
--- fragment: claim_priority_candidate(priority)
+-- fragment: claim_priority_candidate(priority, extra)
 -- The part of claim_candidates for due pending runs of a priority other
 -- than 0 ({{priority}} says which), by priority then FIFO, from the
 -- partial index workflow_runs_go_priority_idx (whose predicate is
@@ -75,19 +90,17 @@ LIMIT :limit
     WHERE "namespace_id" = :ns
       AND "status" = 'pending' AND "go_priority" <> 0 AND {{priority}}
       AND "available_at" <= :now
-      AND {{claim_filters}}
+      AND {{claim_filters}} AND {{extra}}
     ORDER BY "go_priority" DESC, "available_at", "created_at"
     LIMIT :limit)
 
 -- fragment: claim_filters
 -- What every claim candidate must also be: not past its deadline, of the
--- :workflows (a JSON array of [name, version or null]) when set, not of a
--- workflow named in :exclude when set.
+-- :workflows (a JSON array of [name, version or null]) when set.
 ("deadline_at" IS NULL OR "deadline_at" > :now)
       AND (:workflows IS NULL OR EXISTS (
         SELECT 1 FROM json_each(:workflows) AS k
         WHERE json_extract(k.value, '$[0]') = "workflow_name" AND json_extract(k.value, '$[1]') IS "version"))
-      AND (:exclude IS NULL OR "workflow_name" NOT IN (SELECT value FROM json_each(:exclude)))
 
 -- name: claim_run
 -- Claims one candidate for :worker_id with a lease until :lease_until;

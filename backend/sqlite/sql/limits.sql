@@ -36,14 +36,19 @@ WHERE "namespace_id" = :ns AND "workflow_name" = :workflow_name
 
 -- name: release_queued_runs
 -- Makes the runs of :workflow_name waiting for admission ordinary pending
--- runs, available when they were queued for.
+-- runs, available when they were queued for (and unqueues those that
+-- ended while they waited); returns the available_at of each released.
 UPDATE "workflow_runs"
-SET "available_at" = "go_queued_at",
+SET "available_at" = CASE WHEN "status" = 'pending' THEN "go_queued_at" ELSE "available_at" END,
     "go_queued_at" = NULL,
-    "updated_at" = :now
-WHERE "namespace_id" = :ns AND "workflow_name" = :workflow_name
-  AND "status" = 'pending' AND "go_queued_at" IS NOT NULL
-RETURNING "available_at"
+    "updated_at" = CASE WHEN "status" = 'pending' THEN :now ELSE "updated_at" END
+WHERE "namespace_id" = :ns AND "workflow_name" = :workflow_name AND "go_queued_at" IS NOT NULL
+RETURNING CASE WHEN "status" = 'pending' THEN "available_at" END
+
+-- name: unqueue_run
+-- Clears go_queued_at of run :run_id, which ended while it waited.
+UPDATE "workflow_runs" SET "go_queued_at" = NULL
+WHERE "namespace_id" = :ns AND "id" = :run_id AND "status" <> 'pending'
 
 -- name: list_limits
 SELECT "workflow_name", "concurrency", "concurrency_per_key", "rate_limit", "rate_period_ms", "updated_at"
@@ -62,13 +67,14 @@ FROM "workflow_limits" AS l
 WHERE l."namespace_id" = :ns AND l."workflow_name" = :workflow_name
 
 -- name: admission_window
--- The first :limit runs of :workflow_name waiting for admission, in claim
--- order (priority, then FIFO), from workflow_runs_go_queue_idx: the
--- admission's first look (see PostgreSQL's admission_queue).
-SELECT "id", "go_concurrency_key", "go_priority", "go_queued_at", "created_at", "deadline_at"
+-- The first :limit runs of :workflow_name in its queue, in claim order
+-- (priority, then FIFO), from workflow_runs_go_queue_idx: the admission's
+-- first look (see PostgreSQL's admission_queue). Runs that ended while
+-- they waited (by a writer that did not clear go_queued_at) come with
+-- their status, for the caller to skip and unqueue.
+SELECT "id", "go_concurrency_key", "go_priority", "go_queued_at", "created_at", "deadline_at", "status"
 FROM "workflow_runs"
-WHERE "namespace_id" = :ns AND "workflow_name" = :workflow_name
-  AND "status" = 'pending' AND "go_queued_at" IS NOT NULL
+WHERE "namespace_id" = :ns AND "workflow_name" = :workflow_name AND "go_queued_at" IS NOT NULL
 ORDER BY "go_priority" DESC, "go_queued_at", "created_at", "id"
 LIMIT :limit
 
@@ -79,16 +85,16 @@ LIMIT :limit
 SELECT min("go_concurrency_key")
 FROM "workflow_runs"
 WHERE "namespace_id" = :ns AND "workflow_name" = :workflow_name
-  AND "status" = 'pending' AND "go_queued_at" IS NOT NULL
+  AND "go_queued_at" IS NOT NULL AND +"status" = 'pending'
   AND "go_concurrency_key" >= :from
 
 -- name: admission_key_head
 -- The first :limit due waiting runs of :workflow_name with key :key, in
 -- claim order (workflow_runs_go_queue_key_idx).
-SELECT "id", "go_concurrency_key", "go_priority", "go_queued_at", "created_at", "deadline_at"
+SELECT "id", "go_concurrency_key", "go_priority", "go_queued_at", "created_at", "deadline_at", "status"
 FROM "workflow_runs"
 WHERE "namespace_id" = :ns AND "workflow_name" = :workflow_name AND "go_concurrency_key" = :key
-  AND "status" = 'pending' AND "go_queued_at" IS NOT NULL
+  AND "go_queued_at" IS NOT NULL AND +"status" = 'pending'
   AND "go_queued_at" <= :now AND ("deadline_at" IS NULL OR "deadline_at" > :now)
 ORDER BY "go_priority" DESC, "go_queued_at", "created_at", "id"
 LIMIT :limit

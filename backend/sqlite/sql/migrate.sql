@@ -44,20 +44,23 @@ SELECT "version" FROM "openworkflow_go_migrations"
 -- requires. This one: the claim's pending runs of a priority other than
 -- 0, in claim order.
 CREATE INDEX IF NOT EXISTS "workflow_runs_go_priority_idx"
-ON "workflow_runs" ("namespace_id", "go_priority" DESC, "available_at", "created_at")
+ON "workflow_runs" ("namespace_id", "status", "go_priority" DESC, "available_at", "created_at")
 WHERE "status" = 'pending' AND "go_priority" <> 0
 
 -- name: create_queue_index
--- The runs waiting for admission of one workflow, in claim order.
+-- The runs waiting for admission of one workflow, in claim order: those
+-- whose go_queued_at is set (the statements reading it test the status
+-- outside the index scan, with SQLite's unary +, so that OpenWorkflow's
+-- (namespace, workflow, status, created_at) index cannot compete).
 CREATE INDEX IF NOT EXISTS "workflow_runs_go_queue_idx"
 ON "workflow_runs" ("namespace_id", "workflow_name", "go_priority" DESC, "go_queued_at", "created_at", "id")
-WHERE "status" = 'pending' AND "go_queued_at" IS NOT NULL
+WHERE "go_queued_at" IS NOT NULL
 
 -- name: create_queue_key_index
 -- The same per concurrency key.
 CREATE INDEX IF NOT EXISTS "workflow_runs_go_queue_key_idx"
 ON "workflow_runs" ("namespace_id", "workflow_name", "go_concurrency_key", "go_priority" DESC, "go_queued_at", "created_at", "id")
-WHERE "status" = 'pending' AND "go_queued_at" IS NOT NULL
+WHERE "go_queued_at" IS NOT NULL
 
 -- name: create_admitted_index
 -- The runs admitted and not finished, counted per workflow and key.

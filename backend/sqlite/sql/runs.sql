@@ -62,7 +62,8 @@ SET "status" = 'canceled',
     "worker_id" = NULL,
     "available_at" = NULL,
     "finished_at" = :now,
-    "updated_at" = :now
+    "updated_at" = :now,
+    "go_queued_at" = NULL
 WHERE "namespace_id" = :ns
   AND "id" = :run_id
   AND "status" IN {{non_terminal_statuses}}
