@@ -33,14 +33,7 @@ func (b *Backend) CreateWorkflowRun(ctx context.Context, p backend.CreateWorkflo
 	}
 	runID := id.New(id.PrefixRun)
 	var esc escapes
-	args := []any{
-		b.namespace, runID, p.WorkflowName, p.Version, p.IdempotencyKey,
-		esc.jsonOr(b.namespace, tableRuns, runID, "config", p.Config, "{}"),
-		esc.json(b.namespace, tableRuns, runID, "context", p.Context),
-		esc.json(b.namespace, tableRuns, runID, "input", p.Input),
-		p.ParentStepAttemptNamespaceID, p.ParentStepAttemptID,
-		msPtr(p.AvailableAt), msPtr(p.DeadlineAt), int32(p.Priority), p.ConcurrencyKey, b.at(),
-	}
+	args := b.insertRunArgs(runID, p, &esc)
 	var run *backend.WorkflowRun
 	if p.IdempotencyKey == nil {
 		err := b.withEscapes(ctx, &esc, func(q querier) (err error) {
@@ -67,6 +60,20 @@ func (b *Backend) CreateWorkflowRun(ctx context.Context, p backend.CreateWorkflo
 		return run, fmt.Errorf("create workflow run %q with idempotency key %q: %w", p.WorkflowName, *p.IdempotencyKey, err)
 	}
 	return run, nil
+}
+
+// insertRunArgs are the arguments of insert_run for run runID of p, its
+// escaped values noted in esc: every path that inserts one run (a create,
+// a create in the caller's transaction, a schedule's tick) passes these.
+func (b *Backend) insertRunArgs(runID string, p backend.CreateWorkflowRunParams, esc *escapes) []any {
+	return []any{
+		b.namespace, runID, p.WorkflowName, p.Version, p.IdempotencyKey,
+		esc.jsonOr(b.namespace, tableRuns, runID, "config", p.Config, "{}"),
+		esc.json(b.namespace, tableRuns, runID, "context", p.Context),
+		esc.json(b.namespace, tableRuns, runID, "input", p.Input),
+		p.ParentStepAttemptNamespaceID, p.ParentStepAttemptID,
+		msPtr(p.AvailableAt), msPtr(p.DeadlineAt), int32(p.Priority), p.ConcurrencyKey, b.at(),
+	}
 }
 
 // idempotencyLockKey is the text OpenWorkflow hashes for the advisory lock

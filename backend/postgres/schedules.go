@@ -268,12 +268,7 @@ func (t *scheduleTx) StartScheduledRun(ctx context.Context, p backend.CreateWork
 	}
 	runID := id.New(id.PrefixRun)
 	var esc escapes
-	run, err := queryRun(ctx, t.tx, b.q.InsertRun,
-		b.namespace, runID, p.WorkflowName, p.Version, p.IdempotencyKey,
-		esc.jsonOr(b.namespace, tableRuns, runID, "config", p.Config, "{}"),
-		esc.json(b.namespace, tableRuns, runID, "context", p.Context),
-		esc.json(b.namespace, tableRuns, runID, "input", p.Input),
-		nil, nil, nil, nil, b.at())
+	run, err := queryRun(ctx, t.tx, b.q.InsertRun, b.insertRunArgs(runID, p, &esc)...)
 	if err != nil {
 		return nil, err
 	}

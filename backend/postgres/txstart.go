@@ -30,14 +30,7 @@ func (b *Backend) CreateWorkflowRunTx(ctx context.Context, tx any, p backend.Cre
 	}
 	runID := id.New(id.PrefixRun)
 	var esc escapes
-	args := []any{
-		b.namespace, runID, p.WorkflowName, p.Version, p.IdempotencyKey,
-		esc.jsonOr(b.namespace, tableRuns, runID, "config", p.Config, "{}"),
-		esc.json(b.namespace, tableRuns, runID, "context", p.Context),
-		esc.json(b.namespace, tableRuns, runID, "input", p.Input),
-		p.ParentStepAttemptNamespaceID, p.ParentStepAttemptID,
-		msPtr(p.AvailableAt), msPtr(p.DeadlineAt), b.at(),
-	}
+	args := b.insertRunArgs(runID, p, &esc)
 	run, existed, err := b.createInTx(ctx, ptx, p, &esc, args)
 	if err != nil {
 		return nil, fmt.Errorf("create workflow run %q in a transaction: %w", p.WorkflowName, missingParent([]backend.CreateWorkflowRunParams{p}, err))
