@@ -6,8 +6,10 @@
 
 -- name: fork_run
 -- Inserts fork $3 of run $2 of namespace $1: pending and due now, the
--- same workflow name, version, config and input, context $4, no
--- idempotency key, parent or deadline; announced as work. Its attempts
+-- same workflow name, version, config, input, priority and concurrency
+-- key, context $4, no idempotency key, parent or deadline; announced as
+-- work. A fork of a workflow with stored limits waits for admission, as
+-- any new run of it (insert_run). Its attempts
 -- start at 1, with the mark $6 of kind 'retry' named '__fork:' || $6
 -- (output {"attempts": 1}) after the copied attempts: a worker reads the
 -- history of a run claimed before (attempts above 1 at the claim), and
@@ -18,13 +20,18 @@ WITH inserted AS (
     "namespace_id", "id", "workflow_name", "version", "status", "idempotency_key",
     "config", "context", "input", "attempts",
     "parent_step_attempt_namespace_id", "parent_step_attempt_id",
-    "available_at", "deadline_at", "created_at", "updated_at"
+    "available_at", "deadline_at", "created_at", "updated_at",
+    "go_priority", "go_concurrency_key", "go_queued_at"
   )
   SELECT src."namespace_id", $3, src."workflow_name", src."version", 'pending', NULL,
     src."config", $4::jsonb, src."input", 1,
     NULL, NULL,
-    {{now($5)}}, NULL, {{now($5)}}, {{now($5)}}
+    CASE WHEN lim."limited" THEN NULL ELSE {{now($5)}} END, NULL, {{now($5)}}, {{now($5)}},
+    src."go_priority",
+    CASE WHEN lim."limited" THEN COALESCE(src."go_concurrency_key", '') ELSE src."go_concurrency_key" END,
+    CASE WHEN lim."limited" THEN {{now($5)}} END
   FROM {{schema}}."workflow_runs" AS src
+  CROSS JOIN LATERAL (SELECT {{limited(src."namespace_id", src."workflow_name")}} AS "limited") AS lim
   WHERE src."namespace_id" = $1 AND src."id" = $2
   RETURNING wr.*, {{notify('work')}} AS notified
 ),

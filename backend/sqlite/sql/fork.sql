@@ -5,19 +5,23 @@
 
 -- name: fork_run
 -- Inserts fork :fork_id of run :run_id: pending and due now, the same
--- workflow name, version, config and input, context :context, no
--- idempotency key, parent or deadline. Its attempts start at 1 (see
--- fork_mark).
+-- workflow name, version, config, input, priority and concurrency key,
+-- context :context, no idempotency key, parent or deadline; waiting for
+-- admission when its workflow has stored limits (see insert_run). Its
+-- attempts start at 1 (see fork_mark).
 INSERT INTO "workflow_runs" (
   "namespace_id", "id", "workflow_name", "version", "status",
   "idempotency_key", "config", "context", "input", "attempts",
   "parent_step_attempt_namespace_id", "parent_step_attempt_id",
-  "available_at", "deadline_at", "created_at", "updated_at"
+  "available_at", "deadline_at", "created_at", "updated_at",
+  "go_priority", "go_concurrency_key", "go_queued_at"
 )
 SELECT "namespace_id", :fork_id, "workflow_name", "version", 'pending',
   NULL, "config", :context, "input", 1,
   NULL, NULL,
-  :now, NULL, :now, :now
+  CASE WHEN {{limited}} THEN NULL ELSE :now END, NULL, :now, :now,
+  "go_priority", CASE WHEN {{limited}} THEN COALESCE("go_concurrency_key", '') ELSE "go_concurrency_key" END,
+  CASE WHEN {{limited}} THEN :now END
 FROM "workflow_runs"
 WHERE "namespace_id" = :ns AND "id" = :run_id
 RETURNING {{run_columns}}
