@@ -1,6 +1,7 @@
 package backendtest
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sync"
@@ -179,6 +180,67 @@ func testLimits(t *testing.T, s *suite) {
 			t.Errorf("admitted run: queued_at %v admitted_at %v attempts %d; want NULL, now, 1", got.QueuedAt, got.AdmittedAt, got.Attempts)
 		}
 		requireTimeAt(t, "available_at (the lease)", got.AvailableAt, clk.Now().Add(longLease))
+	})
+
+	// Each way a run comes to exist: none may make a run of a limited
+	// workflow claimable without an admission.
+	requireWaiting := func(t *testing.T, b backend.Backend, how string, r *backend.WorkflowRun) {
+		t.Helper()
+		stored := getRun(t, b, r.ID)
+		if stored.Status != backend.RunPending || stored.AvailableAt != nil || stored.QueuedAt == nil {
+			t.Errorf("a run %s: %s, available_at %v, queued_at %v; want pending and waiting for admission",
+				how, stored.Status, stored.AvailableAt, stored.QueuedAt)
+		}
+	}
+	t.Run("a run started in the caller's transaction waits for admission", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		ts := s.txStarter(t, b)
+		putLimits(t, b, "limited", backend.Limits{Concurrency: 1})
+		var r *backend.WorkflowRun
+		s.inTx(t, b, func(ctx context.Context, tx any) (err error) {
+			r, err = ts.CreateWorkflowRunTx(ctx, tx, backend.CreateWorkflowRunParams{WorkflowName: "limited", Priority: 3, ConcurrencyKey: ptr("k")})
+			return err
+		})
+		requireWaiting(t, b, "started in a transaction", r)
+		if got := getRun(t, b, r.ID); got.Priority != 3 || got.ConcurrencyKey == nil || *got.ConcurrencyKey != "k" {
+			t.Errorf("run started in a transaction: priority %d key %v, want 3 and k", got.Priority, got.ConcurrencyKey)
+		}
+		requireNothingClaimable(t, b)
+	})
+
+	t.Run("a fork of a run of a limited workflow waits for admission, with the run's priority and key", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		f := runForker(t, b)
+		w := newWorkerID()
+		src := startRun(t, b, w, backend.CreateWorkflowRunParams{WorkflowName: "limited", Priority: 2, ConcurrencyKey: ptr("k")})
+		finishedStep(t, b, src.ID, w, "a", backend.StepFunction, `1`)
+		finishedStep(t, b, src.ID, w, "b", backend.StepFunction, `2`)
+		failRun(t, b, src.ID, w, `{"message":"x"}`)
+		putLimits(t, b, "limited", backend.Limits{ConcurrencyPerKey: 1})
+		fork, err := f.ForkWorkflowRun(t.Context(), backend.ForkWorkflowRunParams{WorkflowRunID: src.ID, FromStep: "b"})
+		if err != nil {
+			t.Fatalf("ForkWorkflowRun: %v", err)
+		}
+		requireWaiting(t, b, "forked", fork)
+		if got := getRun(t, b, fork.ID); got.Priority != 2 || got.ConcurrencyKey == nil || *got.ConcurrencyKey != "k" {
+			t.Errorf("fork: priority %d key %v, want the run's 2 and k", got.Priority, got.ConcurrencyKey)
+		}
+		requireIDs(t, "admitted", runIDs(admitClaim(t, b, []string{"limited"}, 2)), []string{fork.ID})
+	})
+
+	t.Run("a schedule's run of a limited workflow waits for admission", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		ss := scheduleStore(t, b)
+		putLimits(t, b, "limited", backend.Limits{Concurrency: 1})
+		putSchedule(t, ss, backend.PutScheduleParams{Name: "s", WorkflowName: "limited", Cron: everySecond, Paused: true})
+		run, err := ss.TriggerSchedule(t.Context(), "s")
+		if err != nil {
+			t.Fatalf("TriggerSchedule: %v", err)
+		}
+		requireWaiting(t, b, "a schedule started", run)
 	})
 
 	t.Run("a run of a workflow without limits, and a batch's runs of a limited one", func(t *testing.T) {
