@@ -56,7 +56,7 @@ func WorkerMain(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return err
 	}
 	defer b.Close()
-	w, err := newWorker(b, *concurrency, stderr, nil)
+	w, err := newWorker(b, W5, *concurrency, stderr, nil)
 	if err != nil {
 		return err
 	}

@@ -156,7 +156,7 @@ func (m *measurement) w1In(ctx context.Context, ns string, n int) (float64, erro
 	if err != nil {
 		return 0, err
 	}
-	w, err := newWorker(wb, m.o.Concurrency, m.o.Progress, nil)
+	w, err := newWorker(wb, m.id, m.o.Concurrency, m.o.Progress, nil)
 	begin := time.Now()
 	if err == nil {
 		err = w.Start(ctx)

@@ -116,7 +116,7 @@ var (
 	})
 )
 
-// definitions are what every bench worker registers.
+// definitions are what every bench worker registers (W1k's adds keyed).
 func definitions() []ow.Definition {
-	return []ow.Definition{oneStep, seq3, keyed, fanOut, sleepThenStep}
+	return []ow.Definition{oneStep, seq3, fanOut, sleepThenStep}
 }

@@ -358,7 +358,7 @@ func (m *measurement) startWorkers(ctx context.Context) (stop func() error, err 
 			return nil, errors.Join(err, b.Close())
 		}
 	}
-	w, err := newWorker(b, m.o.Concurrency, m.o.Progress, m.exporter)
+	w, err := newWorker(b, m.id, m.o.Concurrency, m.o.Progress, m.exporter)
 	if err == nil {
 		err = w.Start(ctx)
 	}
@@ -379,9 +379,11 @@ func (m *measurement) startWorkers(ctx context.Context) (stop func() error, err 
 	}, nil
 }
 
-// newWorker is a bench worker: every bench workflow registered, warnings
-// logged to logTo, measurements given to m when it is not nil.
-func newWorker(b backend.Backend, concurrency int, logTo interface{ Write([]byte) (int, error) }, m *metrics.Exporter) (*ow.Worker, error) {
+// newWorker is a bench worker: every bench workflow registered (and, for
+// the workload W1k alone, the limited bench-keyed, so that no other
+// workload's claims admit), warnings logged to logTo, measurements given to
+// m when it is not nil.
+func newWorker(b backend.Backend, workload string, concurrency int, logTo interface{ Write([]byte) (int, error) }, m *metrics.Exporter) (*ow.Worker, error) {
 	opts := ow.WorkerOptions{
 		Concurrency: concurrency,
 		Logger:      slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: slog.LevelWarn})),
@@ -390,7 +392,11 @@ func newWorker(b backend.Backend, concurrency int, logTo interface{ Write([]byte
 		opts.Metrics = m
 	}
 	w := ow.NewWorker(b, opts)
-	return w, w.Register(definitions()...)
+	defs := definitions()
+	if workload == W1k {
+		defs = append(defs, keyed)
+	}
+	return w, w.Register(defs...)
 }
 
 // scrapeEverySecond serves h on a loopback port and GETs it every second,
