@@ -320,7 +320,10 @@ func TestLimitsHoldAcrossThreeWorkerProcesses(t *testing.T) {
 				ids = append(ids, startLimited(t, client, keys[i%len(keys)]))
 			}
 			stepLog := filepath.Join(t.TempDir(), "steps.log")
-			cfg := limitsWorkerConfig(tg, stepLog, limits, 150*time.Millisecond)
+			// Each step holds long enough (40 runs take 3 s at the limit,
+			// 4 s on one worker) that the processes, ready up to a second
+			// apart on a loaded machine, all take part.
+			cfg := limitsWorkerConfig(tg, stepLog, limits, 400*time.Millisecond)
 			startReady(t, stepLog, cfg, cfg, cfg) // 12 slots against a global limit of 5
 			waitCompleted(t, client, 3*time.Minute, ids...)
 
