@@ -213,15 +213,7 @@ func (b *Backend) admissionCandidates(ctx context.Context, tx *txn, now time.Tim
 	}
 	since := timeArg(now.Add(-l.RatePeriod))
 	rooms := map[string]int{}
-	room := func(key string) (int, error) {
-		if r, ok := rooms[key]; ok {
-			return r, nil
-		}
-		var keyActive, keyStarts int
-		if err := tx.QueryRowContext(ctx, b.q.AdmissionKeyCounts, append(args, sql.Named("key", key), sql.Named("since", since))...).
-			Scan(&keyActive, &keyStarts); err != nil {
-			return 0, err
-		}
+	noteRoom := func(key string, keyActive, keyStarts int) int {
 		k := backend.WorkflowKeyName{Workflow: name, Key: key}
 		st.KeyActive[k], st.KeyStarts[k] = keyActive, keyStarts
 		r := n
@@ -232,13 +224,29 @@ func (b *Backend) admissionCandidates(ctx context.Context, tx *txn, now time.Tim
 			r = min(r, l.RateLimit-keyStarts)
 		}
 		rooms[key] = r
-		return r, nil
+		return r
+	}
+	room := func(key string) (int, error) {
+		if r, ok := rooms[key]; ok {
+			return r, nil
+		}
+		var keyActive, keyStarts int
+		if err := tx.QueryRowContext(ctx, b.q.AdmissionKeyCounts, append(args, sql.Named("key", key), sql.Named("since", since))...).
+			Scan(&keyActive, &keyStarts); err != nil {
+			return 0, err
+		}
+		return noteRoom(key, keyActive, keyStarts), nil
 	}
 
 	window := admissionWindow(n)
-	rows, err := b.queuedRuns(ctx, tx, b.q.AdmissionWindow, append(args, sql.Named("limit", window))...)
+	rows, err := b.queuedRuns(ctx, tx, true, b.q.AdmissionWindow, append(args, sql.Named("limit", window), sql.Named("since", since))...)
 	if err != nil {
 		return nil, err
+	}
+	for _, c := range rows { // the window's keys' counts came with it
+		if _, seen := rooms[c.Key]; !seen && c.status == backend.RunPending {
+			noteRoom(c.Key, c.keyActive, c.keyStarts)
+		}
 	}
 	var out []backend.ClaimCandidate
 	taken := map[string]int{}
@@ -287,7 +295,7 @@ func (b *Backend) admissionCandidates(ctx context.Context, tx *txn, now time.Tim
 		if r <= 0 {
 			continue
 		}
-		heads, err := b.queuedRuns(ctx, tx, b.q.AdmissionKeyHead,
+		heads, err := b.queuedRuns(ctx, tx, false, b.q.AdmissionKeyHead,
 			append(args, sql.Named("key", key.String), sql.Named("now", timeArg(now)), sql.Named("limit", r))...)
 		if err != nil {
 			return nil, err
@@ -303,13 +311,15 @@ func (b *Backend) admissionCandidates(ctx context.Context, tx *txn, now time.Tim
 // queuedRun is a waiting run as the admission statements read it.
 type queuedRun struct {
 	backend.ClaimCandidate
-	deadline *time.Time
-	status   backend.RunStatus
+	deadline             *time.Time
+	status               backend.RunStatus
+	keyActive, keyStarts int // with counts: as admission_key_counts gives them
 }
 
 // queuedRuns runs an admission statement returning waiting runs (id, key,
-// priority, queued_at, created_at, deadline_at, status).
-func (b *Backend) queuedRuns(ctx context.Context, tx *txn, query string, args ...any) ([]queuedRun, error) {
+// priority, queued_at, created_at, deadline_at, status and, with counts,
+// the key's admitted runs and admissions in the rate period).
+func (b *Backend) queuedRuns(ctx context.Context, tx *txn, counts bool, query string, args ...any) ([]queuedRun, error) {
 	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -320,7 +330,11 @@ func (b *Backend) queuedRuns(ctx context.Context, tx *txn, query string, args ..
 		q := queuedRun{ClaimCandidate: backend.ClaimCandidate{Admit: true}}
 		var queued, created, status string
 		var deadline sql.NullString
-		if err := rows.Scan(&q.ID, &q.Key, &q.Priority, &queued, &created, &deadline, &status); err != nil {
+		dest := []any{&q.ID, &q.Key, &q.Priority, &queued, &created, &deadline, &status}
+		if counts {
+			dest = append(dest, &q.keyActive, &q.keyStarts)
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
 		q.status = backend.RunStatus(status)

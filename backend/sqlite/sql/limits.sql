@@ -57,12 +57,15 @@ WHERE "namespace_id" = :ns
 ORDER BY "workflow_name"
 
 -- name: admission_limits
--- The limits of :workflow_name and its runs admitted and not finished
--- (all keys; from workflow_runs_go_admitted_idx).
+-- The limits of :workflow_name and, when it has a concurrency limit, its
+-- runs admitted and not finished (all keys; from
+-- workflow_runs_go_admitted_idx), else 0.
 SELECT l."concurrency", l."concurrency_per_key", l."rate_limit", l."rate_period_ms",
-       (SELECT count(*) FROM "workflow_runs" AS a
-        WHERE a."namespace_id" = :ns AND a."workflow_name" = :workflow_name
-          AND a."go_admitted_at" IS NOT NULL AND a."status" IN {{non_terminal_statuses}})
+       CASE WHEN l."concurrency" IS NOT NULL THEN
+         (SELECT count(*) FROM "workflow_runs" AS a
+          WHERE a."namespace_id" = :ns AND a."workflow_name" = :workflow_name
+            AND a."go_admitted_at" IS NOT NULL AND a."status" IN {{non_terminal_statuses}})
+       ELSE 0 END
 FROM "workflow_limits" AS l
 WHERE l."namespace_id" = :ns AND l."workflow_name" = :workflow_name
 
@@ -71,12 +74,29 @@ WHERE l."namespace_id" = :ns AND l."workflow_name" = :workflow_name
 -- (priority, then FIFO), from workflow_runs_go_queue_idx: the admission's
 -- first look (see PostgreSQL's admission_queue). Runs that ended while
 -- they waited (by a writer that did not clear go_queued_at) come with
--- their status, for the caller to skip and unqueue.
-SELECT "id", "go_concurrency_key", "go_priority", "go_queued_at", "created_at", "deadline_at", "status"
-FROM "workflow_runs"
-WHERE "namespace_id" = :ns AND "workflow_name" = :workflow_name AND "go_queued_at" IS NOT NULL
-ORDER BY "go_priority" DESC, "go_queued_at", "created_at", "id"
-LIMIT :limit
+-- their status, for the caller to skip and unqueue. Each row has its
+-- key's counts too, as admission_key_counts gives them (0 for a limit the
+-- workflow has not), so that the look is one statement.
+SELECT w."id", w."go_concurrency_key", w."go_priority", w."go_queued_at", w."created_at", w."deadline_at", w."status",
+       CASE WHEN l."concurrency_per_key" IS NOT NULL THEN
+         (SELECT count(*) FROM "workflow_runs" AS a
+          WHERE a."namespace_id" = :ns AND a."workflow_name" = :workflow_name AND a."go_concurrency_key" = w."go_concurrency_key"
+            AND a."go_admitted_at" IS NOT NULL AND a."status" IN {{non_terminal_statuses}})
+       ELSE 0 END,
+       CASE WHEN l."rate_limit" IS NOT NULL THEN
+         (SELECT count(*) FROM "workflow_limit_starts" AS s
+          WHERE s."namespace_id" = :ns AND s."workflow_name" = :workflow_name AND s."concurrency_key" = w."go_concurrency_key"
+            AND s."started_at" > :since)
+       ELSE 0 END
+FROM (
+  SELECT "id", "go_concurrency_key", "go_priority", "go_queued_at", "created_at", "deadline_at", "status"
+  FROM "workflow_runs"
+  WHERE "namespace_id" = :ns AND "workflow_name" = :workflow_name AND "go_queued_at" IS NOT NULL
+  ORDER BY "go_priority" DESC, "go_queued_at", "created_at", "id"
+  LIMIT :limit
+) AS w
+JOIN "workflow_limits" AS l ON l."namespace_id" = :ns AND l."workflow_name" = :workflow_name
+ORDER BY w."go_priority" DESC, w."go_queued_at", w."created_at", w."id"
 
 -- name: admission_next_key
 -- The smallest concurrency key at or above :from among the waiting runs of
