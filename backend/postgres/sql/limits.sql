@@ -189,15 +189,18 @@ LEFT JOIN LATERAL (
 -- fragment: key_room(ns, name, keys, at)
 -- A CTE "room": for each concurrency key of {{keys}} (a subquery), the
 -- runs of workflow {{name}} with that key admitted and not finished
--- (active: a probe of workflow_runs_go_admitted_idx) and its admissions
--- within the rate period (starts: a range of workflow_limit_starts'
--- primary key, the period's start computed once; 0 without a rate limit,
--- and then not read). Reads "lim".
+-- (active: a probe of workflow_runs_go_admitted_idx; 0 without a limit
+-- per key, and then not read) and its admissions within the rate period
+-- (starts: a range of workflow_limit_starts' primary key, the period's
+-- start computed once; 0 without a rate limit, and then not read). Reads
+-- "lim".
 room AS (
   SELECT k."key",
-         (SELECT count(*) FROM {{schema}}."workflow_runs" AS a
-          WHERE a."namespace_id" = {{ns}} AND a."workflow_name" COLLATE "C" = {{name}} AND a."go_concurrency_key" = k."key"
-            AND a."go_admitted_at" IS NOT NULL AND a."status" IN ('pending', 'running', 'sleeping')) AS "active",
+         CASE WHEN (SELECT l."concurrency_per_key" FROM lim AS l) IS NULL THEN 0 ELSE
+           (SELECT count(*) FROM {{schema}}."workflow_runs" AS a
+            WHERE a."namespace_id" = {{ns}} AND a."workflow_name" COLLATE "C" = {{name}} AND a."go_concurrency_key" = k."key"
+              AND a."go_admitted_at" IS NOT NULL AND a."status" IN ('pending', 'running', 'sleeping'))
+         END AS "active",
          CASE WHEN (SELECT l."rate_limit" FROM lim AS l) IS NULL THEN 0 ELSE
            (SELECT count(*) FROM {{schema}}."workflow_limit_starts" AS s
             WHERE s."namespace_id" = {{ns}} AND s."workflow_name" = {{name}} AND s."concurrency_key" = k."key"
@@ -338,9 +341,11 @@ due AS MATERIALIZED (
 {{unqueue_ended($1)}},
 room AS MATERIALIZED (
   SELECT k."workflow_name", k."key",
-         (SELECT count(*) FROM {{schema}}."workflow_runs" AS a
-          WHERE a."namespace_id" = $1 AND a."workflow_name" COLLATE "C" = k."workflow_name" AND a."go_concurrency_key" = k."key"
-            AND a."go_admitted_at" IS NOT NULL AND a."status" IN ('pending', 'running', 'sleeping')) AS "active",
+         CASE WHEN l."concurrency_per_key" IS NULL THEN 0 ELSE
+           (SELECT count(*) FROM {{schema}}."workflow_runs" AS a
+            WHERE a."namespace_id" = $1 AND a."workflow_name" COLLATE "C" = k."workflow_name" AND a."go_concurrency_key" = k."key"
+              AND a."go_admitted_at" IS NOT NULL AND a."status" IN ('pending', 'running', 'sleeping'))
+         END AS "active",
          CASE WHEN l."rate_limit" IS NULL THEN 0 ELSE
            (SELECT count(*) FROM {{schema}}."workflow_limit_starts" AS s
             WHERE s."namespace_id" = $1 AND s."workflow_name" = k."workflow_name" AND s."concurrency_key" = k."key"
