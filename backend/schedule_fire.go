@@ -334,11 +334,11 @@ func TriggerLockedSchedule(ctx context.Context, tx ScheduleTx, s *Schedule, now 
 }
 
 // scheduledRunParams are the create params of the run of s for the tick
-// at: the schedule's workflow and input, and its context recording the
-// schedule ([ScheduledRun]).
+// at: the schedule's workflow, input and priority, and its context
+// recording the schedule ([ScheduledRun]).
 func scheduledRunParams(s *Schedule, at time.Time, triggered bool) CreateWorkflowRunParams {
 	return CreateWorkflowRunParams{
-		WorkflowName: s.WorkflowName, Version: s.Version, Input: s.Input,
+		WorkflowName: s.WorkflowName, Version: s.Version, Input: s.Input, Priority: s.Priority,
 		Context: ScheduledRun{Name: s.Name, ScheduledAt: at, Triggered: triggered}.Context(),
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -144,6 +145,9 @@ type Schedule struct {
 	// and still start its run after downtime.
 	Overlap       OverlapPolicy
 	CatchupWindow time.Duration
+	// Priority is the priority of the runs it starts
+	// ([CreateWorkflowRunParams.Priority]).
+	Priority int
 	// Paused is true while the schedule does not tick.
 	Paused bool
 	// NextFireAt is the next tick (UTC, milliseconds). While the schedule
@@ -187,6 +191,9 @@ type PutScheduleParams struct {
 	// CatchupWindow is how old a tick may be and still start its run; 0
 	// means [DefaultCatchupWindow] (1 min); at least [MinCatchupWindow].
 	CatchupWindow time.Duration
+	// Priority is the priority of the runs it starts (0, the default, or
+	// up to [MaxPriority] in absolute value).
+	Priority int
 	// Paused makes a new schedule start paused (see PutSchedule).
 	Paused bool
 }
@@ -267,7 +274,7 @@ type TickResult struct {
 // ScheduleFieldError is the error of a schedule field holding a value no
 // backend accepts. It wraps [ErrInvalidArgument]. Field is the field's
 // name as the HTTP API spells it (name, workflowName, version, cron,
-// timeZone, input, overlap, catchupWindow), so each surface can name it
+// timeZone, input, overlap, catchupWindow, priority), so each surface can name it
 // its own way (openworkflow.yaml says time_zone).
 type ScheduleFieldError struct {
 	// Schedule is the schedule's name ("" when unknown).
@@ -296,7 +303,7 @@ func (e *ScheduleFieldError) Unwrap() error { return ErrInvalidArgument }
 // a name and a workflow name that are valid text ([ValidText]), a cron
 // expression and a time zone [ParseCron] accepts, an input every backend
 // stores ([ValidateJSON]), a known overlap policy, a catch-up window of at
-// least [MinCatchupWindow]. It returns p with its defaults and the parsed
+// least [MinCatchupWindow], a priority within ±[MaxPriority]. It returns p with its defaults and the parsed
 // cron, or a *[ScheduleFieldError] naming the first field at fault.
 func (p PutScheduleParams) Prepare() (PutScheduleParams, *Cron, error) {
 	bad := func(field, value, reason string) error {
@@ -341,6 +348,9 @@ func (p PutScheduleParams) Prepare() (PutScheduleParams, *Cron, error) {
 		p.CatchupWindow = DefaultCatchupWindow
 	case p.CatchupWindow < MinCatchupWindow:
 		return p, nil, bad("catchupWindow", p.CatchupWindow.String(), fmt.Sprintf("must be at least %v (ticks fire a few milliseconds late)", MinCatchupWindow))
+	}
+	if p.Priority > MaxPriority || p.Priority < -MaxPriority {
+		return p, nil, bad("priority", strconv.Itoa(p.Priority), fmt.Sprintf("must be from %d to %d", -MaxPriority, MaxPriority))
 	}
 	return p, c, nil
 }

@@ -2,6 +2,7 @@ package backendtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -101,6 +102,46 @@ func testPriorities(t *testing.T, s *suite) {
 		} {
 			_, err := b.CreateWorkflowRun(t.Context(), p)
 			requireErrorIs(t, fmt.Sprintf("create with priority %d key %q", p.Priority, *orEmpty(p.ConcurrencyKey)), err, backend.ErrInvalidArgument)
+		}
+	})
+
+	testSchedulePriority(t, s)
+}
+
+func testSchedulePriority(t *testing.T, s *suite) {
+	t.Run("a schedule's priority is stored, replaced by a Put, and given to the runs it starts", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		ss := scheduleStore(t, b)
+		if got := putSchedule(t, ss, backend.PutScheduleParams{Name: "s", Cron: everySecond, Paused: true, Priority: 5}); got.Priority != 5 {
+			t.Errorf("PutSchedule with priority 5 returned priority %d", got.Priority)
+		}
+		sc, err := ss.GetSchedule(t.Context(), "s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sc.Priority != 5 {
+			t.Errorf("schedule put with priority 5 reads back priority %d", sc.Priority)
+		}
+		run, err := ss.TriggerSchedule(t.Context(), "s")
+		if err != nil {
+			t.Fatalf("TriggerSchedule: %v", err)
+		}
+		if got := getRun(t, b, run.ID); got.Priority != 5 || run.Priority != 5 {
+			t.Errorf("the schedule's run has priority %d (returned %d), want the schedule's 5", got.Priority, run.Priority)
+		}
+		putSchedule(t, ss, backend.PutScheduleParams{Name: "s", Cron: everySecond, Priority: -2})
+		run, err = ss.TriggerSchedule(t.Context(), "s")
+		if err != nil {
+			t.Fatalf("TriggerSchedule: %v", err)
+		}
+		if got := getRun(t, b, run.ID); got.Priority != -2 {
+			t.Errorf("after a Put with priority -2, the schedule's run has priority %d", got.Priority)
+		}
+		_, err = ss.PutSchedule(t.Context(), backend.PutScheduleParams{Name: "s", WorkflowName: "wf", Cron: everySecond, Priority: backend.MaxPriority + 1})
+		var fe *backend.ScheduleFieldError
+		if !errors.As(err, &fe) || fe.Field != "priority" {
+			t.Errorf("PutSchedule with priority beyond 32 bits: %v, want a ScheduleFieldError on priority", err)
 		}
 	})
 }

@@ -29,7 +29,7 @@ func (b *Backend) PutSchedule(ctx context.Context, p backend.PutScheduleParams) 
 	}
 	next := c.Next(b.now())
 	rows, err := b.pool.Query(ctx, b.q.PutSchedule, b.namespace, p.Name, p.WorkflowName, p.Version, p.Cron, p.TimeZone,
-		input, string(p.Overlap), p.CatchupWindow.Milliseconds(), p.Paused, next, b.at())
+		input, string(p.Overlap), p.CatchupWindow.Milliseconds(), p.Paused, next, b.at(), p.Priority)
 	if err != nil {
 		return nil, fmt.Errorf("put schedule %q: %w", p.Name, err)
 	}
@@ -312,7 +312,7 @@ func scanSchedule(row pgx.CollectableRow, extra *time.Time) (*backend.Schedule, 
 	dest := []any{&s.NamespaceID, &s.Name, &s.WorkflowName, &s.Version, &s.Cron, &s.TimeZone,
 		&input, &overlap, &windowMs, &s.Paused, &s.NextFireAt,
 		&s.BufferedAt, &s.LastRunID, &s.LastFireAt, &s.Started, &s.Skipped,
-		&s.Missed, &s.CreatedAt, &s.UpdatedAt}
+		&s.Missed, &s.CreatedAt, &s.UpdatedAt, &s.Priority}
 	switch {
 	case extra != nil:
 		dest = append(dest, extra)

@@ -31,7 +31,7 @@ func (b *Backend) PutSchedule(ctx context.Context, p backend.PutScheduleParams) 
 			sql.Named("ns", b.ns), sql.Named("name", p.Name), sql.Named("workflow_name", p.WorkflowName),
 			sql.Named("version", nullStringArg(p.Version)), sql.Named("cron", p.Cron), sql.Named("time_zone", p.TimeZone),
 			sql.Named("input", input), sql.Named("overlap", string(p.Overlap)),
-			sql.Named("catchup_window_ms", p.CatchupWindow.Milliseconds()), sql.Named("paused", p.Paused),
+			sql.Named("catchup_window_ms", p.CatchupWindow.Milliseconds()), sql.Named("paused", p.Paused), sql.Named("priority", p.Priority),
 			sql.Named("next_fire_at", timeArg(c.Next(now))), sql.Named("now", timeArg(now))))
 		if err == nil {
 			ev.scheduleChanged(b.ns)
@@ -322,7 +322,7 @@ func scanSchedule(row scanner) (*backend.Schedule, error) {
 	err := row.Scan(&s.NamespaceID, &s.Name, &s.WorkflowName, &s.Version, &s.Cron, &s.TimeZone,
 		&input, &overlap, &windowMs, &s.Paused, &next,
 		&buffered, &s.LastRunID, &lastFire, &s.Started, &s.Skipped,
-		&s.Missed, &created, &updated)
+		&s.Missed, &created, &updated, &s.Priority)
 	if err != nil {
 		return nil, err
 	}

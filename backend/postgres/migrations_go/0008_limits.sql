@@ -111,6 +111,11 @@ CREATE TABLE IF NOT EXISTS {{schema}}."workflow_limit_starts" (
 CREATE INDEX IF NOT EXISTS "workflow_limit_starts_started_idx"
 ON {{schema}}."workflow_limit_starts" ("namespace_id", "workflow_name", "started_at");
 
+-- workflow_schedules.priority (go migration 7's table): the priority of
+-- the runs the schedule starts.
+ALTER TABLE {{schema}}."workflow_schedules"
+  ADD COLUMN IF NOT EXISTS "priority" INTEGER NOT NULL DEFAULT 0;
+
 INSERT INTO {{schema}}."openworkflow_go_migrations" ("version")
 VALUES (8)
 ON CONFLICT DO NOTHING;

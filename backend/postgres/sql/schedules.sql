@@ -11,7 +11,7 @@
 s."namespace_id", s."name", s."workflow_name", s."version", s."cron", s."time_zone",
   s."input", s."overlap", s."catchup_window_ms", s."paused", s."next_fire_at",
   s."buffered_at", s."last_run_id", s."last_fire_at", s."started", s."skipped",
-  s."missed", s."created_at", s."updated_at"
+  s."missed", s."created_at", s."updated_at", s."priority"
 
 -- fragment: schedule_changed
 -- pg_notify announcing that schedule "s" changed (kind 'schedule'), so idle
@@ -21,7 +21,8 @@ pg_notify('openworkflow', json_build_object(
 
 -- name: put_schedule
 -- Creates schedule $2 of namespace $1, or updates it: the workflow ($3,
--- $4), input ($7), overlap ($8) and catch-up window ($9 ms) are replaced;
+-- $4), input ($7), overlap ($8), catch-up window ($9 ms) and priority
+-- ($13) are replaced;
 -- next_fire_at ($11, the cron's first tick after now) and the buffered
 -- tick are kept unless the cron ($5) or the time zone ($6) changed; paused
 -- ($10) applies only to a new schedule (an operator's pause survives a
@@ -29,11 +30,12 @@ pg_notify('openworkflow', json_build_object(
 INSERT INTO {{schema}}."workflow_schedules" AS s (
   "namespace_id", "name", "workflow_name", "version", "cron", "time_zone", "input",
   "overlap", "catchup_window_ms", "paused", "next_fire_at", "started", "skipped", "missed",
-  "created_at", "updated_at"
+  "created_at", "updated_at", "priority"
 )
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0, 0, 0, {{now($12)}}, {{now($12)}})
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0, 0, 0, {{now($12)}}, {{now($12)}}, $13)
 ON CONFLICT ("namespace_id", "name") DO UPDATE SET
   "workflow_name" = EXCLUDED."workflow_name",
+  "priority" = EXCLUDED."priority",
   "version" = EXCLUDED."version",
   "input" = EXCLUDED."input",
   "overlap" = EXCLUDED."overlap",

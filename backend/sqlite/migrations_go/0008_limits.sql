@@ -6,6 +6,7 @@
 -- indexes are created at open with this SDK's other indexes on
 -- OpenWorkflow's tables (create_limit_indexes in sql/migrate.sql). Times
 -- are ISO-8601 text with milliseconds, as in OpenWorkflow's SQLite tables.
+-- And a schedule's priority, the priority of the runs it starts.
 ALTER TABLE "workflow_runs" ADD COLUMN "go_priority" INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE "workflow_runs" ADD COLUMN "go_concurrency_key" TEXT;
 ALTER TABLE "workflow_runs" ADD COLUMN "go_queued_at" TEXT;
@@ -34,5 +35,7 @@ CREATE TABLE IF NOT EXISTS "workflow_limit_starts" (
 
 CREATE INDEX IF NOT EXISTS "workflow_limit_starts_started_idx"
 ON "workflow_limit_starts" ("namespace_id", "workflow_name", "started_at");
+
+ALTER TABLE "workflow_schedules" ADD COLUMN "priority" INTEGER NOT NULL DEFAULT 0;
 
 INSERT OR IGNORE INTO "openworkflow_go_migrations" ("version") VALUES (8);

@@ -11,11 +11,11 @@
 "namespace_id", "name", "workflow_name", "version", "cron", "time_zone",
   "input", "overlap", "catchup_window_ms", "paused", "next_fire_at",
   "buffered_at", "last_run_id", "last_fire_at", "started", "skipped",
-  "missed", "created_at", "updated_at"
+  "missed", "created_at", "updated_at", "priority"
 
 -- name: put_schedule
--- Creates schedule :name, or updates it: the workflow, input, overlap and
--- catch-up window are replaced; next_fire_at (:next_fire_at, the cron's
+-- Creates schedule :name, or updates it: the workflow, input, overlap,
+-- catch-up window and priority are replaced; next_fire_at (:next_fire_at, the cron's
 -- first tick after now) and the buffered tick are kept unless the cron or
 -- the time zone changed; :paused applies only to a new schedule (an
 -- operator's pause survives a redeploy). Every SET expression reads the
@@ -23,12 +23,13 @@
 INSERT INTO "workflow_schedules" AS s (
   "namespace_id", "name", "workflow_name", "version", "cron", "time_zone", "input",
   "overlap", "catchup_window_ms", "paused", "next_fire_at", "started", "skipped", "missed",
-  "created_at", "updated_at"
+  "created_at", "updated_at", "priority"
 )
 VALUES (:ns, :name, :workflow_name, :version, :cron, :time_zone, :input,
-  :overlap, :catchup_window_ms, :paused, :next_fire_at, 0, 0, 0, :now, :now)
+  :overlap, :catchup_window_ms, :paused, :next_fire_at, 0, 0, 0, :now, :now, :priority)
 ON CONFLICT ("namespace_id", "name") DO UPDATE SET
   "workflow_name" = excluded."workflow_name",
+  "priority" = excluded."priority",
   "version" = excluded."version",
   "input" = excluded."input",
   "overlap" = excluded."overlap",
