@@ -81,6 +81,9 @@ type ScheduleSpec struct {
 	// counted in Schedule.Missed (and logged by the worker that finds
 	// them). 0 means 1 min; at least 1 s.
 	CatchupWindow time.Duration
+	// Priority is the priority of every run it starts, as [WithPriority]
+	// gives one; 0 by default.
+	Priority int
 	// Paused makes a new schedule start paused. An existing schedule keeps
 	// the state PauseSchedule and ResumeSchedule gave it: a redeploy does
 	// not undo an operator's pause.
@@ -100,7 +103,7 @@ func (s ScheduleSpec) params() (backend.PutScheduleParams, error) {
 	}
 	p := backend.PutScheduleParams{
 		Name: s.Name, WorkflowName: s.Workflow, Version: versionPtr(s.Version), Cron: s.Cron, TimeZone: s.TimeZone,
-		Input: in, Overlap: s.Overlap, CatchupWindow: s.CatchupWindow, Paused: s.Paused,
+		Input: in, Overlap: s.Overlap, CatchupWindow: s.CatchupWindow, Priority: s.Priority, Paused: s.Paused,
 	}
 	if _, _, err := p.Prepare(); err != nil {
 		return p, err
@@ -111,8 +114,8 @@ func (s ScheduleSpec) params() (backend.PutScheduleParams, error) {
 // Validate checks the spec as the backend will, without storing it: it
 // returns a *backend.ScheduleFieldError (wrapping
 // backend.ErrInvalidArgument) naming the first field at fault — Field is
-// "name", "workflowName", "cron", "timeZone", "input", "overlap" or
-// "catchupWindow" — or nil.
+// "name", "workflowName", "cron", "timeZone", "input", "overlap",
+// "catchupWindow" or "priority" — or nil.
 func (s ScheduleSpec) Validate() error {
 	_, err := s.params()
 	return err

@@ -222,7 +222,7 @@ func TestSchedulePauseResumeAndTriggerFromAClient(t *testing.T) {
 	b := openTestBackend(t, clock.Now)
 	client := ow.NewClient(b)
 	ctx := context.Background()
-	if _, err := client.PutSchedule(ctx, ow.ScheduleSpec{Name: "s", Workflow: "scheduled-at", Cron: "@every 1m", Overlap: ow.OverlapAllowAll}); err != nil {
+	if _, err := client.PutSchedule(ctx, ow.ScheduleSpec{Name: "s", Workflow: "scheduled-at", Cron: "@every 1m", Overlap: ow.OverlapAllowAll, Priority: 7}); err != nil {
 		t.Fatal(err)
 	}
 	startWorker(t, b, ow.WorkerOptions{Now: clock.Now, MaxPollInterval: 5 * time.Millisecond, ClaimAhead: -1}, scheduledAt)
@@ -233,6 +233,9 @@ func TestSchedulePauseResumeAndTriggerFromAClient(t *testing.T) {
 	h, err := client.TriggerSchedule(ctx, "s")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if h.Run.Priority != 7 {
+		t.Errorf("the triggered run has priority %d, want the schedule's 7", h.Run.Priority)
 	}
 	out, err := ow.Declare[struct{}, time.Time](ow.Spec{Name: "scheduled-at"}).Start(ctx, client, struct{}{}) // an unscheduled run: fails, Schedule is nil
 	if err != nil {
@@ -277,6 +280,7 @@ func TestScheduleSpecErrorsNameTheField(t *testing.T) {
 		{ow.ScheduleSpec{Name: "s", Workflow: "wf", Cron: "@daily", Overlap: "buffer"}, "overlap", "buffer_one"},
 		{ow.ScheduleSpec{Name: "s", Workflow: "wf", Cron: "@daily", Input: func() {}}, "input", "func()"},
 		{ow.ScheduleSpec{Name: "s", Cron: "@daily"}, "workflowName", "workflow"},
+		{ow.ScheduleSpec{Name: "s", Workflow: "wf", Cron: "@daily", Priority: backend.MaxPriority + 1}, "priority", "2147483648"},
 	} {
 		_, err := client.PutSchedule(context.Background(), c.spec)
 		var fe *backend.ScheduleFieldError

@@ -26,6 +26,7 @@ type Schedule struct {
 	Input         json.RawMessage `json:"input"`
 	Overlap       string          `json:"overlap"`
 	CatchupWindow string          `json:"catchupWindow"`
+	Priority      int             `json:"priority"`
 	Paused        bool            `json:"paused"`
 	NextFireAt    *time.Time      `json:"nextFireAt"`
 	Upcoming      []time.Time     `json:"upcoming"`
@@ -46,7 +47,7 @@ const UpcomingTicks = 5
 func ScheduleOf(s *backend.Schedule) Schedule {
 	out := Schedule{
 		Name: s.Name, WorkflowName: s.WorkflowName, Version: s.Version, Cron: s.Cron, TimeZone: s.TimeZone,
-		Input: s.Input, Overlap: string(s.Overlap), CatchupWindow: s.CatchupWindow.String(), Paused: s.Paused,
+		Input: s.Input, Overlap: string(s.Overlap), CatchupWindow: s.CatchupWindow.String(), Priority: s.Priority, Paused: s.Paused,
 		Upcoming: []time.Time{}, BufferedAt: s.BufferedAt, LastRunID: s.LastRunID, LastFireAt: s.LastFireAt,
 		Started: s.Started, Skipped: s.Skipped, Missed: s.Missed, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
 	}
@@ -78,6 +79,8 @@ type putScheduleRequest struct {
 	Overlap string `json:"overlap"`
 	// CatchupWindow is a Go duration ("90s", "5m"); absent: 1 min.
 	CatchupWindow *string `json:"catchupWindow"`
+	// Priority is the priority of the runs it starts (absent: 0).
+	Priority int `json:"priority"`
 	// Paused makes a new schedule start paused.
 	Paused bool `json:"paused"`
 }
@@ -114,7 +117,7 @@ func (h *Handler) putSchedule(w http.ResponseWriter, r *http.Request) error {
 	}
 	spec := ow.ScheduleSpec{
 		Name: name, Workflow: req.WorkflowName, Cron: req.Cron, TimeZone: req.TimeZone,
-		Overlap: backend.OverlapPolicy(req.Overlap), Paused: req.Paused,
+		Overlap: backend.OverlapPolicy(req.Overlap), Priority: req.Priority, Paused: req.Paused,
 	}
 	if req.Version != nil {
 		spec.Version = *req.Version

@@ -15,10 +15,10 @@ import (
 // trigger and delete do what they say.
 func TestSchedules(t *testing.T) {
 	eachBackend(t, api.Options{}, func(t *testing.T, s *server) {
-		body := map[string]any{"workflowName": "echo", "cron": "* * * * * *", "input": map[string]any{"from": "schedule"}, "overlap": "allow_all", "catchupWindow": "30s"}
+		body := map[string]any{"workflowName": "echo", "cron": "* * * * * *", "input": map[string]any{"from": "schedule"}, "overlap": "allow_all", "catchupWindow": "30s", "priority": 3}
 		var put api.Schedule
 		s.must(http.StatusOK, "PUT", "/v1/schedules/every-second", body).decode(t, &put)
-		if put.Name != "every-second" || put.WorkflowName != "echo" || put.TimeZone != "UTC" || put.Overlap != "allow_all" || put.CatchupWindow != "30s" ||
+		if put.Name != "every-second" || put.WorkflowName != "echo" || put.TimeZone != "UTC" || put.Overlap != "allow_all" || put.CatchupWindow != "30s" || put.Priority != 3 ||
 			put.Paused || put.NextFireAt == nil || len(put.Upcoming) != api.UpcomingTicks || !put.Upcoming[0].Equal(*put.NextFireAt) ||
 			put.Upcoming[1].Sub(put.Upcoming[0]) != time.Second || string(put.Input) != `{"from":"schedule"}` {
 			t.Fatalf("PUT answered %+v", put)
@@ -42,7 +42,7 @@ func TestSchedules(t *testing.T) {
 		}
 		var trig api.Run
 		s.must(http.StatusCreated, "POST", "/v1/schedules/every-second/trigger", nil).decode(t, &trig)
-		if trig.Schedule == nil || !trig.Schedule.Triggered || trig.WorkflowName != "echo" {
+		if trig.Schedule == nil || !trig.Schedule.Triggered || trig.WorkflowName != "echo" || trig.Priority != 3 {
 			t.Fatalf("trigger answered %+v (schedule %+v)", trig, trig.Schedule)
 		}
 		var resumed api.Schedule
@@ -92,6 +92,7 @@ func TestScheduleBadRequests(t *testing.T) {
 			{`{"workflowName":"echo","cron":"@daily","catchupWindow":"soon"}`, "catchupWindow", "duration"},
 			{`{"workflowName":"echo","cron":"@daily","catchupWindow":"10ms"}`, "catchupWindow", "at least 1s"},
 			{`{"workflowName":"echo","cron":"@daily","catchupWindow":"0s"}`, "catchupWindow", "at least 1s"},
+			{`{"workflowName":"echo","cron":"@daily","priority":2147483648}`, "priority", "from -2147483647 to 2147483647"},
 			{`{"cron":"@daily"}`, "workflowName", "workflow"},
 			{`{"workflowName":"echo","cron":"@daily","tz":"UTC"}`, "tz", "unknown member"},
 			{`{"workflowName":"echo","cron":"@daily","input":{"a":"\ud800"}}`, "input", "input"},

@@ -23,6 +23,7 @@ import (
 //	    input: {team: ops}         # any YAML value, stored as JSON; default null
 //	    overlap: skip              # skip (default), buffer_one or allow_all
 //	    catchup_window: 5m         # default 1m, at least 1s
+//	    priority: 10               # the priority of its runs; default 0
 //	    paused: false              # a new schedule starts paused
 //
 // See the root package's ScheduleSpec for what each field means.
@@ -35,6 +36,7 @@ type Schedule struct {
 	Input         any           `yaml:"input"`
 	Overlap       string        `yaml:"overlap"`
 	CatchupWindow time.Duration `yaml:"catchup_window"`
+	Priority      int           `yaml:"priority"`
 	Paused        bool          `yaml:"paused"`
 }
 
@@ -43,6 +45,7 @@ type Schedule struct {
 var scheduleKeys = map[string]string{
 	"name": "name", "workflowName": "workflow", "version": "version", "cron": "cron",
 	"timeZone": "time_zone", "input": "input", "overlap": "overlap", "catchupWindow": "catchup_window",
+	"priority": "priority",
 }
 
 // params returns the entry as the backend's put parameters, checked as
@@ -51,7 +54,7 @@ var scheduleKeys = map[string]string{
 func (s Schedule) params() (backend.PutScheduleParams, error) {
 	p := backend.PutScheduleParams{
 		Name: s.Name, WorkflowName: s.Workflow, Cron: s.Cron, TimeZone: s.TimeZone,
-		Overlap: backend.OverlapPolicy(s.Overlap), CatchupWindow: s.CatchupWindow, Paused: s.Paused,
+		Overlap: backend.OverlapPolicy(s.Overlap), CatchupWindow: s.CatchupWindow, Priority: s.Priority, Paused: s.Paused,
 	}
 	if s.Version != "" {
 		p.Version = &s.Version

@@ -23,6 +23,7 @@ schedules:
     input: {team: ops, "days": [1, 2]}
     overlap: buffer_one
     catchup_window: 5m
+    priority: -3
   - name: heartbeat
     workflow: ping
     cron: "@every 30s"
@@ -47,7 +48,7 @@ schedules:
 		t.Fatal(err)
 	}
 	if got.WorkflowName != "send-report" || *got.Version != "v2" || got.Cron != "0 2 * * *" || got.TimeZone != "Europe/Paris" ||
-		string(got.Input) != `{"days":[1,2],"team":"ops"}` || got.Overlap != backend.OverlapBufferOne || got.CatchupWindow != 5*time.Minute || got.Paused {
+		string(got.Input) != `{"days":[1,2],"team":"ops"}` || got.Overlap != backend.OverlapBufferOne || got.CatchupWindow != 5*time.Minute || got.Priority != -3 || got.Paused {
 		t.Fatalf("nightly-report as stored: %+v (input %s)", got, got.Input)
 	}
 	if hb, err := ss.GetSchedule(ctx, "heartbeat"); err != nil || !hb.Paused || hb.TimeZone != "UTC" || hb.Overlap != backend.OverlapSkip {
@@ -84,6 +85,8 @@ func TestABadScheduleInTheFileIsAnErrorNamingItsEntryAndKey(t *testing.T) {
 			[]string{"overlap \"queue\"", "skip, buffer_one, allow_all"}},
 		{"a short catch-up window", "  - {name: nightly, workflow: wf, cron: '@daily', catchup_window: 10ms}",
 			[]string{"catchup_window \"10ms\"", "at least 1s"}},
+		{"a priority beyond 32 bits", "  - {name: nightly, workflow: wf, cron: '@daily', priority: 2147483648}",
+			[]string{"priority \"2147483648\"", "from -2147483647 to 2147483647"}},
 		{"a name taken twice", "  - {name: a, workflow: wf, cron: '@daily'}\n  - {name: a, workflow: wf, cron: '@hourly'}",
 			[]string{"schedules[1] (a): the name \"a\" is taken by schedules[0] too"}},
 		{"a misspelt key", "  - {name: a, workflow: wf, cron: '@daily', timezone: UTC}",

@@ -21,8 +21,8 @@ const (
 )
 
 // knownKeys lists the keys a file may use, for error messages.
-var knownKeys = []string{keyPostgresURL, keySQLitePath, keyNamespace, keySchema, "worker: {concurrency}", "openflow: {dirs}", "server: {addr, token, public_webhooks, cors_origins}", "retention: {default, workflows, interval, duty}",
-	"schedules: [{name, workflow, version, cron, time_zone, input, overlap, catchup_window, paused}]"}
+var knownKeys = []string{keyPostgresURL, keySQLitePath, keyNamespace, keySchema, "worker: {concurrency, limits}", "openflow: {dirs}", "server: {addr, token, public_webhooks, cors_origins}", "retention: {default, workflows, interval, duty}",
+	"schedules: [{name, workflow, version, cron, time_zone, input, overlap, catchup_window, priority, paused}]"}
 
 // Setting is one resolved setting and where its value came from.
 type Setting struct {

@@ -176,6 +176,9 @@ func (a *app) printSchedule(s api.Schedule) {
 	fmt.Fprintf(tw, "input\t%s\n", s.Input)
 	fmt.Fprintf(tw, "overlap\t%s\n", s.Overlap)
 	fmt.Fprintf(tw, "catch-up window\t%s\n", s.CatchupWindow)
+	if s.Priority != 0 {
+		fmt.Fprintf(tw, "priority\t%d (of the runs it starts)\n", s.Priority)
+	}
 	fmt.Fprintf(tw, "state\t%s\n", state)
 	if s.BufferedAt != nil {
 		fmt.Fprintf(tw, "buffered tick\t%s (starts when the latest run ends)\n", inZone(*s.BufferedAt, s.TimeZone))
