@@ -39,6 +39,7 @@ type queries struct {
 	ClaimCandidates   string `sql:"claim_candidates"`
 	ClaimPlanned      string `sql:"claim_candidates_planned"`
 	ClaimRun          string `sql:"claim_run"`
+	AdmitRun          string `sql:"admit_run"`
 	NextDue           string `sql:"next_due"`
 	ExtendLease       string `sql:"extend_lease"`
 	ReleaseWorkerRuns string `sql:"release_worker_runs"`
@@ -141,7 +142,7 @@ type queries struct {
 func (q *queries) hot() []string {
 	return []string{
 		q.InsertRun, q.GetRunByIdempotencyKey, q.GetRun,
-		q.FailExpiredRuns, q.ClaimCandidates, q.ClaimPlanned, q.ClaimRun, q.ExtendLease,
+		q.FailExpiredRuns, q.ClaimCandidates, q.ClaimPlanned, q.ClaimRun, q.AdmitRun, q.ExtendLease,
 		q.ParkRun, q.CompleteRun, q.FailRun, q.RescheduleRun, q.CancelRun,
 		q.WakeParent, q.WakeRun,
 		q.InsertStep, q.GetStep, q.CompleteStep, q.FailStep, q.SetStepChild,

@@ -219,13 +219,16 @@ func (b *Backend) ClaimWorkflowRuns(ctx context.Context, p backend.ClaimWorkflow
 			}
 		}
 		for i, c := range cands {
-			run, err := scanRun(tx.QueryRowContext(ctx, b.q.ClaimRun,
+			q := b.q.ClaimRun
+			if c.Admit {
+				q = b.q.AdmitRun
+			}
+			run, err := scanRun(tx.QueryRowContext(ctx, q,
 				sql.Named("ns", b.ns),
 				sql.Named("run_id", c.ID),
 				sql.Named("worker_id", p.WorkerIDs[i]),
 				sql.Named("lease_until", timeArg(now.Add(lease))),
-				sql.Named("now", timeArg(now)),
-				sql.Named("admit", c.Admit)))
+				sql.Named("now", timeArg(now))))
 			if err != nil {
 				return fmt.Errorf("claim %s: %w", c.ID, err)
 			}

@@ -103,9 +103,22 @@ LIMIT :limit
         WHERE json_extract(k.value, '$[0]') = "workflow_name" AND json_extract(k.value, '$[1]') IS "version"))
 
 -- name: claim_run
--- Claims one candidate for :worker_id with a lease until :lease_until;
--- with :admit, a run waiting for admission, admitting it (it leaves the
--- queue and records its admission time), if it still waits.
+-- Claims one candidate for :worker_id with a lease until :lease_until. It
+-- assigns none of go migration 8's columns, so that SQLite leaves their
+-- indexes alone (admit_run admits).
+UPDATE "workflow_runs"
+SET "status" = 'running',
+    "attempts" = "attempts" + 1,
+    "worker_id" = :worker_id,
+    "available_at" = :lease_until,
+    "started_at" = COALESCE("started_at", :now),
+    "updated_at" = :now
+WHERE "namespace_id" = :ns AND "id" = :run_id
+RETURNING {{run_columns}}
+
+-- name: admit_run
+-- claim_run for a run waiting for admission, if it still waits: it is
+-- admitted (it leaves the queue and records its admission time).
 UPDATE "workflow_runs"
 SET "status" = 'running',
     "attempts" = "attempts" + 1,
@@ -113,10 +126,9 @@ SET "status" = 'running',
     "available_at" = :lease_until,
     "started_at" = COALESCE("started_at", :now),
     "updated_at" = :now,
-    "go_queued_at" = CASE WHEN :admit THEN NULL ELSE "go_queued_at" END,
-    "go_admitted_at" = CASE WHEN :admit THEN :now ELSE "go_admitted_at" END
-WHERE "namespace_id" = :ns AND "id" = :run_id
-  AND (NOT :admit OR ("status" = 'pending' AND "go_queued_at" IS NOT NULL))
+    "go_queued_at" = NULL,
+    "go_admitted_at" = :now
+WHERE "namespace_id" = :ns AND "id" = :run_id AND "status" = 'pending' AND "go_queued_at" IS NOT NULL
 RETURNING {{run_columns}}
 
 -- name: next_due
