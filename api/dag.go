@@ -88,10 +88,7 @@ func (h *Handler) getDAG(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	q, err := parseQuery(r)
-	if err == nil {
-		err = q.known("resolveData")
-	}
+	q, err := parseQuery(r, "resolveData")
 	if err != nil {
 		return err
 	}

@@ -95,12 +95,15 @@ type query struct {
 	v url.Values
 }
 
-func parseQuery(r *http.Request) (query, error) {
+// parseQuery reads r's query, refusing a malformed query string and any
+// parameter outside known (see query.known).
+func parseQuery(r *http.Request, known ...string) (query, error) {
 	v, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
 		return query{}, badField("", "the query string is malformed: %s", err)
 	}
-	return query{v}, nil
+	q := query{v}
+	return q, q.known(known...)
 }
 
 // known refuses parameters outside names: a misspelt filter would

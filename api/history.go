@@ -100,10 +100,7 @@ func (h *Handler) getHistory(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	q, err := parseQuery(r)
-	if err == nil {
-		err = q.known("limit", "cursor", "resolveData")
-	}
+	q, err := parseQuery(r, "limit", "cursor", "resolveData")
 	if err != nil {
 		return err
 	}

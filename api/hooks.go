@@ -76,10 +76,7 @@ func (h *Handler) getHook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	q, err := parseQuery(r)
-	if err == nil {
-		err = q.known("resolveData")
-	}
+	q, err := parseQuery(r, "resolveData")
 	if err != nil {
 		return err
 	}
@@ -193,10 +190,7 @@ func (h *Handler) listRunHooks(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	q, err := parseQuery(r)
-	if err == nil {
-		err = q.known("resolveData")
-	}
+	q, err := parseQuery(r, "resolveData")
 	if err != nil {
 		return err
 	}

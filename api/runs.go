@@ -34,10 +34,7 @@ type startRunRequest struct {
 }
 
 func (h *Handler) startRun(w http.ResponseWriter, r *http.Request) error {
-	q, err := parseQuery(r)
-	if err == nil {
-		err = q.known()
-	}
+	_, err := parseQuery(r)
 	if err != nil {
 		return err
 	}
@@ -132,10 +129,7 @@ func (h *Handler) getRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	q, err := parseQuery(r)
-	if err == nil {
-		err = q.known("resolveData")
-	}
+	q, err := parseQuery(r, "resolveData")
 	if err != nil {
 		return err
 	}
@@ -148,10 +142,7 @@ func (h *Handler) getRun(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handler) listRuns(w http.ResponseWriter, r *http.Request) error {
-	q, err := parseQuery(r)
-	if err == nil {
-		err = q.known("status", "workflowName", "createdAfter", "createdBefore", "limit", "cursor", "before", "resolveData")
-	}
+	q, err := parseQuery(r, "status", "workflowName", "createdAfter", "createdBefore", "limit", "cursor", "before", "resolveData")
 	if err != nil {
 		return err
 	}
@@ -201,10 +192,7 @@ type RunPage struct {
 }
 
 func (h *Handler) countRuns(w http.ResponseWriter, r *http.Request) error {
-	q, err := parseQuery(r)
-	if err == nil {
-		err = q.known()
-	}
+	_, err := parseQuery(r)
 	if err != nil {
 		return err
 	}
@@ -294,10 +282,7 @@ func (h *Handler) listSteps(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	q, err := parseQuery(r)
-	if err == nil {
-		err = q.known("limit", "cursor", "resolveData")
-	}
+	q, err := parseQuery(r, "limit", "cursor", "resolveData")
 	if err != nil {
 		return err
 	}
@@ -329,10 +314,7 @@ func (h *Handler) getStep(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	q, err := parseQuery(r)
-	if err == nil {
-		err = q.known("resolveData")
-	}
+	q, err := parseQuery(r, "resolveData")
 	if err != nil {
 		return err
 	}

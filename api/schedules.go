@@ -96,10 +96,7 @@ func pathName(r *http.Request) (string, error) {
 
 // noQuery refuses any query parameter.
 func noQuery(r *http.Request) error {
-	q, err := parseQuery(r)
-	if err == nil {
-		err = q.known()
-	}
+	_, err := parseQuery(r)
 	return err
 }
 
@@ -163,10 +160,7 @@ func (h *Handler) getSchedule(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handler) listSchedules(w http.ResponseWriter, r *http.Request) error {
-	q, err := parseQuery(r)
-	if err == nil {
-		err = q.known("limit", "cursor")
-	}
+	q, err := parseQuery(r, "limit", "cursor")
 	if err != nil {
 		return err
 	}

@@ -16,10 +16,7 @@ func (h *Handler) listStreams(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	q, err := parseQuery(r)
-	if err == nil {
-		err = q.known()
-	}
+	_, err = parseQuery(r)
 	if err != nil {
 		return err
 	}
@@ -58,10 +55,7 @@ func (h *Handler) readStream(w http.ResponseWriter, r *http.Request) error {
 	if err := backend.CheckStreamName(name); err != nil {
 		return badField("name", "the stream name in the path must be 1 to %d bytes of text", backend.MaxStreamNameLength)
 	}
-	q, err := parseQuery(r)
-	if err == nil {
-		err = q.known("cursor", "limit")
-	}
+	q, err := parseQuery(r, "cursor", "limit")
 	if err != nil {
 		return err
 	}
