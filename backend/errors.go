@@ -27,4 +27,10 @@ var (
 	// ErrNotSupported: the backend does not implement an optional
 	// capability (e.g. Subscribe).
 	ErrNotSupported = errors.New("not supported by this backend")
+	// ErrUnusable: the backend has stopped serving and fails every call
+	// from now on, because no retry can succeed (its storage is damaged,
+	// for instance: see sqlite.DamagedError). The error wrapping it says
+	// what happened and what to do. A Worker whose claim fails with it
+	// stops claiming and Worker.Run returns it, rather than retrying.
+	ErrUnusable = errors.New("backend is unusable")
 )

@@ -603,7 +603,9 @@ func storedError(errJSON json.RawMessage) any {
 // NextDueAt implements [backend.DueTimer].
 func (b *Backend) NextDueAt(ctx context.Context) (time.Time, bool, error) {
 	var t sql.NullString
-	if err := b.db.QueryRowContext(ctx, b.q.NextDue, sql.Named("ns", b.ns), sql.Named("now", timeArg(b.now()))).Scan(&t); err != nil {
+	if err := b.read(ctx, func() error {
+		return b.db.QueryRowContext(ctx, b.q.NextDue, sql.Named("ns", b.ns), sql.Named("now", timeArg(b.now()))).Scan(&t)
+	}); err != nil {
 		return time.Time{}, false, fmt.Errorf("next due run: %w", err)
 	}
 	if !t.Valid {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite"
@@ -38,7 +39,29 @@ type Options struct {
 	// process but the last ones may roll back on power loss or an OS
 	// crash; about twice as fast). Other values are an error.
 	Synchronous string
+	// MustExist makes [Open] refuse a file that does not exist, with an
+	// error wrapping [ErrNoDatabase] (and os.ErrNotExist), rather than
+	// create it: for programs that only read, so that a mistyped path
+	// is reported instead of answered from a new, empty database. false
+	// (the default) creates the file and its directory.
+	MustExist bool
+	// CheckIntegrity makes [Open] run SQLite's integrity check (PRAGMA
+	// quick_check, as [CheckFile] and 'ow doctor' do) on an existing
+	// file before using it, and refuse a damaged one with a
+	// [*DamagedError] listing what the check found. The check reads
+	// every page: about 0.3 s per 100 MB on a warm cache (see
+	// docs/security.md), so it is off by default; workers that run for
+	// long should turn it on. Without it, damage is found when an
+	// operation reads a damaged page, and the backend stops then.
+	CheckIntegrity bool
 }
+
+// ErrNoDatabase is wrapped by the error of [Open] with
+// [Options.MustExist] for a file that does not exist.
+var ErrNoDatabase = errors.New("no such SQLite database file")
+
+// maxOpenProblems is how many problems [Options.CheckIntegrity] keeps.
+const maxOpenProblems = 10
 
 // defaultBusyTimeout is Options.BusyTimeout's default.
 const defaultBusyTimeout = 5 * time.Second
@@ -80,6 +103,7 @@ func (o Options) withDefaults() Options {
 // that still fails with SQLITE_BUSY is retried with backoff (for up to ten
 // busy timeouts, or until the context ends) rather than reported.
 type Backend struct {
+	path        string // absolute, or ":memory:"
 	db          *sql.DB
 	ns          string
 	clock       func() time.Time
@@ -131,6 +155,11 @@ func open(ctx context.Context, path string, opts Options, share bool) (*Backend,
 		if err != nil {
 			return nil, fmt.Errorf("open sqlite backend %s: %w", path, err)
 		}
+		if opts.MustExist {
+			if _, err := os.Stat(abs); errors.Is(err, os.ErrNotExist) {
+				return nil, fmt.Errorf("open sqlite backend: %w %s (%w): check the path; the file is created by a program that writes (Options.MustExist is off)", ErrNoDatabase, abs, os.ErrNotExist)
+			}
+		}
 		if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
 			return nil, fmt.Errorf("open sqlite backend %s: %w", path, err)
 		}
@@ -143,7 +172,7 @@ func open(ctx context.Context, path string, opts Options, share bool) (*Backend,
 		}
 	}
 
-	db, err := sql.Open("sqlite", dsn(path, memory, opts.BusyTimeout, opts.Synchronous))
+	db, err := sql.Open("sqlite", dsn(path, memory, opts.MustExist, opts.BusyTimeout, opts.Synchronous))
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite backend %s: %w", path, err)
 	}
@@ -155,6 +184,7 @@ func open(ctx context.Context, path string, opts Options, share bool) (*Backend,
 	}
 
 	b := &Backend{
+		path:        path,
 		db:          db,
 		ns:          opts.NamespaceID,
 		clock:       opts.Now,
@@ -162,8 +192,30 @@ func open(ctx context.Context, path string, opts Options, share bool) (*Backend,
 		file:        acquireFile(key),
 		q:           q,
 	}
+	if err := b.file.failed(); err != nil {
+		// Another Backend of this process found the file damaged.
+		_ = b.Close()
+		return nil, err
+	}
+	if opts.CheckIntegrity && !memory {
+		problems, err := quickCheck(ctx, db, maxOpenProblems)
+		if err == nil && len(problems) > 0 {
+			err = &DamagedError{Path: path, Problems: problems}
+		}
+		if err != nil {
+			_ = b.Close()
+			return nil, fmt.Errorf("open sqlite backend %s: %w", path, err)
+		}
+	}
 	if err := b.migrate(ctx); err != nil {
 		_ = b.Close()
+		if IsDamaged(err) {
+			var de *DamagedError
+			if !errors.As(err, &de) {
+				err = &DamagedError{Path: path, Err: err}
+			}
+			return nil, fmt.Errorf("open sqlite backend: %w", err)
+		}
 		return nil, fmt.Errorf("open sqlite backend %s: %w", path, err)
 	}
 	if b.stmts, err = prepare(ctx, db, q); err != nil {
@@ -174,9 +226,14 @@ func open(ctx context.Context, path string, opts Options, share bool) (*Backend,
 }
 
 // dsn builds modernc's data source name: busy timeout first, WAL for
-// files, foreign keys on, and BEGIN IMMEDIATE for every transaction.
-func dsn(path string, memory bool, busy time.Duration, synchronous string) string {
+// files, foreign keys on, and BEGIN IMMEDIATE for every transaction;
+// mustExist opens the file as a URI in mode rw, which never creates it.
+func dsn(path string, memory, mustExist bool, busy time.Duration, synchronous string) string {
 	q := url.Values{}
+	if mustExist && !memory {
+		q.Set("mode", "rw")
+		path = "file:" + (&url.URL{Path: path}).EscapedPath()
+	}
 	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(busy.Milliseconds(), 10)+")")
 	if !memory {
 		q.Add("_pragma", "journal_mode(WAL)")
@@ -227,6 +284,33 @@ type sharedFile struct {
 
 	// userTxs are the InTx transactions in flight (txstart.go).
 	userTxs userTxs
+
+	// damaged is set, once, when an operation found the file damaged;
+	// every later operation fails with it (see DamagedError).
+	damaged atomic.Pointer[DamagedError]
+}
+
+// failed returns the file's *DamagedError once an operation found the
+// file damaged; else nil.
+func (f *sharedFile) failed() error {
+	if de := f.damaged.Load(); de != nil {
+		return de
+	}
+	return nil
+}
+
+// latch records that err, SQLite's report of damage in the file at path,
+// was met, unless an earlier one was, and returns the error every
+// operation on the file fails with from now on.
+func (f *sharedFile) latch(path string, err error) error {
+	de, ok := err.(*DamagedError)
+	if !ok {
+		if !errors.As(err, &de) {
+			de = &DamagedError{Path: path, Err: err}
+		}
+	}
+	f.damaged.CompareAndSwap(nil, de)
+	return f.damaged.Load()
 }
 
 // hub returns the event hub of namespace ns, creating it on first use.
@@ -371,12 +455,21 @@ func (b *Backend) read(ctx context.Context, fn func() error) error {
 
 // retryBusy calls fn until it returns something other than SQLITE_BUSY or
 // SQLITE_LOCKED, backing off from 1 ms to 100 ms, for at most ten busy
-// timeouts or until ctx ends.
+// timeouts or until ctx ends. Every operation of the backend goes through
+// it, so it is where a damaged file stops the backend: once an error of
+// fn says that the file is damaged (IsDamaged), that call and every later
+// one, fn not called, fail with the file's *DamagedError.
 func (b *Backend) retryBusy(ctx context.Context, fn func() error) error {
+	if err := b.file.failed(); err != nil {
+		return err
+	}
 	giveUp := time.Now().Add(10 * b.busyTimeout)
 	delay := time.Millisecond
 	for {
 		err := fn()
+		if err != nil && IsDamaged(err) {
+			return b.file.latch(b.path, err)
+		}
 		if err == nil || !isBusy(err) || time.Now().After(giveUp) || ctx.Err() != nil {
 			return err
 		}

@@ -73,6 +73,9 @@ func (b *Backend) InTx(ctx context.Context, fn func(ctx context.Context, tx *sql
 		return err
 	}
 	if err := tx.Commit(); err != nil {
+		if IsDamaged(err) {
+			err = b.file.latch(b.path, err)
+		}
 		return fmt.Errorf("commit: %w", err)
 	}
 	committed = true
@@ -100,9 +103,15 @@ func (b *Backend) CreateWorkflowRunTx(ctx context.Context, tx any, p backend.Cre
 	if err != nil {
 		return nil, fmt.Errorf("create workflow run: %w", err)
 	}
+	if err := b.file.failed(); err != nil {
+		return nil, err
+	}
 	var created events
 	run, err := b.createRun(ctx, &txn{Tx: stx, stmts: b.stmts}, b.now(), &created, &p, &args)
 	if err != nil {
+		if IsDamaged(err) {
+			err = b.file.latch(b.path, err)
+		}
 		return nil, fmt.Errorf("create workflow run %q in a transaction: %w", p.WorkflowName, err)
 	}
 	b.file.userTxs.record(ev, created)
