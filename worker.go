@@ -47,6 +47,11 @@ type Worker struct {
 	loopCancel context.CancelFunc
 	loopDone   chan struct{}
 	passes     sync.WaitGroup
+
+	// unusable is closed, and unusableErr set, when a claim failed with an
+	// error wrapping backend.ErrUnusable and the loop stopped (see Err).
+	unusable    chan struct{}
+	unusableErr error
 }
 
 // NewWorker returns a worker on b. Register workflows, then Start it (or
@@ -54,7 +59,7 @@ type Worker struct {
 func NewWorker(b backend.Backend, opts WorkerOptions) *Worker {
 	opts = opts.withDefaults()
 	w := &Worker{b: b, opts: opts, log: opts.Logger, commit: groupcommit.New(b), tr: newTracing(opts.TracerProvider), m: opts.Metrics,
-		executing: make(map[string]*pass), wake: make(chan struct{}, 1), scheduleWake: make(chan struct{}, 1)}
+		executing: make(map[string]*pass), wake: make(chan struct{}, 1), scheduleWake: make(chan struct{}, 1), unusable: make(chan struct{})}
 	if w.m != nil {
 		w.commit.OnCommit = w.m.ObserveCommit
 	}
@@ -122,14 +127,48 @@ func (w *Worker) Start(ctx context.Context) error {
 
 // Run starts the worker and blocks until ctx is done, then stops it
 // gracefully within ShutdownGracePeriod. It returns nil after a clean stop.
+// It also stops, and returns the backend's error, when the backend
+// reports itself unusable (an error wrapping [backend.ErrUnusable], such
+// as a damaged SQLite file): see [Worker.Err].
 func (w *Worker) Run(ctx context.Context) error {
 	if err := w.Start(ctx); err != nil {
 		return err
 	}
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case <-w.unusable:
+	}
 	stopCtx, cancel := context.WithTimeout(context.Background(), w.opts.ShutdownGracePeriod+10*time.Second)
 	defer cancel()
-	return w.Stop(stopCtx)
+	return errors.Join(w.Err(), w.Stop(stopCtx))
+}
+
+// Err returns nil while the worker claims runs, or after it was stopped;
+// once a claim failed with an error wrapping [backend.ErrUnusable] (the
+// backend can serve nothing more: a damaged SQLite file, for instance),
+// it returns that error. The worker then claims no more runs and fires no
+// more schedules, having logged the error once; the passes executing
+// finish or fail as the backend lets them. Call [Worker.Stop] to release
+// them.
+func (w *Worker) Err() error {
+	select {
+	case <-w.unusable:
+		return w.unusableErr
+	default:
+		return nil
+	}
+}
+
+// stopUnusable ends the worker's loops on err, an error wrapping
+// backend.ErrUnusable, once, saying why: retrying cannot succeed.
+func (w *Worker) stopUnusable(err error) {
+	w.log.Error("openworkflow: worker stopped claiming runs: the backend can no longer be used", "error", err)
+	w.unusableErr = err
+	close(w.unusable)
+	w.mu.Lock()
+	cancel := w.loopCancel
+	w.mu.Unlock()
+	cancel()
 }
 
 // Stop stops claiming, waits up to ShutdownGracePeriod (or ctx's end, if

@@ -2,6 +2,7 @@ package openworkflow
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -294,6 +295,10 @@ func (w *Worker) loop(ctx context.Context, events <-chan backend.Event) {
 	defer timer.Stop()
 	for ctx.Err() == nil {
 		n, asked, err := w.claim(ctx, nil)
+		if errors.Is(err, backend.ErrUnusable) {
+			w.stopUnusable(err) // no retry can succeed
+			return
+		}
 		if err != nil && ctx.Err() == nil {
 			w.log.Warn("openworkflow: worker tick failed", "error", err)
 		}
