@@ -80,9 +80,10 @@ type Backend struct {
 
 	hub hub.Hub
 
-	mu       sync.Mutex
-	closed   bool
-	listener *listener // started by the first Subscribe
+	mu         sync.Mutex
+	closed     bool
+	listener   *listener // started by the first Subscribe
+	dbIdentity string    // databaseIdentityQuery's answer on the pool, once asked (txstart.go)
 }
 
 var _ backend.Backend = (*Backend)(nil)

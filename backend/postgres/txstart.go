@@ -28,6 +28,9 @@ func (b *Backend) CreateWorkflowRunTx(ctx context.Context, tx any, p backend.Cre
 	if err := validateCreate(p); err != nil {
 		return nil, fmt.Errorf("create workflow run: %w", err)
 	}
+	if err := b.checkSameDatabase(ctx, ptx); err != nil {
+		return nil, fmt.Errorf("create workflow run %q in a transaction: %w", p.WorkflowName, err)
+	}
 	runID := id.New(id.PrefixRun)
 	var esc escapes
 	args := b.insertRunArgs(runID, p, &esc)
@@ -51,6 +54,67 @@ func (b *Backend) CreateWorkflowRunTx(ctx context.Context, tx any, p backend.Cre
 		}
 	}
 	return run, nil
+}
+
+// ErrOtherDatabase is wrapped by the error of [Backend.CreateWorkflowRunTx]
+// (and so Client.StartTx) for a transaction on another database than the
+// backend's: the run would be created there, where the backend never
+// looks for it.
+var ErrOtherDatabase = errors.New("the transaction is on another database than the backend's")
+
+// databaseIdentityQuery names the database of the connection that runs
+// it: its cluster's system identifier (unique per initdb, shared only by
+// physical replicas) and its name, as "7712969379572902032/app".
+const databaseIdentityQuery = `SELECT (SELECT system_identifier FROM pg_control_system())::text || '/' || current_database()`
+
+// databaseIdentityKey is the key of a connection's identity in its
+// pgconn.PgConn CustomData, where checkSameDatabase keeps it: a
+// connection never changes database.
+const databaseIdentityKey = "openworkflow.database"
+
+// checkSameDatabase returns an error wrapping ErrOtherDatabase unless tx
+// is on the backend's database.
+func (b *Backend) checkSameDatabase(ctx context.Context, tx pgx.Tx) error {
+	mine, err := b.databaseIdentity(ctx)
+	if err != nil {
+		return err
+	}
+	var theirs string
+	conn := tx.Conn()
+	if conn != nil && conn.PgConn() != nil {
+		theirs, _ = conn.PgConn().CustomData()[databaseIdentityKey].(string)
+	}
+	if theirs == "" {
+		if err := tx.QueryRow(ctx, databaseIdentityQuery).Scan(&theirs); err != nil {
+			return fmt.Errorf("check the transaction's database: %w", err)
+		}
+		if conn != nil && conn.PgConn() != nil {
+			conn.PgConn().CustomData()[databaseIdentityKey] = theirs
+		}
+	}
+	if theirs != mine {
+		return fmt.Errorf("%w (%w): the transaction is on database %s, the backend on %s (cluster system identifier/database name): begin the transaction on the backend's pool (Backend.Pool) or on a connection to the backend's database",
+			ErrOtherDatabase, backend.ErrInvalidArgument, theirs, mine)
+	}
+	return nil
+}
+
+// databaseIdentity returns the identity (databaseIdentityQuery) of the
+// backend's database, asked once.
+func (b *Backend) databaseIdentity(ctx context.Context) (string, error) {
+	b.mu.Lock()
+	id := b.dbIdentity
+	b.mu.Unlock()
+	if id != "" {
+		return id, nil
+	}
+	if err := b.pool.QueryRow(ctx, databaseIdentityQuery).Scan(&id); err != nil {
+		return "", fmt.Errorf("read the backend's database identity: %w", err)
+	}
+	b.mu.Lock()
+	b.dbIdentity = id
+	b.mu.Unlock()
+	return id, nil
 }
 
 // createInTx runs a create's statements on tx; existed is true when an
