@@ -43,3 +43,22 @@ func TestInTxRefusesWritesThatWouldWaitForItAndTransactionsItDidNotBegin(t *test
 		t.Fatalf("CreateWorkflowRunTx with a transaction InTx did not begin = %v, want ErrInvalidArgument", err)
 	}
 }
+
+func TestCreateWorkflowRunTxRefusesATransactionOfAnotherFile(t *testing.T) {
+	ctx := context.Background()
+	b, _ := openTest(t, nil)
+	other, otherPath := openTest(t, nil)
+	err := other.InTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := b.CreateWorkflowRunTx(ctx, tx, backend.CreateWorkflowRunParams{WorkflowName: "wf"})
+		if !errors.Is(err, backend.ErrInvalidArgument) {
+			t.Errorf("CreateWorkflowRunTx with another file's InTx transaction = %v, want ErrInvalidArgument", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page, err := other.ListWorkflowRuns(ctx, backend.ListWorkflowRunsParams{}); err != nil || len(page.Data) != 0 {
+		t.Fatalf("runs in %s: %v, %v; want none", otherPath, page, err)
+	}
+}
