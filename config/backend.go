@@ -34,7 +34,19 @@ func (c *Config) OpenBackend(ctx context.Context) (backend.Backend, error) {
 	if c.Kind() == BackendPostgres {
 		return c.openPostgres(ctx, false)
 	}
-	return c.openSQLite(ctx)
+	return c.openSQLite(ctx, false)
+}
+
+// OpenBackendToRead is [Config.OpenBackend] for a program that only
+// reads: a SQLite file that does not exist is not created (a mistyped
+// path would otherwise give a new, empty database, and "no such run");
+// the error names the file, where its path was set and what to do, and
+// wraps [sqlite.ErrNoDatabase]. PostgreSQL is opened as by OpenBackend.
+func (c *Config) OpenBackendToRead(ctx context.Context) (backend.Backend, error) {
+	if c.Kind() == BackendPostgres {
+		return c.openPostgres(ctx, false)
+	}
+	return c.openSQLite(ctx, true)
 }
 
 func (c *Config) openPostgres(ctx context.Context, skipMigrations bool) (*postgres.Backend, error) {
@@ -130,8 +142,13 @@ func (c *Config) postgresHint() string {
 	}
 }
 
-func (c *Config) openSQLite(ctx context.Context) (*sqlite.Backend, error) {
-	b, err := sqlite.Open(ctx, c.SQLitePath, sqlite.Options{NamespaceID: c.Namespace})
+// openSQLite opens the SQLite file; mustExist refuses to create it.
+func (c *Config) openSQLite(ctx context.Context, mustExist bool) (*sqlite.Backend, error) {
+	b, err := sqlite.Open(ctx, c.SQLitePath, sqlite.Options{NamespaceID: c.Namespace, MustExist: mustExist})
+	if errors.Is(err, sqlite.ErrNoDatabase) {
+		return nil, fmt.Errorf("no SQLite database at %s (sqlite_path from %s): check the path (--sqlite-path, %s or sqlite_path in %s); this command only reads, so it does not create the file: a command that writes creates it ('ow migrate', 'ow runs start', 'ow worker')\ncause: %w",
+			c.SQLitePath, c.sources[keySQLitePath], EnvSQLitePath, FileName, err)
+	}
 	if err != nil && sqlite.IsDamaged(err) {
 		problems, _, _ := c.CheckIntegrity(ctx)
 		return nil, c.damagedError(problems, err)
@@ -201,7 +218,7 @@ func (c *Config) Migrate(ctx context.Context) (*Migration, error) {
 	if m.Before, err = sqliteVersion(ctx, c.SQLitePath); err != nil {
 		return nil, err
 	}
-	b, err := c.openSQLite(ctx) // Open applies the migrations
+	b, err := c.openSQLite(ctx, false) // Open applies the migrations
 	if err != nil {
 		return nil, err
 	}

@@ -210,6 +210,7 @@ func TestRunsListGetCancel(t *testing.T) {
 func TestBadInputNamesTheFlag(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	e.ok("migrate") // the commands that read create no database
 	tests := []struct {
 		name string
 		args []string

@@ -13,8 +13,9 @@ import (
 
 func (a *app) limitsCommand() *cobra.Command {
 	list := &cobra.Command{
-		Use:   "list",
-		Short: "List the stored limits of the namespace's workflows",
+		Use:         "list",
+		Annotations: readsOnly(),
+		Short:       "List the stored limits of the namespace's workflows",
 		Long: `List the concurrency and rate limits stored for the namespace's workflows.
 Workers store them when they start with workflows that declare limits
 (ow.Spec.Limits, or worker.limits in openworkflow.yaml) and enforce them

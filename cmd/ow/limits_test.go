@@ -29,6 +29,7 @@ func TestRunsStartWithPriorityAndConcurrencyKey(t *testing.T) {
 func TestLimitsListAndDelete(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	e.ok("migrate") // 'limits list' reads: it creates no database
 	mustContain(t, "list with none", e.ok("limits", "list").stdout, "no workflow has stored limits")
 	ctx := context.Background()
 	c := e.client()

@@ -174,13 +174,29 @@ func (a *app) loadConfig(cmd *cobra.Command) (*config.Config, error) {
 	return cfg, err
 }
 
-// openBackend loads the configuration and opens its backend.
+// annotationReadsOnly marks (in cobra.Command.Annotations) a command
+// that only reads the database: openBackend does not create a missing
+// SQLite file for it.
+const annotationReadsOnly = "ow:reads-only"
+
+// readsOnly returns the Annotations of a command that only reads the
+// database. The other commands write (or, as 'ow doctor', set the
+// database up), and create a missing SQLite file.
+func readsOnly() map[string]string { return map[string]string{annotationReadsOnly: "true"} }
+
+// openBackend loads the configuration and opens its backend; for a
+// command marked readsOnly, a SQLite file that does not exist is an
+// error naming it (config.Config.OpenBackendToRead) rather than created.
 func (a *app) openBackend(cmd *cobra.Command) (*config.Config, backend.Backend, error) {
 	cfg, err := a.loadConfig(cmd)
 	if err != nil {
 		return nil, nil, err
 	}
-	b, err := cfg.OpenBackend(cmd.Context())
+	open := cfg.OpenBackend
+	if cmd.Annotations[annotationReadsOnly] == "true" {
+		open = cfg.OpenBackendToRead
+	}
+	b, err := open(cmd.Context())
 	if err != nil {
 		return nil, nil, err
 	}

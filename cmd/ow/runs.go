@@ -32,8 +32,9 @@ func (a *app) runsListCommand() *cobra.Command {
 		limit                    int
 	)
 	c := &cobra.Command{
-		Use:   "list",
-		Short: "List runs, newest first",
+		Use:         "list",
+		Annotations: readsOnly(),
+		Short:       "List runs, newest first",
 		Long: `List runs of the namespace, newest first, one page at a time.
 
 The table shows id, workflow, version, status, attempts (claims), creation
@@ -105,9 +106,10 @@ func (a *app) printRuns(page *backend.Page[backend.WorkflowRun], next string) er
 
 func (a *app) runsGetCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "get <run-id>",
-		Short: "Show a run and its step attempts",
-		Args:  exactArgs("run-id"),
+		Use:         "get <run-id>",
+		Annotations: readsOnly(),
+		Short:       "Show a run and its step attempts",
+		Args:        exactArgs("run-id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, b, err := a.openBackend(cmd)
 			if err != nil {

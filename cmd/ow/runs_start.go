@@ -175,8 +175,9 @@ func (a *app) runsTailCommand() *cobra.Command {
 	var stream string
 	var after int64
 	c := &cobra.Command{
-		Use:   "tail <run-id>",
-		Short: "Print a run's stream as its steps write it",
+		Use:         "tail <run-id>",
+		Annotations: readsOnly(),
+		Short:       "Print a run's stream as its steps write it",
 		Long: `Print the chunks a run's steps write to a stream (ow.OpenStream): those
 written so far, then new ones as they come, until the stream is closed or
 the run finishes. The bytes go to stdout as they are; with --json, one

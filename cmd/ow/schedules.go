@@ -44,8 +44,9 @@ func (a *app) schedulesListCommand() *cobra.Command {
 	var cursor string
 	var limit int
 	c := &cobra.Command{
-		Use:   "list",
-		Short: "List schedules by name, with their next tick",
+		Use:         "list",
+		Annotations: readsOnly(),
+		Short:       "List schedules by name, with their next tick",
 		Long: `List the namespace's schedules by name: the workflow each starts, its cron
 and time zone, its overlap policy, its next tick (in its time zone) or
 "paused", and how many runs it started and ticks it skipped or missed.
@@ -129,9 +130,10 @@ func inZone(t time.Time, tz string) string {
 func (a *app) schedulesGetCommand() *cobra.Command {
 	var n int
 	c := &cobra.Command{
-		Use:   "get <name>",
-		Short: "Show a schedule and its next ticks",
-		Args:  exactArgs("name"),
+		Use:         "get <name>",
+		Annotations: readsOnly(),
+		Short:       "Show a schedule and its next ticks",
+		Args:        exactArgs("name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if n < 1 || n > 100 {
 				return fmt.Errorf("invalid --next %d: want 1 to 100", n)
