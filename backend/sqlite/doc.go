@@ -10,8 +10,8 @@
 // migration numbering), so both SDKs can share a file: timestamps are
 // fixed-width ISO-8601 UTC text ([backend.TimeLayout]) compared as
 // strings, JSON is text, and absent values are SQL NULL. [Open] creates
-// the file, switches it to WAL and applies the embedded migrations
-// (migrations/NNNN_*.sql). The backend's statements are embedded too
+// the file (unless [Options.MustExist]), switches it to WAL and applies
+// the embedded migrations (migrations/NNNN_*.sql). The backend's statements are embedded too
 // (sql/*.sql, named as the PostgreSQL backend's), loaded and checked once
 // per process by the first Open.
 //
@@ -46,4 +46,19 @@
 //	backend.ErrRunTerminal      cancel of a completed or failed run
 //	backend.ErrStepNotRunning   step write on an attempt in the wrong status
 //	backend.ErrInvalidArgument  empty names, invalid JSON, bad cursors
+//
+// # Damaged files
+//
+// When SQLite reports the file damaged (SQLITE_CORRUPT, "database disk
+// image is malformed", or SQLITE_NOTADB) on any operation, the backend
+// stops using the file: that call and every later one of every Backend
+// of this process on the file fail with a [*DamagedError] naming the
+// file and saying what to do (run 'ow doctor', restore from a backup or
+// salvage with sqlite3's .recover), without reading or writing it again.
+// errors.Is reports it as [ErrDamaged] and as [backend.ErrUnusable], on
+// which a Worker stops rather than retrying. [Open] refuses a file whose
+// header is not SQLite's, or that its migration finds damaged, with the
+// same error; [Options.CheckIntegrity] also runs PRAGMA quick_check
+// ([CheckFile], as 'ow doctor' does) first. [Options.MustExist] refuses
+// to create a missing file ([ErrNoDatabase]), for programs that only read.
 package sqlite

@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	ow "github.com/openworkflow-go/openworkflow"
 	"github.com/openworkflow-go/openworkflow/backend/sqlite"
@@ -117,4 +120,101 @@ func TestADamagedSQLiteFileSaysSoAndWhatToDo(t *testing.T) {
 			t.Errorf("doctor --json: integrity %q", d.Integrity)
 		}
 	})
+}
+
+// garbleRuns writes garbage over the root pages of workflow_runs and its
+// indexes in the SQLite file at path, which a running process has open:
+// it checkpoints the WAL first (so the garbage is what SQLite reads) and
+// makes an unrelated write after, so that the process's page caches see
+// the file changed.
+func garbleRuns(t *testing.T, path string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec("PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+		t.Fatal(err)
+	}
+	var size int64
+	if err := db.QueryRow("PRAGMA page_size").Scan(&size); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.Query(`SELECT rootpage FROM sqlite_master WHERE tbl_name = 'workflow_runs' AND rootpage > 0`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pages []int64
+	for rows.Next() {
+		var p int64
+		if err := rows.Scan(&p); err != nil {
+			t.Fatal(err)
+		}
+		pages = append(pages, p)
+	}
+	if err := rows.Err(); err != nil || len(pages) < 2 {
+		t.Fatalf("root pages of workflow_runs: %v, %v", pages, err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pages {
+		if _, err := f.WriteAt([]byte(strings.Repeat("\xa5", int(size))), (p-1)*size); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("PRAGMA user_version = 7"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDamagedFileStopsARunningWorkerProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs ow")
+	}
+	bin := buildOW(t)
+	e := newEnv(t)
+	e.ok("migrate")
+	proc := exec.Command(bin, "--sqlite-path", e.db, "worker")
+	proc.Dir, proc.Env = e.dir, cleanEnv()
+	stderr, err := proc.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := proc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := watchLines(stderr)
+	exited := make(chan error, 1)
+	go func() { <-lines.done; exited <- proc.Wait() }()
+	if !lines.waitFor(time.Minute, func(s string) bool { return strings.Contains(s, "worker on sqlite") }) {
+		_ = proc.Process.Kill()
+		<-exited
+		t.Fatalf("the worker did not start:\n%s", lines.text())
+	}
+
+	garbleRuns(t, e.db)
+
+	select {
+	case err = <-exited:
+	case <-time.After(2 * time.Minute):
+		_ = proc.Process.Kill()
+		<-exited
+		t.Fatalf("the worker still runs two minutes after its file was damaged:\n%s", lines.text())
+	}
+	out := lines.text()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Errorf("ow worker: %v, want exit status 1\n%s", err, out)
+	}
+	mustContain(t, "ow worker stderr", out, e.db, "is damaged", "restore it from a backup")
+	if n := strings.Count(out, "worker stopped claiming runs"); n != 1 || strings.Contains(out, "tick failed") {
+		t.Errorf("want the stop said once and no retry; stderr:\n%s", out)
+	}
 }

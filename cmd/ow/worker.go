@@ -28,12 +28,26 @@ interrupted (SIGINT or SIGTERM, then a graceful stop):
 
 Runs of other workflows are left to the workers that have them.
 
+A damaged SQLite file (as 'ow doctor' reports it) is refused at start;
+one found damaged while the worker runs stops it, with exit status 1 and
+a message naming the file and what to do.
+
 It puts the schedules of openworkflow.yaml (schedules:) when it starts,
 and fires the due ticks of every schedule of the namespace, as every
 worker does: each tick starts one run whichever worker fires it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, b, err := a.openBackend(cmd)
+			cfg, err := a.loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			// A damaged SQLite file is refused before the worker starts
+			// (PRAGMA quick_check, as 'ow doctor' runs); damage found
+			// later stops the worker (backend.ErrUnusable).
+			if err := cfg.RequireIntact(cmd.Context()); err != nil {
+				return err
+			}
+			b, err := cfg.OpenBackend(cmd.Context())
 			if err != nil {
 				return err
 			}
