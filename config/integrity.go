@@ -69,10 +69,17 @@ func (c *Config) damagedError(problems []string, cause error) error {
 			found += fmt.Sprintf("; and more ('ow doctor' lists up to %d)", MaxIntegrityProblems)
 		}
 	}
-	msg := fmt.Sprintf("the SQLite database %s (sqlite_path from %s) is damaged (%s): it cannot be used as it is; restore it from a backup, or move it aside (mv %s %s.damaged) to start over with an empty database",
-		c.SQLitePath, c.sources[keySQLitePath], found, shellWord(c.SQLitePath), shellWord(c.SQLitePath))
+	msg := fmt.Sprintf("the SQLite database %s (sqlite_path from %s) is damaged (%s): it cannot be used as it is; stop the processes using it, then restore it from a backup, salvage what is readable (sqlite3 %s .recover | sqlite3 recovered.db), or move it aside (mv %s %s.damaged) to start over with an empty database",
+		c.SQLitePath, c.sources[keySQLitePath], found, shellWord(c.SQLitePath), shellWord(c.SQLitePath), shellWord(c.SQLitePath))
 	if cause != nil {
-		msg += "\ncause: " + cause.Error()
+		// The backend's own *sqlite.DamagedError says again what this
+		// message says: quote only SQLite's report in it.
+		line := cause.Error()
+		var de *sqlite.DamagedError
+		if errors.As(cause, &de) && de.Err != nil {
+			line = de.Err.Error()
+		}
+		msg += "\ncause: " + line
 	}
 	return &damagedError{cause: cause, msg: msg}
 }
