@@ -87,8 +87,8 @@ func TestADamagedSQLiteFileSaysSoAndWhatToDo(t *testing.T) {
 			t.Parallel()
 			e := damagedEnv(t, d.damage)
 			// Commands reading the damaged pages fail saying so; the demo
-			// checks the file before starting a worker on it.
-			for _, args := range [][]string{{"runs", "list"}, {"demo", "--packages", "container/list", "--sleep", "0"}} {
+			// and the worker check the file before starting a worker on it.
+			for _, args := range [][]string{{"runs", "list"}, {"demo", "--packages", "container/list", "--sleep", "0"}, {"worker"}} {
 				r := e.run(args...)
 				if r.code != 1 {
 					t.Errorf("ow %s: exit %d, want 1\n%s", args[0], r.code, r.stdout)
