@@ -77,3 +77,67 @@ func TestPassingBackendErrorsAreRetried(t *testing.T) {
 		t.Errorf("Err = %v, want nil", w.Err())
 	}
 }
+
+// breaksMidPass is a backend that becomes unusable while a step runs:
+// from then on claims and writes fail with an error wrapping
+// backend.ErrUnusable, counted.
+type breaksMidPass struct {
+	backend.Backend
+	broken atomic.Bool
+	writes atomic.Int32
+}
+
+var errBroken = fmt.Errorf("the file /data/ow.db is damaged: %w", backend.ErrUnusable)
+
+func (f *breaksMidPass) ClaimWorkflowRuns(ctx context.Context, p backend.ClaimWorkflowRunsParams) ([]*backend.WorkflowRun, error) {
+	if f.broken.Load() {
+		return nil, errBroken
+	}
+	return f.Backend.ClaimWorkflowRuns(ctx, p)
+}
+
+func (f *breaksMidPass) ApplyWrites(ctx context.Context, groups [][]backend.Write) []error {
+	if !f.broken.Load() {
+		return f.Backend.ApplyWrites(ctx, groups)
+	}
+	f.writes.Add(1)
+	errs := make([]error, len(groups))
+	for i := range errs {
+		errs[i] = errBroken
+	}
+	return errs
+}
+
+func TestUnusableBackendMidPassStopsTheWorkerWithoutWaitingForTheGracePeriod(t *testing.T) {
+	b := &breaksMidPass{Backend: openTestBackend(t, nil)}
+	var logs syncBuffer
+	// A grace period longer than the test's guard: Run must not wait it
+	// out for a pass whose run cannot be handed back.
+	w := ow.NewWorker(b, ow.WorkerOptions{ShutdownGracePeriod: time.Hour, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	wf := ow.Define(ow.Spec{Name: "breaks"}, func(ctx ow.Context, _ int) (int, error) {
+		return ow.Run(ctx, "break", func(context.Context) (int, error) {
+			b.broken.Store(true)
+			return 1, nil
+		})
+	})
+	if err := w.Register(wf); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wf.Start(context.Background(), ow.NewClient(b), 0); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- w.Run(context.Background()) }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute):
+		t.Fatalf("Run still running a minute after the backend became unusable mid-pass (%d failed writes); logs:\n%s", b.writes.Load(), logs.String())
+	}
+	if !errors.Is(err, backend.ErrUnusable) {
+		t.Fatalf("Run = %v, want the backend's error", err)
+	}
+	if n := b.writes.Load(); n > 3 {
+		t.Errorf("%d writes tried on the unusable backend, want at most 3 (the pass's, its hand-back, the release at stop)", n)
+	}
+}

@@ -390,8 +390,9 @@ const (
 // a run whose pass failed in a database outage moves again as soon as the
 // database is back rather than when its lease expires. The outcome of the
 // pass's failed write is unknown, so nothing of it is assumed: the next
-// pass replays from what was committed. It gives up when the worker stops
-// (the lease then expires as usual).
+// pass replays from what was committed. It gives up when the worker stops,
+// or at once when the backend reports itself unusable (the lease then
+// expires as usual).
 func (w *Worker) releaseWhenAnswered(x *pass) {
 	delay := releaseRetryFirst
 	for attempt := 1; ; attempt++ {
@@ -404,6 +405,10 @@ func (w *Worker) releaseWhenAnswered(x *pass) {
 			return
 		case errors.Is(err, backend.ErrNotOwner):
 			return // finished, canceled or taken over meanwhile: not ours to release
+		case errors.Is(err, backend.ErrUnusable):
+			// It will never answer: the worker stops (see Err).
+			w.log.Warn("openworkflow: the backend is unusable; the run waits for its lease to expire", "run", x.run.ID)
+			return
 		}
 		t := time.NewTimer(delay)
 		select {
