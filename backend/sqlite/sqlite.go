@@ -51,8 +51,9 @@ type Options struct {
 	// [*DamagedError] listing what the check found. The check reads
 	// every page: 0.35 to 0.9 s for a 127 MB file on a 2-core machine
 	// (warm to cold cache; see docs/security.md), so it is off by
-	// default; a long-running worker can afford it at start. Without it, damage is found when an
-	// operation reads a damaged page, and the backend stops then.
+	// default; a long-running worker can afford it at start. Without
+	// it, damage is found when an operation reads a damaged page, and
+	// the backend stops then.
 	CheckIntegrity bool
 }
 
@@ -157,7 +158,7 @@ func open(ctx context.Context, path string, opts Options, share bool) (*Backend,
 		}
 		if opts.MustExist {
 			if _, err := os.Stat(abs); errors.Is(err, os.ErrNotExist) {
-				return nil, fmt.Errorf("open sqlite backend: %w %s (%w): check the path; the file is created by a program that writes (Options.MustExist is off)", ErrNoDatabase, abs, os.ErrNotExist)
+				return nil, fmt.Errorf("open sqlite backend: %w %s (%w): check the path; a program that writes (opening without Options.MustExist) creates the file", ErrNoDatabase, abs, os.ErrNotExist)
 			}
 		}
 		if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
@@ -303,11 +304,9 @@ func (f *sharedFile) failed() error {
 // was met, unless an earlier one was, and returns the error every
 // operation on the file fails with from now on.
 func (f *sharedFile) latch(path string, err error) error {
-	de, ok := err.(*DamagedError)
-	if !ok {
-		if !errors.As(err, &de) {
-			de = &DamagedError{Path: path, Err: err}
-		}
+	var de *DamagedError
+	if !errors.As(err, &de) {
+		de = &DamagedError{Path: path, Err: err}
 	}
 	f.damaged.CompareAndSwap(nil, de)
 	return f.damaged.Load()
