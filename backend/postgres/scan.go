@@ -129,6 +129,29 @@ func pageParams(limit int, after, before string) (int, *backend.Cursor, *backend
 	return backend.ResolvePage(limit, after, before)
 }
 
+// collectPage reads the rows of a page (limit+1 at most, in scan order),
+// bounded by maxBytes (backend.PageBudget, rows sized by size): the first
+// row that does not fit is kept as the extra row and reading stops there,
+// so the page ends before it and buildPage pages on from it. It returns
+// the rows and the limit buildPage is to apply.
+func collectPage[T any](rows pgx.Rows, scan func(pgx.CollectableRow) (*T, error), size func(*T) int, maxBytes, limit int) ([]*T, int, error) {
+	defer rows.Close()
+	budget := backend.PageBudget{Max: maxBytes}
+	var out []*T
+	for rows.Next() {
+		t, err := scan(rows)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, t)
+		if !budget.Fits(size(t)) {
+			rows.Close()
+			return out, len(out) - 1, rows.Err()
+		}
+	}
+	return out, limit, rows.Err()
+}
+
 // buildPage trims the over-fetched row and sets the cursors, as
 // OpenWorkflow's buildPaginatedResponse: rows came in scan order (reversed
 // for a Before cursor); there is a next page when more rows followed or we
