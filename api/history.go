@@ -108,16 +108,21 @@ func (h *Handler) getHistory(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	all, err := q.resolveAll()
+	if err != nil {
+		return err
+	}
 	run, err := h.c.GetRun(r.Context(), id)
 	if err != nil {
 		return asAPIError(err, "id")
 	}
 	cursor := q.str("cursor")
-	page, err := h.c.ListSteps(r.Context(), backend.ListStepAttemptsParams{WorkflowRunID: id, Limit: limit, After: cursor})
+	page, err := h.c.ListSteps(r.Context(), backend.ListStepAttemptsParams{
+		WorkflowRunID: id, Limit: limit, After: cursor, OmitPayloads: !all, MaxBytes: h.opts.MaxListBytes})
 	if err != nil {
 		return asAPIError(err, "cursor")
 	}
-	evs := History(run, page.Data, cursor == "", page.Next == nil, q.resolveNone())
+	evs := History(run, page.Data, cursor == "", page.Next == nil, !all)
 	writeJSON(w, http.StatusOK, List[Event]{Data: evs, Cursor: page.Next, HasMore: page.Next != nil})
 	return nil
 }

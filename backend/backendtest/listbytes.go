@@ -14,6 +14,7 @@ import (
 // OmitPayloads (no input or output read) and MaxBytes (a page ends early,
 // and the next one carries on from the row it ended before).
 func testListBounds(t *testing.T, s *suite) {
+	testReadStreamBound(t, s)
 	t.Run("OmitPayloads lists runs without input and output, the rest as stored", func(t *testing.T) {
 		t.Parallel()
 		b := s.newBackend(t)
@@ -172,4 +173,43 @@ func requireBudgetPages(t testing.TB, list func(after, before string) (ids []str
 		prev = p
 	}
 	requireIDs(t, "rows of the pages going back, then the last page", append(seen, lastPage...), want)
+}
+
+// testReadStreamBound specifies ReadStreamParams.MaxBytes.
+func testReadStreamBound(t *testing.T, s *suite) {
+	t.Run("ReadStream with MaxBytes stops at the first chunk beyond the budget and returns it last", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		streamStore(t, b)
+		w := newWorkerID()
+		run := startRun(t, b, w, backend.CreateWorkflowRunParams{})
+		wr := newWriter(run, w)
+		for _, n := range []int{100, 300, 200, 50, 400} {
+			wr.append(t, b, "out", strings.Repeat("c", n))
+		}
+		wr.close(t, b, "out")
+		for _, c := range []struct {
+			after    int64
+			want     []int64
+			wantDone bool
+		}{
+			{0, []int64{1, 2, 3}, false}, // 100+300 fit 450; chunk 3 (200) does not
+			{2, []int64{3, 4, 5}, false}, // 200+50 fit; chunk 5 (400) does not
+			{4, []int64{5, 6}, true},     // a page's first chunk always fits; the empty close too
+			{5, []int64{6}, true},        // the close alone
+			{6, []int64{}, true},         // past the end
+		} {
+			chunks, done, err := streamStore(t, b).ReadStream(t.Context(), backend.ReadStreamParams{WorkflowRunID: run.ID, Stream: "out", AfterSeq: c.after, Limit: 10, MaxBytes: 450})
+			if err != nil {
+				t.Fatalf("ReadStream(after %d, MaxBytes 450): %v", c.after, err)
+			}
+			got := []int64{}
+			for _, ch := range chunks {
+				got = append(got, ch.Seq)
+			}
+			if !slices.Equal(got, c.want) || done != c.wantDone {
+				t.Fatalf("ReadStream(after %d, MaxBytes 450) = chunks %v (done %v), want %v (done %v)", c.after, got, done, c.want, c.wantDone)
+			}
+		}
+	})
 }

@@ -66,6 +66,7 @@ func readStreamRows(rows pgx.Rows, p backend.ReadStreamParams) ([]backend.Stream
 	defer rows.Close()
 	chunks := []backend.StreamChunk{}
 	var closeSeq *int64
+	budget := backend.PageBudget{Max: p.MaxBytes}
 	for rows.Next() {
 		var seq *int64
 		var data []byte
@@ -89,7 +90,11 @@ func readStreamRows(rows pgx.Rows, p backend.ReadStreamParams) ([]backend.Stream
 			c.CreatedAt = created.UTC()
 		}
 		chunks = append(chunks, c)
+		if !budget.Fits(len(c.Data)) {
+			break // the chunk beyond the budget: the caller's page ends before it
+		}
 	}
+	rows.Close()
 	return chunks, closeSeq, rows.Err()
 }
 
