@@ -16,7 +16,12 @@
 // # Conventions
 //
 // Lists answer {"data": [...], "cursor": "…" or null, "hasMore": bool};
-// pass cursor back to get the next page, with the same filters. Errors
+// pass cursor back to get the next page, with the same filters. They
+// leave inputs, outputs and metadata out unless asked with
+// resolveData=all (single reads include them unless resolveData=none),
+// and a page ends at its limit or at its byte budget
+// ([Options.MaxListBytes]), whichever comes first: what one request costs
+// is bounded by the budget, not by the data stored. Errors
 // answer {"code", "message", "field"?} with a stable code (see [Code]) and
 // the status that goes with it: 400 bad input (naming the field), 401
 // missing or wrong token, 404 unknown id or token, 405 wrong method, 409

@@ -18,8 +18,9 @@ import (
 // step_failed (Kind says which kind of step: function, sleep, workflow,
 // signal-wait, hook-wait…), run_retried (a manual retry), run_forked (a
 // fork's mark, after the steps it reuses: see POST /v1/runs/{id}/fork),
-// run_completed, run_failed, run_canceled. Data is the step's output or error, or the
-// run's (left out with resolveData=none).
+// run_completed, run_failed, run_canceled. Data is the step's output or
+// error, or the run's input, output or error; inputs and outputs are left
+// out unless resolveData=all, errors always shown.
 type Event struct {
 	Type     string          `json:"type"`
 	At       time.Time       `json:"at"`
