@@ -39,55 +39,79 @@ func serve(t *testing.T, c *ow.Client, opts server.Options) string {
 	}
 }
 
-// TestSlowBodyIsCut: a client that sends its headers, then its body a
+// TestSlowClientsAreCut: a client that sends its headers, or its body, a
 // byte at a time — holding a connection and a handler for as long as it
-// likes — is cut once Options.BodyTimeout has passed (issue 19: such a
-// connection stayed open 180 s).
-func TestSlowBodyIsCut(t *testing.T) {
-	b := openSQLite(t)
-	addr := serve(t, ow.NewClient(b), server.Options{BodyTimeout: 200 * time.Millisecond})
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := io.WriteString(conn, "POST /v1/runs HTTP/1.1\r\nHost: "+addr+"\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"); err != nil {
-		t.Fatal(err)
-	}
-	// The trickle: a byte every 20 ms, until the server cuts the
-	// connection or the test ends.
-	stop := make(chan struct{})
-	trickled := make(chan error, 1)
-	go func() { // owned by this test: stop ends it, trickled says it has
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				trickled <- nil
-				return
-			case <-tick.C:
-				if _, err := io.WriteString(conn, " "); err != nil {
-					trickled <- err
-					return
-				}
+// likes — is cut once the timeout of what it sends has passed (issue 19:
+// a slow body stayed open 180 s), and an idle keep-alive connection once
+// IdleTimeout has.
+func TestSlowClientsAreCut(t *testing.T) {
+	const timeout = 200 * time.Millisecond
+	for _, c := range []struct {
+		name  string
+		opts  server.Options
+		first string // sent at once, before the trickle
+		// answered: the server answers before it cuts (a complete request,
+		// then the idle connection).
+		answered bool
+	}{
+		{"a slow body, after BodyTimeout", server.Options{BodyTimeout: timeout},
+			"POST /v1/runs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{", false},
+		{"slow headers, after ReadHeaderTimeout", server.Options{ReadHeaderTimeout: timeout},
+			"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ", false},
+		{"an idle connection, after IdleTimeout", server.Options{IdleTimeout: timeout},
+			"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := openSQLite(t)
+			addr := serve(t, ow.NewClient(b), c.opts)
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-	}()
-	defer func() { close(stop); <-trickled }()
-
-	// The server answers (or not) and closes the connection: the read
-	// ends with EOF or a reset, long before this safety deadline.
-	if err := conn.SetReadDeadline(time.Now().Add(15 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	got, err := io.ReadAll(conn)
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		t.Fatalf("the server kept a connection sending its body a byte every 20 ms open for 15 s (BodyTimeout 200 ms); read %q", got)
-	}
-	if len(got) > 0 && !strings.HasPrefix(string(got), "HTTP/1.1 400") {
-		t.Fatalf("the cut request was answered %q, want a 400 or nothing", got)
+			defer conn.Close()
+			if _, err := io.WriteString(conn, c.first); err != nil {
+				t.Fatal(err)
+			}
+			if !c.answered {
+				// The trickle: a byte every 20 ms, until the server cuts the
+				// connection or the test ends.
+				stop := make(chan struct{})
+				trickled := make(chan error, 1)
+				go func() { // owned by this test: stop ends it, trickled says it has
+					tick := time.NewTicker(20 * time.Millisecond)
+					defer tick.Stop()
+					for {
+						select {
+						case <-stop:
+							trickled <- nil
+							return
+						case <-tick.C:
+							if _, err := io.WriteString(conn, "a"); err != nil {
+								trickled <- err
+								return
+							}
+						}
+					}
+				}()
+				defer func() { close(stop); <-trickled }()
+			}
+			// The server closes the connection: the read ends with EOF or a
+			// reset, long before this safety deadline.
+			if err := conn.SetReadDeadline(time.Now().Add(15 * time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			got, err := io.ReadAll(conn)
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				t.Fatalf("the server kept the connection open for 15 s (timeout %v); read %q", timeout, got)
+			}
+			switch {
+			case c.answered && !strings.HasPrefix(string(got), "HTTP/1.1 200"):
+				t.Fatalf("the request before the idle time was answered %q, want 200", got)
+			case !c.answered && len(got) > 0 && !strings.HasPrefix(string(got), "HTTP/1.1 400"):
+				t.Fatalf("the cut request was answered %q, want a 400 or nothing", got)
+			}
+		})
 	}
 }
 
