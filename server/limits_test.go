@@ -54,7 +54,7 @@ func TestSlowClientsAreCut(t *testing.T) {
 		// then the idle connection).
 		answered bool
 	}{
-		{"a slow body, after BodyTimeout", server.Options{BodyTimeout: timeout},
+		{"a slow body, after ReadTimeout", server.Options{ReadTimeout: timeout},
 			"POST /v1/runs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{", false},
 		{"slow headers, after ReadHeaderTimeout", server.Options{ReadHeaderTimeout: timeout},
 			"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ", false},
@@ -122,7 +122,7 @@ func TestEventStreamOutlivesTheTimeouts(t *testing.T) {
 	b := openSQLite(t)
 	c := ow.NewClient(b)
 	const timeout = 50 * time.Millisecond
-	opts := server.Options{ReadHeaderTimeout: timeout, BodyTimeout: timeout, IdleTimeout: timeout}
+	opts := server.Options{ReadHeaderTimeout: timeout, ReadTimeout: timeout, IdleTimeout: timeout}
 	opts.API.KeepAlive = 10 * time.Millisecond
 	addr := serve(t, c, opts)
 	h, err := c.StartByName(t.Context(), "nobody-runs-this", "", nil)

@@ -61,15 +61,15 @@ type Options struct {
 	// the connection's first byte (or the end of the previous request).
 	// Default 10 s ([DefaultReadHeaderTimeout]).
 	ReadHeaderTimeout time.Duration
-	// BodyTimeout bounds the reading of a request's body, from the end of
-	// its headers: a client sending it slower (a byte now and then, to
-	// hold the connection) is cut — the handler's read fails and the
-	// connection is closed. Default 30 s ([DefaultBodyTimeout]). It is a
-	// deadline on the body only, lifted once the body is read: an
-	// http.Server.ReadTimeout would also end the long-lived responses
-	// (event streams) once it passed, and no write timeout is set for
-	// the same reason.
-	BodyTimeout time.Duration
+	// ReadTimeout bounds the reading of a whole request, headers and
+	// body, from its first byte: a client sending its body slower (a byte
+	// now and then, to hold the connection) is cut — the handler's read
+	// fails and the connection is closed. Default 30 s
+	// ([DefaultReadTimeout]). It bounds the request only: net/http lifts
+	// the deadline once the body is read, so a long-lived response (an
+	// event stream) outlives it; no write timeout is set, for those
+	// responses.
+	ReadTimeout time.Duration
 	// IdleTimeout is how long a keep-alive connection may wait for its
 	// next request. Default 2 min ([DefaultIdleTimeout]).
 	IdleTimeout time.Duration
@@ -88,7 +88,7 @@ const DefaultAddr = "127.0.0.1:8080"
 // The defaults of the connection limits of [Options].
 const (
 	DefaultReadHeaderTimeout = 10 * time.Second
-	DefaultBodyTimeout       = 30 * time.Second
+	DefaultReadTimeout       = 30 * time.Second
 	DefaultIdleTimeout       = 2 * time.Minute
 	DefaultMaxHeaderBytes    = 64 << 10
 )
@@ -138,8 +138,9 @@ func Serve(ctx context.Context, c *ow.Client, opts Options) error {
 		mux.Handle("/", endOnShutdown(opts.Dashboard, done))
 	}
 	srv := &http.Server{
-		Handler:           bodyDeadline(mux, opts.BodyTimeout),
+		Handler:           mux,
 		ReadHeaderTimeout: opts.ReadHeaderTimeout,
+		ReadTimeout:       opts.ReadTimeout,
 		MaxHeaderBytes:    opts.MaxHeaderBytes,
 		IdleTimeout:       opts.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
