@@ -156,11 +156,13 @@ func (b *Backend) ListWorkflowRuns(ctx context.Context, p backend.ListWorkflowRu
 		return &backend.Page[backend.WorkflowRun]{Data: []backend.WorkflowRun{}}, nil
 	}
 	sql, args := b.listRunsQuery(p, after, before, limit)
-	rows, err := b.pool.Query(ctx, sql, args...)
+	qctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	rows, err := b.pool.Query(qctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list workflow runs: %w", err)
 	}
-	runs, limit, err := collectPage(rows, scanRun, (*backend.WorkflowRun).PayloadBytes, p.MaxBytes, limit)
+	runs, limit, err := collectPage(rows, cancel, scanRun, (*backend.WorkflowRun).PayloadBytes, p.MaxBytes, limit)
 	if err == nil {
 		err = b.decodeRuns(ctx, runs...)
 	}

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -134,7 +135,12 @@ func pageParams(limit int, after, before string) (int, *backend.Cursor, *backend
 // row that does not fit is kept as the extra row and reading stops there,
 // so the page ends before it and buildPage pages on from it. It returns
 // the rows and the limit buildPage is to apply.
-func collectPage[T any](rows pgx.Rows, scan func(pgx.CollectableRow) (*T, error), size func(*T) int, maxBytes, limit int) ([]*T, int, error) {
+//
+// Stopping early calls cancel, the cancellation of the query's context:
+// closing the rows would otherwise read the rest of the result (up to a
+// thousand large rows, sent by the server only to be dropped here); pgx
+// closes the connection instead, and the pool replaces it.
+func collectPage[T any](rows pgx.Rows, cancel context.CancelFunc, scan func(pgx.CollectableRow) (*T, error), size func(*T) int, maxBytes, limit int) ([]*T, int, error) {
 	defer rows.Close()
 	budget := backend.PageBudget{Max: maxBytes}
 	var out []*T
@@ -145,8 +151,8 @@ func collectPage[T any](rows pgx.Rows, scan func(pgx.CollectableRow) (*T, error)
 		}
 		out = append(out, t)
 		if !budget.Fits(size(t)) {
-			rows.Close()
-			return out, len(out) - 1, rows.Err()
+			cancel()
+			return out, len(out) - 1, nil // every row kept was read whole
 		}
 	}
 	return out, limit, rows.Err()

@@ -44,11 +44,13 @@ func (b *Backend) ListStepAttempts(ctx context.Context, p backend.ListStepAttemp
 	}
 	q := newPageQuery(base, b.namespace, p.WorkflowRunID)
 	sql := q.finish("sa", false, after, before, limit)
-	rows, err := b.pool.Query(ctx, sql, q.args...)
+	qctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	rows, err := b.pool.Query(qctx, sql, q.args...)
 	if err != nil {
 		return nil, fmt.Errorf("list step attempts of workflow run %s: %w", p.WorkflowRunID, err)
 	}
-	steps, limit, err := collectPage(rows, scanStep, (*backend.StepAttempt).PayloadBytes, p.MaxBytes, limit)
+	steps, limit, err := collectPage(rows, cancel, scanStep, (*backend.StepAttempt).PayloadBytes, p.MaxBytes, limit)
 	if err == nil {
 		err = b.decodeSteps(ctx, steps...)
 	}
