@@ -16,7 +16,12 @@
 // # Conventions
 //
 // Lists answer {"data": [...], "cursor": "…" or null, "hasMore": bool};
-// pass cursor back to get the next page, with the same filters. Errors
+// pass cursor back to get the next page, with the same filters. They
+// leave inputs, outputs and metadata out unless asked with
+// resolveData=all (single reads include them unless resolveData=none),
+// and a page ends at its limit or at its byte budget
+// ([Options.MaxListBytes]), whichever comes first: what one request costs
+// is bounded by the budget, not by the data stored. Errors
 // answer {"code", "message", "field"?} with a stable code (see [Code]) and
 // the status that goes with it: 400 bad input (naming the field), 401
 // missing or wrong token, 404 unknown id or token, 405 wrong method, 409
@@ -59,6 +64,15 @@ type Options struct {
 	// MaxBodyBytes limits a request body; a larger one answers 413.
 	// Default 1 MiB ([DefaultMaxBodyBytes]).
 	MaxBodyBytes int64
+	// MaxListBytes is the byte budget of one list page: the most bytes of
+	// stored JSON (inputs, outputs, errors, contexts, schedule inputs,
+	// stream chunks) its records carry together. The page ends before the
+	// record that would pass it, with hasMore true and a cursor that
+	// carries on from that record, so nothing is lost; a page holds one
+	// record at least, whatever its size. Lists leave inputs and outputs
+	// out unless asked for (resolveData=all), so the budget matters most
+	// then. Default 4 MiB ([DefaultMaxListBytes]).
+	MaxListBytes int
 	// CORSOrigins are the origins allowed to call the API from a browser
 	// (exact matches, or "*"); none by default, so no CORS headers are
 	// sent and browsers refuse cross-origin calls.
@@ -81,6 +95,10 @@ type Options struct {
 
 // DefaultMaxBodyBytes is the default limit of a request body: 1 MiB.
 const DefaultMaxBodyBytes = 1 << 20
+
+// DefaultMaxListBytes is the default byte budget of one list page
+// ([Options.MaxListBytes]): 4 MiB.
+const DefaultMaxListBytes = 4 << 20
 
 // Handler serves the API. Create it with [New]; it is an http.Handler
 // for paths under /v1/ and answers 404 to others.
@@ -141,6 +159,9 @@ var routeTable = []Route{
 func New(c *ow.Client, opts Options) *Handler {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.MaxListBytes <= 0 {
+		opts.MaxListBytes = DefaultMaxListBytes
 	}
 	if opts.KeepAlive <= 0 {
 		opts.KeepAlive = 15 * time.Second

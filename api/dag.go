@@ -102,7 +102,9 @@ func (h *Handler) getDAG(w http.ResponseWriter, r *http.Request) error {
 			"run %s of workflow %q is not a DAG workflow run (its input holds no DAG definition); GET /v1/runs/%s shows it", run.ID, run.WorkflowName, run.ID)
 	}
 	var attempts []backend.StepAttempt
-	p := backend.ListStepAttemptsParams{WorkflowRunID: id, Limit: 1000}
+	// The status reads no output but to show it: without resolveData,
+	// none is read.
+	p := backend.ListStepAttemptsParams{WorkflowRunID: id, Limit: 1000, OmitPayloads: q.resolveNone()}
 	for len(attempts) < maxDAGAttempts {
 		page, err := h.c.ListSteps(r.Context(), p)
 		if err != nil {

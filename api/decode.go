@@ -162,10 +162,26 @@ func (q query) time(name string) (*time.Time, error) {
 	return &t, nil
 }
 
-// resolveData reads resolveData: "none" blanks inputs, outputs and
-// metadata; anything else, including unknown values, means "all" (as in
-// the World API: an unknown value must never hide data by mistake).
+// resolveNone reads resolveData on a route answering one record: "none"
+// blanks inputs, outputs and metadata; anything else, including unknown
+// values, means "all" (as in the World API: an unknown value must never
+// hide data by mistake).
 func (q query) resolveNone() bool { return q.v.Get("resolveData") == "none" }
+
+// resolveAll reads resolveData on a list route, where payloads are left
+// out unless asked for: "all" includes them, "none" or no value leaves
+// them out, and any other value is refused (a list silently without the
+// data a misspelt value meant to ask for would be a trap).
+func (q query) resolveAll() (bool, error) {
+	switch s := q.v.Get("resolveData"); s {
+	case "all":
+		return true, nil
+	case "", "none":
+		return false, nil
+	default:
+		return false, badField("resolveData", "resolveData must be all (inputs, outputs and metadata included, within the page's byte budget) or none (the default on lists), got %q", s)
+	}
+}
 
 // status reads a run status filter.
 func (q query) status() (backend.RunStatus, error) {

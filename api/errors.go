@@ -106,15 +106,33 @@ func writeError(w *recorder, r *http.Request, err error) {
 	writeJSON(w, e.Status, e)
 }
 
-// writeJSON answers v as JSON with status.
+// writeJSON answers v as JSON with status. The encoder writes the
+// encoded value once, from its own (pooled) buffer: a large page is not
+// copied again to add the newline.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status = http.StatusInternalServerError
-		b, _ = json.Marshal(&Error{Code: CodeInternal, Message: "encode the response: " + err.Error()})
+	out := &jsonAnswer{w: w, status: status}
+	if err := json.NewEncoder(out).Encode(v); err != nil && !out.begun {
+		// Nothing was written: v could not be encoded.
+		b, _ := json.Marshal(&Error{Code: CodeInternal, Message: "encode the response: " + err.Error()})
+		out.status = http.StatusInternalServerError
+		_, _ = out.Write(append(b, '\n'))
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
+}
+
+// jsonAnswer sends the headers and status of a JSON answer with its
+// first write.
+type jsonAnswer struct {
+	w      http.ResponseWriter
+	status int
+	begun  bool
+}
+
+func (a *jsonAnswer) Write(b []byte) (int, error) {
+	if !a.begun {
+		a.begun = true
+		a.w.Header().Set("Content-Type", "application/json")
+		a.w.Header().Set("Cache-Control", "no-store")
+		a.w.WriteHeader(a.status)
+	}
+	return a.w.Write(b)
 }

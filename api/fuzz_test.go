@@ -62,7 +62,7 @@ func FuzzStartRun(f *testing.F) {
 }
 
 func FuzzListRuns(f *testing.F) {
-	for _, s := range []string{"limit=2&status=failed", "cursor=abc", "createdAfter=2026-01-01T00:00:00Z&createdBefore=2025-01-01T00:00:00Z", "limit=-1", "resolveData=none&workflowName=%00", "%", "status=running&cursor=eyJ0IjoiMjAyNiJ9"} {
+	for _, s := range []string{"limit=2&status=failed", "cursor=abc", "createdAfter=2026-01-01T00:00:00Z&createdBefore=2025-01-01T00:00:00Z", "limit=-1", "resolveData=none&workflowName=%00", "%", "status=running&cursor=eyJ0IjoiMjAyNiJ9", "resolveData=all&limit=1000", "resolveData=al"} {
 		f.Add(s)
 	}
 	h := fuzzHandler(f)

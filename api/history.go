@@ -18,8 +18,9 @@ import (
 // step_failed (Kind says which kind of step: function, sleep, workflow,
 // signal-wait, hook-wait…), run_retried (a manual retry), run_forked (a
 // fork's mark, after the steps it reuses: see POST /v1/runs/{id}/fork),
-// run_completed, run_failed, run_canceled. Data is the step's output or error, or the
-// run's (left out with resolveData=none).
+// run_completed, run_failed, run_canceled. Data is the step's output or
+// error, or the run's input, output or error; inputs and outputs are left
+// out unless resolveData=all, errors always shown.
 type Event struct {
 	Type     string          `json:"type"`
 	At       time.Time       `json:"at"`
@@ -108,16 +109,21 @@ func (h *Handler) getHistory(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	all, err := q.resolveAll()
+	if err != nil {
+		return err
+	}
 	run, err := h.c.GetRun(r.Context(), id)
 	if err != nil {
 		return asAPIError(err, "id")
 	}
 	cursor := q.str("cursor")
-	page, err := h.c.ListSteps(r.Context(), backend.ListStepAttemptsParams{WorkflowRunID: id, Limit: limit, After: cursor})
+	page, err := h.c.ListSteps(r.Context(), backend.ListStepAttemptsParams{
+		WorkflowRunID: id, Limit: limit, After: cursor, OmitPayloads: !all, MaxBytes: h.opts.MaxListBytes})
 	if err != nil {
 		return asAPIError(err, "cursor")
 	}
-	evs := History(run, page.Data, cursor == "", page.Next == nil, q.resolveNone())
+	evs := History(run, page.Data, cursor == "", page.Next == nil, !all)
 	writeJSON(w, http.StatusOK, List[Event]{Data: evs, Cursor: page.Next, HasMore: page.Next != nil})
 	return nil
 }

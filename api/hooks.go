@@ -194,6 +194,10 @@ func (h *Handler) listRunHooks(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	all, err := q.resolveAll()
+	if err != nil {
+		return err
+	}
 	if _, err := h.c.GetRun(r.Context(), id); err != nil {
 		return asAPIError(err, "id")
 	}
@@ -201,7 +205,6 @@ func (h *Handler) listRunHooks(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return asAPIError(err, "")
 	}
-	none := q.resolveNone()
-	writeJSON(w, http.StatusOK, listOf(hooks, nil, func(hk *backend.Hook) Hook { return HookOf(hk, none) }))
+	writeJSON(w, http.StatusOK, listOf(hooks, nil, func(hk *backend.Hook) Hook { return HookOf(hk, !all) }))
 	return nil
 }

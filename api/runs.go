@@ -165,6 +165,11 @@ func (h *Handler) listRuns(w http.ResponseWriter, r *http.Request) error {
 	if p.CreatedAfter != nil && p.CreatedBefore != nil && !p.CreatedAfter.Before(*p.CreatedBefore) {
 		return badField("createdBefore", "createdBefore must be after createdAfter")
 	}
+	all, err := q.resolveAll()
+	if err != nil {
+		return err
+	}
+	p.OmitPayloads, p.MaxBytes = !all, h.opts.MaxListBytes
 	page, err := h.c.ListRuns(r.Context(), p)
 	if err != nil {
 		field := "cursor"
@@ -173,9 +178,8 @@ func (h *Handler) listRuns(w http.ResponseWriter, r *http.Request) error {
 		}
 		return asAPIError(err, field)
 	}
-	none := q.resolveNone()
 	writeJSON(w, http.StatusOK, RunPage{
-		List:       listOf(page.Data, page.Next, func(run *backend.WorkflowRun) Run { return RunOf(run, none) }),
+		List:       listOf(page.Data, page.Next, func(run *backend.WorkflowRun) Run { return RunOf(run, !all) }),
 		PrevCursor: page.Prev,
 	})
 	return nil
@@ -290,17 +294,21 @@ func (h *Handler) listSteps(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	all, err := q.resolveAll()
+	if err != nil {
+		return err
+	}
 	// The run first: an unknown run is a 404, not an empty list.
 	run, err := h.c.GetRun(r.Context(), id)
 	if err != nil {
 		return asAPIError(err, "id")
 	}
-	page, err := h.c.ListSteps(r.Context(), backend.ListStepAttemptsParams{WorkflowRunID: id, Limit: limit, After: q.str("cursor")})
+	page, err := h.c.ListSteps(r.Context(), backend.ListStepAttemptsParams{
+		WorkflowRunID: id, Limit: limit, After: q.str("cursor"), OmitPayloads: !all, MaxBytes: h.opts.MaxListBytes})
 	if err != nil {
 		return asAPIError(err, "cursor")
 	}
-	none := q.resolveNone()
-	out := listOf(page.Data, page.Next, func(a *backend.StepAttempt) Step { return StepOf(a, none) })
+	out := listOf(page.Data, page.Next, func(a *backend.StepAttempt) Step { return StepOf(a, !all) })
 	MarkAbandoned(run, out.Data, time.Now())
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -333,7 +341,8 @@ func (h *Handler) getStep(w http.ResponseWriter, r *http.Request) error {
 		step.Abandoned = unleased(run, time.Now())
 		cursor := backend.Cursor{CreatedAt: a.CreatedAt, ID: a.ID}.Encode()
 		for !step.Abandoned {
-			page, err := h.c.ListSteps(r.Context(), backend.ListStepAttemptsParams{WorkflowRunID: a.WorkflowRunID, Limit: backend.MaxPageSize, After: cursor})
+			page, err := h.c.ListSteps(r.Context(), backend.ListStepAttemptsParams{
+				WorkflowRunID: a.WorkflowRunID, Limit: backend.MaxPageSize, After: cursor, OmitPayloads: true, MaxBytes: h.opts.MaxListBytes})
 			if err != nil {
 				return asAPIError(err, "")
 			}

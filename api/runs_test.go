@@ -48,7 +48,7 @@ func TestStartGetAndResolveData(t *testing.T) {
 		if len(steps.Data) != 1 || steps.Data[0].StepName != "sum" || steps.Data[0].Output != nil {
 			t.Errorf("steps with resolveData=none: %+v", steps.Data)
 		}
-		s.must(http.StatusOK, "GET", "/v1/runs/"+run.ID+"/steps", nil).decode(t, &steps)
+		s.must(http.StatusOK, "GET", "/v1/runs/"+run.ID+"/steps?resolveData=all", nil).decode(t, &steps)
 		if len(steps.Data) != 1 || string(steps.Data[0].Output) != "5" || steps.Data[0].Status != "completed" {
 			t.Errorf("steps: %+v", steps.Data)
 		}

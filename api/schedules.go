@@ -178,6 +178,17 @@ func (h *Handler) listSchedules(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return asAPIError(err, "")
 	}
+	// A schedule's input is its configuration, listed with it, within the
+	// page's byte budget: the page ends before the schedule that would
+	// pass it, and the cursor carries on from there.
+	budget := backend.PageBudget{Max: h.opts.MaxListBytes}
+	for i := range page.Data {
+		if !budget.Fits(len(page.Data[i].Input)) {
+			next := backend.ScheduleCursor{Name: page.Data[i-1].Name}.Encode()
+			page.Data, page.Next = page.Data[:i], &next
+			break
+		}
+	}
 	writeJSON(w, http.StatusOK, listOf(page.Data, page.Next, ScheduleOf))
 	return nil
 }

@@ -88,9 +88,18 @@ func (h *Handler) readStream(w http.ResponseWriter, r *http.Request) error {
 	if ask < backend.MaxPageSize {
 		ask++ // one more than the page says whether there is a next one
 	}
-	chunks, done, err := h.c.ReadStream(r.Context(), backend.ReadStreamParams{WorkflowRunID: id, Stream: name, AfterSeq: after, Limit: ask})
+	chunks, done, err := h.c.ReadStream(r.Context(), backend.ReadStreamParams{WorkflowRunID: id, Stream: name, AfterSeq: after, Limit: ask, MaxBytes: h.opts.MaxListBytes})
 	if err != nil {
 		return asAPIError(err, "")
+	}
+	// The page's chunks within the byte budget: the backend stopped at the
+	// first chunk beyond it and returned it last, so a cut says more follow.
+	budget := backend.PageBudget{Max: h.opts.MaxListBytes}
+	for i := range min(limit, len(chunks)) {
+		if !budget.Fits(len(chunks[i].Data)) {
+			limit = i
+			break
+		}
 	}
 	more := len(chunks) > limit || (len(chunks) == limit && ask == limit && !done)
 	if len(chunks) > limit {

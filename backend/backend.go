@@ -225,6 +225,17 @@ type ListWorkflowRunsParams struct {
 	// After and Before are cursors from a previous page; at most one may be
 	// set, else the call fails with [ErrInvalidArgument].
 	After, Before string
+	// OmitPayloads leaves out Input and Output: the backend reads NULL in
+	// their place, so a page of large runs costs the memory of its small
+	// fields only. Error, Config and Context are still read.
+	OmitPayloads bool
+	// MaxBytes, when positive, bounds the page by the JSON bytes its runs
+	// hold ([WorkflowRun.PayloadBytes]): the page ends before the run that
+	// would take the sum beyond MaxBytes, as though Limit had been
+	// reached there — Next (Prev, reading backwards with Before) leads on
+	// from it, so no run is lost or repeated. A page holds at least one
+	// run, whatever its size. 0: no bound but Limit.
+	MaxBytes int
 }
 
 // RetryWorkflowRunParams are the inputs of [Client.RetryWorkflowRun].
@@ -243,6 +254,13 @@ type ListStepAttemptsParams struct {
 	Limit int
 	// After and Before are cursors from a previous page; at most one.
 	After, Before string
+	// OmitPayloads leaves out Output, read as NULL (as
+	// [ListWorkflowRunsParams.OmitPayloads]).
+	OmitPayloads bool
+	// MaxBytes, when positive, bounds the page by the JSON bytes of its
+	// attempts ([StepAttempt.PayloadBytes]), as
+	// [ListWorkflowRunsParams.MaxBytes] does runs'.
+	MaxBytes int
 }
 
 // DefaultPageSize is the page size of list calls when Limit is 0.

@@ -158,6 +158,13 @@ type ReadStreamParams struct {
 	// Limit is the most chunks returned; 0 means [DefaultPageSize], above
 	// [MaxPageSize] fails with [ErrInvalidArgument].
 	Limit int
+	// MaxBytes, when positive, stops reading at the first chunk that takes
+	// the bytes of the chunks read beyond MaxBytes ([PageBudget]): that
+	// chunk is the last returned, so that a caller keeping to the same
+	// budget ends its page before it and knows that more follow. Memory
+	// is then bounded by MaxBytes plus one chunk ([MaxChunkSize]), however
+	// large Limit. 0: no bound but Limit.
+	MaxBytes int
 }
 
 // Validate checks p as every backend does, with errors wrapping

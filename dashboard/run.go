@@ -116,13 +116,15 @@ func (d *Dashboard) loadRun(ctx context.Context, id string, now time.Time) (*run
 	}
 	h.Write(raw)
 	var steps api.List[api.Step]
-	if raw, err = d.api.call(ctx, http.MethodGet, base+"/steps", url.Values{"limit": {"1000"}}, nil, &steps); err != nil {
+	// The run page shows the steps' outputs and the hooks' metadata: asked
+	// for (resolveData=all), within the API's byte budget of a page.
+	if raw, err = d.api.call(ctx, http.MethodGet, base+"/steps", url.Values{"limit": {"1000"}, "resolveData": {"all"}}, nil, &steps); err != nil {
 		return nil, err
 	}
 	h.Write(raw)
 	data.StepsTruncated = steps.HasMore
 	var hooks api.List[api.Hook]
-	if raw, err = d.api.call(ctx, http.MethodGet, base+"/hooks", nil, nil, &hooks); err != nil && apiCode(err) != api.CodeNotSupported {
+	if raw, err = d.api.call(ctx, http.MethodGet, base+"/hooks", url.Values{"resolveData": {"all"}}, nil, &hooks); err != nil && apiCode(err) != api.CodeNotSupported {
 		return nil, err
 	}
 	h.Write(raw)

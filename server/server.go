@@ -57,6 +57,25 @@ type Options struct {
 	// ShutdownGrace is how long in-flight requests may take to finish
 	// after the context ends. Default 10 s.
 	ShutdownGrace time.Duration
+	// ReadHeaderTimeout bounds the reading of a request's headers, from
+	// the connection's first byte (or the end of the previous request).
+	// Default 10 s ([DefaultReadHeaderTimeout]).
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds the reading of a whole request, headers and
+	// body, from its first byte: a client sending its body slower (a byte
+	// now and then, to hold the connection) is cut — the handler's read
+	// fails and the connection is closed. Default 30 s
+	// ([DefaultReadTimeout]). It bounds the request only: net/http lifts
+	// the deadline once the body is read, so a long-lived response (an
+	// event stream) outlives it; no write timeout is set, for those
+	// responses.
+	ReadTimeout time.Duration
+	// IdleTimeout is how long a keep-alive connection may wait for its
+	// next request. Default 2 min ([DefaultIdleTimeout]).
+	IdleTimeout time.Duration
+	// MaxHeaderBytes bounds a request's headers (with its request line);
+	// larger ones answer 431. Default 64 KiB ([DefaultMaxHeaderBytes]).
+	MaxHeaderBytes int
 	// Ready, when set, is called with the address listened on once the
 	// server accepts connections.
 	Ready func(addr string)
@@ -65,6 +84,14 @@ type Options struct {
 // DefaultAddr is the address `ow server` listens on by default: loopback
 // only.
 const DefaultAddr = "127.0.0.1:8080"
+
+// The defaults of the connection limits of [Options].
+const (
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = 30 * time.Second
+	DefaultIdleTimeout       = 2 * time.Minute
+	DefaultMaxHeaderBytes    = 64 << 10
+)
 
 // ErrTokenRequired: the address is beyond loopback and no token is set.
 var ErrTokenRequired = errors.New("a server listening beyond loopback needs an API token")
@@ -81,6 +108,7 @@ func Serve(ctx context.Context, c *ow.Client, opts Options) error {
 	if opts.ShutdownGrace <= 0 {
 		opts.ShutdownGrace = 10 * time.Second
 	}
+	opts.connectionDefaults()
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -111,9 +139,10 @@ func Serve(ctx context.Context, c *ow.Client, opts Options) error {
 	}
 	srv := &http.Server{
 		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: opts.ReadHeaderTimeout,
+		ReadTimeout:       opts.ReadTimeout,
+		MaxHeaderBytes:    opts.MaxHeaderBytes,
+		IdleTimeout:       opts.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	srv.RegisterOnShutdown(func() { close(done) })

@@ -102,6 +102,7 @@ func Run(t *testing.T, h Harness) {
 		{"Step attempts (WriteInsertStep, WriteFinishStep)", testStepAttempts},
 		{"ListStepAttempts", testListStepAttempts},
 		{"ListStepHistories", testListStepHistories},
+		{"ListBounds", testListBounds},
 		{"WriteLinkChild", testLinkChild},
 		{"Ownership fencing", testOwnershipFencing},
 		{"SendSignal", testSendSignal},

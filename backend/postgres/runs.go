@@ -156,11 +156,13 @@ func (b *Backend) ListWorkflowRuns(ctx context.Context, p backend.ListWorkflowRu
 		return &backend.Page[backend.WorkflowRun]{Data: []backend.WorkflowRun{}}, nil
 	}
 	sql, args := b.listRunsQuery(p, after, before, limit)
-	rows, err := b.pool.Query(ctx, sql, args...)
+	qctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	rows, err := b.pool.Query(qctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list workflow runs: %w", err)
 	}
-	runs, err := pgx.CollectRows(rows, scanRun)
+	runs, limit, err := collectPage(rows, cancel, scanRun, (*backend.WorkflowRun).PayloadBytes, p.MaxBytes, limit)
 	if err == nil {
 		err = b.decodeRuns(ctx, runs...)
 	}
@@ -224,8 +226,12 @@ func listedStatuses(status backend.RunStatus) []backend.RunStatus {
 // make each list one index range, but every run transition would pay for
 // them (docs/scale.md); go migration 2 dropped them.
 func (b *Backend) listRunsQuery(p backend.ListWorkflowRunsParams, after, before *backend.Cursor, limit int) (string, []any) {
+	base := b.q.ListRuns
+	if p.OmitPayloads {
+		base = b.q.ListRunsSummary
+	}
 	if p.Status == "" && p.WorkflowName == "" {
-		q := newPageQuery(b.q.ListRuns, b.namespace)
+		q := newPageQuery(base, b.namespace)
 		if p.CreatedAfter != nil {
 			q.and(`wr."created_at" >= %s`, *p.CreatedAfter)
 		}
@@ -260,7 +266,7 @@ func (b *Backend) listRunsQuery(p backend.ListWorkflowRunsParams, after, before 
 			sql.WriteString("\nUNION ALL")
 		}
 		fmt.Fprintf(&sql, "\n  (%s\n    AND wr.\"status\" = %s%s\n  ORDER BY wr.\"created_at\" %s\n  FETCH FIRST %d ROWS WITH TIES)",
-			strings.ReplaceAll(strings.TrimSpace(b.q.ListRuns), "\n", "\n  "), param(string(s)), filter.String(), dir, limit+1)
+			strings.ReplaceAll(strings.TrimSpace(base), "\n", "\n  "), param(string(s)), filter.String(), dir, limit+1)
 	}
 	sql.WriteString("\n) AS wr" + orderAndLimit("wr", dir, limit))
 	return sql.String(), args

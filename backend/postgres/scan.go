@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -127,6 +128,34 @@ func orderAndLimit(alias, dir string, limit int) string {
 // pageParams validates and decodes the pagination inputs.
 func pageParams(limit int, after, before string) (int, *backend.Cursor, *backend.Cursor, error) {
 	return backend.ResolvePage(limit, after, before)
+}
+
+// collectPage reads the rows of a page (limit+1 at most, in scan order),
+// bounded by maxBytes (backend.PageBudget, rows sized by size): the first
+// row that does not fit is kept as the extra row and reading stops there,
+// so the page ends before it and buildPage pages on from it. It returns
+// the rows and the limit buildPage is to apply.
+//
+// Stopping early calls cancel, the cancellation of the query's context:
+// closing the rows would otherwise read the rest of the result (up to a
+// thousand large rows, sent by the server only to be dropped here); pgx
+// closes the connection instead, and the pool replaces it.
+func collectPage[T any](rows pgx.Rows, cancel context.CancelFunc, scan func(pgx.CollectableRow) (*T, error), size func(*T) int, maxBytes, limit int) ([]*T, int, error) {
+	defer rows.Close()
+	budget := backend.PageBudget{Max: maxBytes}
+	var out []*T
+	for rows.Next() {
+		t, err := scan(rows)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, t)
+		if !budget.Fits(size(t)) {
+			cancel()
+			return out, len(out) - 1, nil // every row kept was read whole
+		}
+	}
+	return out, limit, rows.Err()
 }
 
 // buildPage trims the over-fetched row and sets the cursors, as

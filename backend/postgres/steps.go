@@ -38,13 +38,19 @@ func (b *Backend) ListStepAttempts(ctx context.Context, p backend.ListStepAttemp
 	if !backend.ValidText(p.WorkflowRunID) { // no run has such an id
 		return &backend.Page[backend.StepAttempt]{Data: []backend.StepAttempt{}}, nil
 	}
-	q := newPageQuery(b.q.ListSteps, b.namespace, p.WorkflowRunID)
+	base := b.q.ListSteps
+	if p.OmitPayloads {
+		base = b.q.ListStepsSummary
+	}
+	q := newPageQuery(base, b.namespace, p.WorkflowRunID)
 	sql := q.finish("sa", false, after, before, limit)
-	rows, err := b.pool.Query(ctx, sql, q.args...)
+	qctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	rows, err := b.pool.Query(qctx, sql, q.args...)
 	if err != nil {
 		return nil, fmt.Errorf("list step attempts of workflow run %s: %w", p.WorkflowRunID, err)
 	}
-	steps, err := pgx.CollectRows(rows, scanStep)
+	steps, limit, err := collectPage(rows, cancel, scanStep, (*backend.StepAttempt).PayloadBytes, p.MaxBytes, limit)
 	if err == nil {
 		err = b.decodeSteps(ctx, steps...)
 	}

@@ -48,11 +48,13 @@ func (b *Backend) ReadStream(ctx context.Context, p backend.ReadStreamParams) ([
 		return nil, false, fmt.Errorf("read stream %q: %w", p.Stream, err)
 	}
 	limit, _, _, _ := backend.ResolvePage(p.Limit, "", "")
-	rows, err := b.pool.Query(ctx, b.q.ReadStream, b.namespace, p.WorkflowRunID, p.Stream, p.AfterSeq, limit)
+	qctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	rows, err := b.pool.Query(qctx, b.q.ReadStream, b.namespace, p.WorkflowRunID, p.Stream, p.AfterSeq, limit)
 	if err != nil {
 		return nil, false, fmt.Errorf("read stream %q of workflow run %s: %w", p.Stream, p.WorkflowRunID, err)
 	}
-	chunks, closeSeq, err := readStreamRows(rows, p)
+	chunks, closeSeq, err := readStreamRows(rows, cancel, p)
 	if err != nil {
 		return nil, false, fmt.Errorf("read stream %q of workflow run %s: %w", p.Stream, p.WorkflowRunID, err)
 	}
@@ -61,11 +63,12 @@ func (b *Backend) ReadStream(ctx context.Context, p backend.ReadStreamParams) ([
 
 // readStreamRows scans read_stream's rows: the first shown close (the
 // same on every row) and the page's chunks (absent on the one row of an
-// empty page).
-func readStreamRows(rows pgx.Rows, p backend.ReadStreamParams) ([]backend.StreamChunk, *int64, error) {
+// empty page). Stopping at p.MaxBytes calls cancel, as collectPage does.
+func readStreamRows(rows pgx.Rows, cancel context.CancelFunc, p backend.ReadStreamParams) ([]backend.StreamChunk, *int64, error) {
 	defer rows.Close()
 	chunks := []backend.StreamChunk{}
 	var closeSeq *int64
+	budget := backend.PageBudget{Max: p.MaxBytes}
 	for rows.Next() {
 		var seq *int64
 		var data []byte
@@ -89,6 +92,10 @@ func readStreamRows(rows pgx.Rows, p backend.ReadStreamParams) ([]backend.Stream
 			c.CreatedAt = created.UTC()
 		}
 		chunks = append(chunks, c)
+		if !budget.Fits(len(c.Data)) {
+			cancel() // the chunk beyond the budget: the caller's page ends before it
+			return chunks, closeSeq, nil
+		}
 	}
 	return chunks, closeSeq, rows.Err()
 }

@@ -45,11 +45,16 @@ func (b *Backend) ListWorkflowRuns(ctx context.Context, p backend.ListWorkflowRu
 		where = append(where, `"created_at" < :created_before`)
 		args = append(args, sql.Named("created_before", createdBound(*p.CreatedBefore)))
 	}
+	base := b.q.ListRuns
+	if p.OmitPayloads {
+		base = b.q.ListRunsSummary
+	}
 	page, err := listPage(ctx, b, listQuery{
-		base: b.q.ListRuns, descending: true,
+		base: base, descending: true,
 		where: where, args: args,
-		limit: p.Limit, after: p.After, before: p.Before,
-	}, scanRun, func(r *backend.WorkflowRun) backend.Cursor { return backend.Cursor{CreatedAt: r.CreatedAt, ID: r.ID} })
+		limit: p.Limit, after: p.After, before: p.Before, maxBytes: p.MaxBytes,
+	}, scanRun, (*backend.WorkflowRun).PayloadBytes,
+		func(r *backend.WorkflowRun) backend.Cursor { return backend.Cursor{CreatedAt: r.CreatedAt, ID: r.ID} })
 	if err != nil {
 		return nil, fmt.Errorf("list workflow runs: %w", err)
 	}
@@ -92,11 +97,16 @@ func statusesMatching(s backend.RunStatus) []string {
 // ASC), paginated like [Backend.ListWorkflowRuns]. A run without attempts,
 // or a missing run, gives an empty page.
 func (b *Backend) ListStepAttempts(ctx context.Context, p backend.ListStepAttemptsParams) (*backend.Page[backend.StepAttempt], error) {
+	base := b.q.ListSteps
+	if p.OmitPayloads {
+		base = b.q.ListStepsSummary
+	}
 	page, err := listPage(ctx, b, listQuery{
-		base:  b.q.ListSteps,
+		base:  base,
 		args:  []any{sql.Named("ns", b.ns), sql.Named("run_id", p.WorkflowRunID)},
-		limit: p.Limit, after: p.After, before: p.Before,
-	}, scanStep, func(a *backend.StepAttempt) backend.Cursor { return backend.Cursor{CreatedAt: a.CreatedAt, ID: a.ID} })
+		limit: p.Limit, after: p.After, before: p.Before, maxBytes: p.MaxBytes,
+	}, scanStep, (*backend.StepAttempt).PayloadBytes,
+		func(a *backend.StepAttempt) backend.Cursor { return backend.Cursor{CreatedAt: a.CreatedAt, ID: a.ID} })
 	if err != nil {
 		return nil, fmt.Errorf("list step attempts of workflow run %s: %w", p.WorkflowRunID, err)
 	}
@@ -116,6 +126,9 @@ type listQuery struct {
 	args          []any
 	limit         int
 	after, before string
+	// maxBytes bounds the page's rows by their size (backend.PageBudget);
+	// 0 bounds nothing.
+	maxBytes int
 }
 
 // listPage runs q as OpenWorkflow's listPaginated does: it fetches one
@@ -123,8 +136,11 @@ type listQuery struct {
 // in the reverse order before a Before cursor, and derives Next and Prev
 // as buildPaginatedResponse: Next exists when a row follows the page (or
 // the page was reached backwards), Prev when the page was reached forwards
-// with a cursor (or a row precedes it, backwards).
-func listPage[T any](ctx context.Context, b *Backend, q listQuery, scan func(scanner) (*T, error), cursorOf func(*T) backend.Cursor) (*backend.Page[T], error) {
+// with a cursor (or a row precedes it, backwards). With q.maxBytes, the
+// first row that does not fit the budget (sized by size) ends the page as
+// the extra row does: reading stops there, so a page of large rows holds
+// about maxBytes in memory, not limit rows.
+func listPage[T any](ctx context.Context, b *Backend, q listQuery, scan func(scanner) (*T, error), size func(*T) int, cursorOf func(*T) backend.Cursor) (*backend.Page[T], error) {
 	limit, after, before, err := backend.ResolvePage(q.limit, q.after, q.before)
 	if err != nil {
 		return nil, err
@@ -153,8 +169,10 @@ func listPage[T any](ctx context.Context, b *Backend, q listQuery, scan func(sca
 	query.WriteString("\nORDER BY \"created_at\" " + dir + ", \"id\" " + dir + " LIMIT :limit")
 
 	var items []T
+	cut := false
 	err = b.read(ctx, func() error {
-		items = items[:0]
+		items, cut = items[:0], false
+		budget := backend.PageBudget{Max: q.maxBytes}
 		rows, err := b.db.QueryContext(ctx, query.String(), args...)
 		if err != nil {
 			return err
@@ -166,11 +184,18 @@ func listPage[T any](ctx context.Context, b *Backend, q listQuery, scan func(sca
 				return err
 			}
 			items = append(items, *item)
+			if !budget.Fits(size(item)) {
+				cut = true // item is the extra row: the page ends before it
+				break
+			}
 		}
 		return rows.Err()
 	})
 	if err != nil {
 		return nil, err
+	}
+	if cut {
+		limit = len(items) - 1
 	}
 
 	overflow := len(items) > limit

@@ -28,6 +28,7 @@ type queries struct {
 	InsertRun              string `sql:"insert_run"`
 	GetRun                 string `sql:"get_run"`
 	ListRuns               string `sql:"list_runs"`
+	ListRunsSummary        string `sql:"list_runs_summary"`
 	CountRuns              string `sql:"count_runs"`
 	CancelRun              string `sql:"cancel_run"`
 	RetryRun               string `sql:"retry_run"`
@@ -60,6 +61,7 @@ type queries struct {
 	// steps.sql
 	GetStep           string `sql:"get_step"`
 	ListSteps         string `sql:"list_steps"`
+	ListStepsSummary  string `sql:"list_steps_summary"`
 	ListStepHistories string `sql:"list_step_histories"`
 	CompleteStep      string `sql:"complete_step"`
 	FailStep          string `sql:"fail_step"`

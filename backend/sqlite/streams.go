@@ -74,6 +74,7 @@ func (b *Backend) ReadStream(ctx context.Context, p backend.ReadStreamParams) ([
 	var closeSeq *int64
 	err := b.read(ctx, func() error {
 		chunks, closeSeq = []backend.StreamChunk{}, nil
+		budget := backend.PageBudget{Max: p.MaxBytes}
 		rows, err := b.reader().QueryContext(ctx, b.q.ReadStream, sql.Named("ns", b.ns), sql.Named("run_id", p.WorkflowRunID),
 			sql.Named("stream", p.Stream), sql.Named("after_seq", p.AfterSeq), sql.Named("limit", limit))
 		if err != nil {
@@ -100,6 +101,9 @@ func (b *Backend) ReadStream(ctx context.Context, p backend.ReadStreamParams) ([
 				return fmt.Errorf("chunk %d: created_at: %w", c.Seq, err)
 			}
 			chunks = append(chunks, c)
+			if !budget.Fits(len(c.Data)) {
+				break // the chunk beyond the budget: the caller's page ends before it
+			}
 		}
 		return rows.Err()
 	})

@@ -63,6 +63,7 @@ of the next page: pass it back with --cursor.`,
 				return err
 			}
 			defer b.Close()
+			p.OmitPayloads = !a.jsonOut // the table shows no input or output: read none
 			page, err := ow.NewClient(b).ListRuns(cmd.Context(), p)
 			if err != nil {
 				return err

@@ -54,6 +54,23 @@ sa."namespace_id", sa."id", sa."workflow_run_id", sa."step_name", sa."kind",
   sa."child_workflow_run_namespace_id", sa."child_workflow_run_id", sa."started_at",
   sa."finished_at", sa."created_at", sa."updated_at"
 
+-- fragment: run_summary_columns
+-- run_columns with NULL for input and output, for lists that leave them
+-- out: scanRun reads them as absent.
+wr."namespace_id", wr."id", wr."workflow_name", wr."version", wr."status",
+  wr."idempotency_key", wr."config", wr."context", NULL::jsonb AS "input", NULL::jsonb AS "output", wr."error",
+  wr."attempts", wr."parent_step_attempt_namespace_id", wr."parent_step_attempt_id",
+  wr."worker_id", wr."available_at", wr."deadline_at", wr."started_at", wr."finished_at",
+  wr."created_at", wr."updated_at",
+  wr."go_priority", wr."go_concurrency_key", wr."go_queued_at", wr."go_admitted_at"
+
+-- fragment: step_summary_columns
+-- step_columns with NULL for output.
+sa."namespace_id", sa."id", sa."workflow_run_id", sa."step_name", sa."kind",
+  sa."status", sa."config", sa."context", NULL::jsonb AS "output", sa."error",
+  sa."child_workflow_run_namespace_id", sa."child_workflow_run_id", sa."started_at",
+  sa."finished_at", sa."created_at", sa."updated_at"
+
 -- fragment: limited(ns, name)
 -- Whether workflow {{name}} of namespace {{ns}} has stored limits, so that
 -- a run started of it waits for admission: one primary-key probe of

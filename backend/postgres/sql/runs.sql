@@ -61,6 +61,13 @@ SELECT {{run_columns}}
 FROM {{schema}}."workflow_runs" AS wr
 WHERE wr."namespace_id" = $1
 
+-- name: list_runs_summary
+-- list_runs without input and output (ListWorkflowRunsParams.OmitPayloads):
+-- NULL in their place, so PostgreSQL neither detoasts nor sends them.
+SELECT {{run_summary_columns}}
+FROM {{schema}}."workflow_runs" AS wr
+WHERE wr."namespace_id" = $1
+
 -- name: count_runs
 -- The runs of the namespace per stored status: the sums of the counters
 -- the triggers of go migration 6 keep (one row per session that wrote and

@@ -15,6 +15,12 @@ SELECT {{step_columns}}
 FROM {{schema}}."step_attempts" AS sa
 WHERE sa."namespace_id" = $1 AND sa."workflow_run_id" = $2
 
+-- name: list_steps_summary
+-- list_steps without output (ListStepAttemptsParams.OmitPayloads).
+SELECT {{step_summary_columns}}
+FROM {{schema}}."step_attempts" AS sa
+WHERE sa."namespace_id" = $1 AND sa."workflow_run_id" = $2
+
 -- name: list_step_histories
 -- The attempts of every run of $2, grouped by run and oldest first within
 -- one, through the (namespace_id, workflow_run_id, created_at) index.

@@ -31,6 +31,23 @@
   "child_workflow_run_namespace_id", "child_workflow_run_id", "started_at",
   "finished_at", "created_at", "updated_at"
 
+-- fragment: run_summary_columns
+-- run_columns with NULL for input and output, for lists that leave them
+-- out: scanRun reads them as absent.
+"namespace_id", "id", "workflow_name", "version", "status",
+  "idempotency_key", "config", "context", NULL AS "input", NULL AS "output", "error",
+  "attempts", "parent_step_attempt_namespace_id", "parent_step_attempt_id",
+  "worker_id", "available_at", "deadline_at", "started_at", "finished_at",
+  "created_at", "updated_at",
+  "go_priority", "go_concurrency_key", "go_queued_at", "go_admitted_at"
+
+-- fragment: step_summary_columns
+-- step_columns with NULL for output.
+"namespace_id", "id", "workflow_run_id", "step_name",
+  "kind", "status", "config", "context", NULL AS "output", "error",
+  "child_workflow_run_namespace_id", "child_workflow_run_id", "started_at",
+  "finished_at", "created_at", "updated_at"
+
 -- fragment: parent_link
 -- What a write that finishes a run returns: the run's key and its parent
 -- link, the columns scanParentLink reads (for wakeParent).

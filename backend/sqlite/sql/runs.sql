@@ -49,6 +49,14 @@ SELECT {{run_columns}}
 FROM "workflow_runs"
 WHERE "namespace_id" = :ns
 
+-- name: list_runs_summary
+-- list_runs without input and output (ListWorkflowRunsParams.OmitPayloads):
+-- NULL in their place, so SQLite reads neither value, nor the overflow
+-- pages a large one spans.
+SELECT {{run_summary_columns}}
+FROM "workflow_runs"
+WHERE "namespace_id" = :ns
+
 -- name: count_runs
 SELECT "status", COUNT(*)
 FROM "workflow_runs"

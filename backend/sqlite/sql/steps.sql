@@ -13,6 +13,12 @@ SELECT {{step_columns}}
 FROM "step_attempts"
 WHERE "namespace_id" = :ns AND "workflow_run_id" = :run_id
 
+-- name: list_steps_summary
+-- list_steps without output (ListStepAttemptsParams.OmitPayloads).
+SELECT {{step_summary_columns}}
+FROM "step_attempts"
+WHERE "namespace_id" = :ns AND "workflow_run_id" = :run_id
+
 -- name: list_step_histories
 -- The attempts of every run of the JSON array :ids, grouped by run and
 -- oldest first within one.
