@@ -181,8 +181,8 @@ func (d *Dashboard) authenticate(next http.Handler) http.Handler {
 // (net/url), not filtered: it must be a clean absolute path of this
 // server — no scheme, host or user, no control character or backslash
 // anywhere, no "//" at its start, no dot segment — optionally with a
-// query; the URL is rebuilt from the parsed path and query. Anything
-// else gives "/".
+// query that parses; the URL is rebuilt from the parsed path and that
+// query. Anything else gives "/".
 func safeNext(next string) string {
 	if next == "" || strings.ContainsAny(next, "\\") || strings.ContainsFunc(next, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		return "/"
@@ -200,7 +200,10 @@ func safeNext(next string) string {
 			return "/"
 		}
 	}
-	out := &url.URL{Path: p, RawQuery: u.Query().Encode()}
+	out := &url.URL{Path: p}
+	if _, err := url.ParseQuery(u.RawQuery); err == nil {
+		out.RawQuery = u.RawQuery // checked above: no control character, no backslash
+	}
 	s := out.String()
 	if !strings.HasPrefix(s, "/") || strings.HasPrefix(s, "//") {
 		return "/"

@@ -25,7 +25,8 @@ func TestSignInRedirectsOnlyToThisSite(t *testing.T) {
 	s := newSite(t, backends[0].open(t), siteOptions{token: fullToken, noWorker: true})
 	for _, c := range []struct{ next, want string }{
 		{"/runs/wrun_1", "/runs/wrun_1"},
-		{"/?workflow=a+b&status=failed", "/?status=failed&workflow=a+b"},
+		{"/?workflow=a+b&status=failed", "/?workflow=a+b&status=failed"},
+		{"/runs/wrun_1?bad=%zz", "/runs/wrun_1"},
 		{"/%09/evil.example", "/"},
 		{"/\t/evil.example", "/"},
 		{"/\n/evil.example", "/"},
