@@ -81,10 +81,15 @@ func LoopbackHost(hostport string) bool {
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
 		host = h
 	}
-	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+	host = trimHost(host)
 	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
 		return true
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// trimHost lowers a host name and drops IPv6 brackets and a final dot.
+func trimHost(host string) string {
+	return strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
 }
