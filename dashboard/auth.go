@@ -70,7 +70,7 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		denied, _ := access.AsDenied(err)
 		problem := denied.Message
 		if denied.Status == http.StatusUnauthorized {
-			problem = "That is not one of this server's API tokens. It is the value of OPENWORKFLOW_API_TOKEN (or a token of server.tokens in openworkflow.yaml) where `ow server` runs."
+			problem = "That is not this server's API token. It is the value of OPENWORKFLOW_API_TOKEN (or server.token, or a token of server.tokens, in openworkflow.yaml) where `ow server` runs."
 		}
 		denied.SetHeaders(w.Header())
 		d.render(w, r, denied.Status, "login", d.view(r, "Sign in", "login", &loginData{Next: next, Problem: problem}))
