@@ -30,7 +30,10 @@ exits).
 
 The API, the dashboard and /metrics need a token when the server listens
 beyond loopback: set OPENWORKFLOW_API_TOKEN (or server.token in
-openworkflow.yaml); the dashboard then asks for it once. With --worker,
+openworkflow.yaml), 16 bytes at least; the dashboard then asks for it once.
+Read-only tokens and tokens limited to a namespace go in server.tokens.
+Without a token the server answers only loopback names and refuses
+cross-origin changes, so that web pages cannot use it (docs/security.md). With --worker,
 the process also runs a worker for the OpenFlow flows of openflow.dirs, as
 'ow worker' does, and /metrics includes its measurements; workflows
 written in Go run in your own program's workers. With a retention section
