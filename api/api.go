@@ -79,17 +79,21 @@ type Options struct {
 	// the dashboard and /metrics so that their budgets are one. Default:
 	// a throttle of its own with access.ThrottleOptions' defaults.
 	Throttle *access.Throttle
-	// PublicWebhooks lets /v1/webhooks/{token} be called without Token:
-	// the hook's token, unguessable, is then the caller's credential (as a
-	// third-party service sending webhooks cannot add a bearer token).
-	// Default false: webhooks need Token like every /v1 route.
+	// PublicWebhooks lets /v1/webhooks/{token} be called without a
+	// bearer token: the hook's token, unguessable, is then the caller's
+	// credential (as a third-party service sending webhooks cannot add a
+	// bearer token). Default false: webhooks need a token like every /v1
+	// route (of scope write). Without any token configured, webhooks are
+	// always public and exempt from the guard.
 	PublicWebhooks bool
 	// MaxBodyBytes limits a request body; a larger one answers 413.
 	// Default 1 MiB ([DefaultMaxBodyBytes]).
 	MaxBodyBytes int64
 	// CORSOrigins are the origins allowed to call the API from a browser
 	// (exact matches, or "*"); none by default, so no CORS headers are
-	// sent and browsers refuse cross-origin calls.
+	// sent and browsers refuse cross-origin calls. Without a token, the
+	// origins listed exactly may also make cross-origin changes past the
+	// guard; "*" lets browsers read but trusts no origin to change.
 	CORSOrigins []string
 	// Logger receives one structured access log line per request (method,
 	// path pattern, status, duration, bytes); nil logs nothing.

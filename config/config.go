@@ -224,8 +224,9 @@ type Server struct {
 	// PublicWebhooks lets /v1/webhooks/{token} be called without Token
 	// (the hook's token is then the credential). Default false.
 	PublicWebhooks bool `yaml:"public_webhooks"`
-	// CORSOrigins are the origins browsers may call the API from. Default
-	// none.
+	// CORSOrigins are the origins browsers may call the API from
+	// (exactly, or "*"); without a token, those listed exactly may also
+	// make changes from a browser (see docs/security.md). Default none.
 	CORSOrigins []string `yaml:"cors_origins"`
 }
 

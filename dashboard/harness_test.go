@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/cookiejar"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -81,6 +82,8 @@ type siteOptions struct {
 	// throttle counts wrong tokens (default: one letting a test's
 	// deliberate mistakes through).
 	throttle *access.Throttle
+	// proxies are the trusted reverse proxies.
+	proxies []netip.Prefix
 	// noWorker leaves the runs unclaimed (for pages of pending runs).
 	noWorker bool
 }
@@ -113,7 +116,7 @@ func newSite(t testing.TB, b backend.Backend, opts siteOptions) *site {
 	sopts := server.Options{
 		Listener:      ln,
 		API:           api.Options{Token: opts.token, Tokens: opts.tokens, Throttle: opts.throttle},
-		Dashboard:     dashboard.New(s.c, dashboard.Options{Token: opts.token, Tokens: opts.tokens, Throttle: opts.throttle, LiveInterval: 100 * time.Millisecond}),
+		Dashboard:     dashboard.New(s.c, dashboard.Options{Token: opts.token, Tokens: opts.tokens, Throttle: opts.throttle, TrustedProxies: opts.proxies, LiveInterval: 100 * time.Millisecond}),
 		ShutdownGrace: 5 * time.Second,
 	}
 	if !opts.noWorker {

@@ -3,6 +3,7 @@ package dashboard_test
 import (
 	"html"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
@@ -218,4 +219,39 @@ func TestRunsOfThisWorkflowLinkListsThem(t *testing.T) {
 			t.Errorf("the runs of %q list a run of greet", name)
 		}
 	})
+}
+
+// TestSessionCookieIsSecureBehindATrustedTLSProxy: the session cookie is
+// Secure when a trusted proxy says the visitor came over HTTPS, and only
+// then: anyone else may send X-Forwarded-Proto.
+func TestSessionCookieIsSecureBehindATrustedTLSProxy(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		proxies []netip.Prefix
+		proto   string
+		secure  bool
+	}{
+		{"a trusted proxy saying https makes it Secure", []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, "https", true},
+		{"a trusted proxy saying http does not", []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, "http", false},
+		{"an untrusted client saying https does not", []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, "https", false},
+		{"no trusted proxy configured, https said, does not", nil, "https", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newSite(t, backends[0].open(t), siteOptions{token: fullToken, noWorker: true, proxies: c.proxies})
+			p := s.must(s.client(), http.StatusSeeOther, "POST", "/login", url.Values{"token": {fullToken}}, "X-Forwarded-Proto", c.proto)
+			res := http.Response{Header: p.header}
+			var found bool
+			for _, ck := range res.Cookies() {
+				if ck.Name == "ow_session" {
+					found = true
+					if ck.Secure != c.secure {
+						t.Errorf("the session cookie's Secure is %v, want %v", ck.Secure, c.secure)
+					}
+				}
+			}
+			if !found {
+				t.Fatal("no session cookie")
+			}
+		})
+	}
 }
