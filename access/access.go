@@ -32,6 +32,7 @@ type Denied struct {
 	RetryAfter time.Duration
 }
 
+// Error returns the message.
 func (d *Denied) Error() string { return d.Message }
 
 // SetHeaders sets the headers that go with the refusal: Retry-After for

@@ -72,7 +72,10 @@ type Options struct {
 	// whoever may call the API may use the dashboard, with the same scope.
 	Token string
 	// Tokens are more tokens with their scope and namespace, as
-	// api.Options.Tokens; Token, if set, is added to them.
+	// api.Options.Tokens; Token, if set, is added to them. Each is at
+	// least access.MinTokenLength bytes: invalid tokens make every
+	// request answer 500 and are logged (server.Serve and
+	// api.Options.Keyring refuse them first).
 	Tokens []access.Token
 	// Throttle counts wrong tokens (sign-ins and bearer headers); share
 	// the API's. Default: a throttle of its own.
