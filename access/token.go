@@ -77,7 +77,7 @@ func (t Token) Validate() error {
 		name = "the token"
 	}
 	if len(t.Secret) < MinTokenLength {
-		return fmt.Errorf("%s is %d bytes long; a token needs at least %d (make one with `openssl rand -hex 32`)", name, len(t.Secret), MinTokenLength)
+		return fmt.Errorf("%s is shorter than %d bytes (it has %d), too easy to guess; make one with `openssl rand -hex 32`", name, MinTokenLength, len(t.Secret))
 	}
 	if strings.TrimSpace(t.Secret) != t.Secret {
 		return fmt.Errorf("%s starts or ends with white space, which a bearer header cannot carry; make one with `openssl rand -hex 32`", name)

@@ -55,7 +55,7 @@ func TestServerTokensThatAreRefused(t *testing.T) {
 		want   string
 	}{
 		{"a one-character server.token", Server{Token: "x"}, "openssl rand -hex 32"},
-		{"a fifteen-byte server.token", Server{Token: strings.Repeat("x", 15)}, "at least 16"},
+		{"a fifteen-byte server.token", Server{Token: strings.Repeat("x", 15)}, "shorter than 16 bytes"},
 		{"a token without a name", Server{Tokens: []TokenConfig{{Token: good, Scope: "read"}}}, "no name"},
 		{"a token without a secret", Server{Tokens: []TokenConfig{{Name: "wall", Scope: "read"}}}, "token_env"},
 		{"a token with both token and token_env", Server{Tokens: []TokenConfig{{Name: "wall", Token: good, TokenEnv: "X", Scope: "read"}}}, "keep one"},
