@@ -42,6 +42,28 @@ func TestThrottleCountsFailuresPerClientAndGlobally(t *testing.T) {
 	}
 }
 
+// TestThrottleCountsAnIPv6ClientByItsNetwork: addresses of one /64 share
+// a budget (a host holds a /64 and could rotate through it); another /64
+// and IPv4 clients do not.
+func TestThrottleCountsAnIPv6ClientByItsNetwork(t *testing.T) {
+	th := NewThrottle(ThrottleOptions{ClientRate: 0.001, ClientBurst: 2, GlobalBurst: 1000})
+	th.Failed("2001:db8:1:2::1")
+	th.Failed("2001:db8:1:2:ffff::9")
+	for _, c := range []struct {
+		addr    string
+		blocked bool
+	}{
+		{"2001:db8:1:2::77", true},
+		{"2001:db8:1:3::1", false},
+		{"192.0.2.1", false},
+		{"::ffff:192.0.2.1", false},
+	} {
+		if got := th.Blocked(c.addr) > 0; got != c.blocked {
+			t.Errorf("%s blocked %v, want %v", c.addr, got, c.blocked)
+		}
+	}
+}
+
 // TestThrottleForgetsClientsThatRegainedTheirBudget: when the table of
 // clients is full, those with their whole budget back are dropped.
 func TestThrottleForgetsClientsThatRegainedTheirBudget(t *testing.T) {

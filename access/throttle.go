@@ -3,6 +3,7 @@ package access
 import (
 	"net"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -69,9 +70,11 @@ func NewThrottle(opts ThrottleOptions) *Throttle {
 	}
 }
 
-// Blocked returns how long client must wait before its next attempt may
-// be checked; 0 when it may be now.
+// Blocked returns how long client (an IP address, as [ClientAddr] gives;
+// IPv6 addresses count by their /64) must wait before its next attempt
+// may be checked; 0 when it may be now.
 func (t *Throttle) Blocked(client string) time.Duration {
+	client = clientKey(client)
 	now := t.now()
 	wait := untilWhole(t.global, now)
 	t.mu.Lock()
@@ -84,6 +87,7 @@ func (t *Throttle) Blocked(client string) time.Duration {
 
 // Failed counts a failed attempt of client.
 func (t *Throttle) Failed(client string) {
+	client = clientKey(client)
 	now := t.now()
 	t.global.ReserveN(now, 1)
 	t.mu.Lock()
@@ -115,12 +119,27 @@ func untilWhole(l *rate.Limiter, now time.Time) time.Duration {
 	return time.Duration((1 - tokens) / float64(l.Limit()) * float64(time.Second))
 }
 
-// ClientAddr is the address a request came from, as throttling counts
-// it: the IP of the connection's peer (behind a reverse proxy, the
-// proxy's, so all clients share one budget there).
+// ClientAddr is the address a request came from: the IP of the
+// connection's peer (behind a reverse proxy, the proxy's, so all clients
+// share one budget there).
 func ClientAddr(r *http.Request) string {
 	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
 		return host
 	}
 	return r.RemoteAddr
+}
+
+// clientKey is what the throttle counts a client by: its IPv4 address,
+// or the /64 network of its IPv6 address (one host commonly holds a whole
+// /64, and would otherwise get a fresh budget per address).
+func clientKey(addr string) string {
+	ip, err := netip.ParseAddr(addr)
+	if err != nil {
+		return addr
+	}
+	ip = ip.Unmap()
+	if ip.Is4() {
+		return ip.String()
+	}
+	return netip.PrefixFrom(ip.WithZone(""), 64).Masked().String()
 }
