@@ -68,7 +68,7 @@ func moduleImports(list []string) []string {
 //   - nothing but examples imports examples/.
 func TestPackagesImportOnlyWhatTheirLayerMay(t *testing.T) {
 	implementations := []string{"backend/postgres", "backend/sqlite"}
-	groundFloor := []string{"backend", "internal/clock", "internal/groupcommit", "internal/history", "internal/hub",
+	groundFloor := []string{"access", "backend", "internal/clock", "internal/groupcommit", "internal/history", "internal/hub",
 		"internal/id", "internal/sqlset", "internal/testhooks", "telemetry"}
 	checked := 0
 	for _, p := range listPackages(t) {

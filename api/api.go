@@ -24,18 +24,34 @@
 // is bounded by the budget, not by the data stored. Errors
 // answer {"code", "message", "field"?} with a stable code (see [Code]) and
 // the status that goes with it: 400 bad input (naming the field), 401
-// missing or wrong token, 404 unknown id or token, 405 wrong method, 409
-// conflict or terminal state, 413 body too large, 501 a capability the
-// backend lacks, 503 the backend unreachable. A caller's mistake never
+// missing or wrong token, 403 a token whose scope or namespace does not
+// allow the operation (or, without a token, a request of another web
+// site: see Security), 404 unknown id or token, 405 wrong method, 409
+// conflict or terminal state, 413 body too large, 415 a JSON body not
+// sent as application/json, 429 too many wrong tokens (Retry-After says
+// how long to wait), 501 a capability the backend lacks, 503 the backend
+// unreachable. A caller's mistake never
 // answers 500. Times are RFC 3339 in UTC with milliseconds. The shapes
 // follow Vercel Workflow's "World" API where it has one (pagination,
 // resolveData, hooks by token, webhooks answering 202).
+//
+// # Security
+//
+// With tokens ([Options.Token], [Options.Tokens]) every route needs a
+// bearer token whose scope allows it: GET routes need
+// [access.ScopeRead], the others [access.ScopeWrite] ([Route.Scope]);
+// wrong tokens are throttled per client address and globally
+// ([access.Throttle]). Without a token the API is for its own machine: it
+// answers only requests addressed to a loopback host name and refuses
+// cross-origin requests that change state ([access.Guard], the same
+// guard as the dashboard's), so that a web page can neither read nor
+// change anything through a local server. Webhooks
+// (/v1/webhooks/{token}) are exempt from that guard, the hook's token
+// being their credential. docs/security.md has the threat model.
 package api
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -45,21 +61,35 @@ import (
 	"time"
 
 	ow "github.com/openworkflow-go/openworkflow"
+	"github.com/openworkflow-go/openworkflow/access"
 	"github.com/openworkflow-go/openworkflow/telemetry"
 )
 
 // Options configure the API handler. The zero value serves without auth,
 // with the default limits, and logs nothing.
 type Options struct {
-	// Token, when set, is the bearer token every /v1 request must carry
-	// ("Authorization: Bearer <token>"), compared in constant time.
-	// Servers listening beyond loopback must set it (`ow server` refuses
-	// to start otherwise).
+	// Token, when set, is a bearer token of full access (scope write, any
+	// namespace) that every /v1 request must carry ("Authorization:
+	// Bearer <token>"), compared in constant time; at least
+	// [access.MinTokenLength] bytes. Servers listening beyond loopback
+	// must set it or Tokens (`ow server` refuses to start otherwise).
 	Token string
-	// PublicWebhooks lets /v1/webhooks/{token} be called without Token:
-	// the hook's token, unguessable, is then the caller's credential (as a
-	// third-party service sending webhooks cannot add a bearer token).
-	// Default false: webhooks need Token like every /v1 route.
+	// Tokens are more bearer tokens, each with a scope (read or write)
+	// and optionally one namespace (see [access.Token]); Token, if set,
+	// is added to them. Invalid tokens (too short, duplicated) make every
+	// request answer 500 and are logged: check them first with
+	// [Options.Keyring], as server.Serve does.
+	Tokens []access.Token
+	// Throttle counts failed bearer tokens; share one between the API,
+	// the dashboard and /metrics so that their budgets are one. Default:
+	// a throttle of its own with access.ThrottleOptions' defaults.
+	Throttle *access.Throttle
+	// PublicWebhooks lets /v1/webhooks/{token} be called without a
+	// bearer token: the hook's token, unguessable, is then the caller's
+	// credential (as a third-party service sending webhooks cannot add a
+	// bearer token). Default false: webhooks need a token like every /v1
+	// route (of scope write). Without any token configured, webhooks are
+	// always public and exempt from the guard.
 	PublicWebhooks bool
 	// MaxBodyBytes limits a request body; a larger one answers 413.
 	// Default 1 MiB ([DefaultMaxBodyBytes]).
@@ -75,7 +105,9 @@ type Options struct {
 	MaxListBytes int
 	// CORSOrigins are the origins allowed to call the API from a browser
 	// (exact matches, or "*"); none by default, so no CORS headers are
-	// sent and browsers refuse cross-origin calls.
+	// sent and browsers refuse cross-origin calls. Without a token, the
+	// origins listed exactly may also make cross-origin changes past the
+	// guard; "*" lets browsers read but trusts no origin to change.
 	CORSOrigins []string
 	// Logger receives one structured access log line per request (method,
 	// path pattern, status, duration, bytes); nil logs nothing.
@@ -93,6 +125,21 @@ type Options struct {
 	Metrics telemetry.Metrics
 }
 
+// AllTokens returns Tokens with Token, if set, first: a write token of
+// any namespace named "server.token".
+func (o Options) AllTokens() []access.Token {
+	if o.Token == "" {
+		return slices.Clone(o.Tokens)
+	}
+	return append([]access.Token{{Name: "server.token", Secret: o.Token, Scope: access.ScopeWrite}}, o.Tokens...)
+}
+
+// Keyring returns the keyring of o's tokens for a server of namespace,
+// or the error of the first invalid token ([access.Token.Validate]).
+func (o Options) Keyring(namespace string) (*access.Keyring, error) {
+	return access.NewKeyring(namespace, o.AllTokens(), o.Throttle)
+}
+
 // DefaultMaxBodyBytes is the default limit of a request body: 1 MiB.
 const DefaultMaxBodyBytes = 1 << 20
 
@@ -103,11 +150,13 @@ const DefaultMaxListBytes = 4 << 20
 // Handler serves the API. Create it with [New]; it is an http.Handler
 // for paths under /v1/ and answers 404 to others.
 type Handler struct {
-	c      *ow.Client
-	opts   Options
-	token  [sha256.Size]byte
-	mux    *http.ServeMux
-	routes []Route
+	c       *ow.Client
+	opts    Options
+	keys    *access.Keyring // nil: the tokens are invalid (keysErr)
+	keysErr error
+	guard   *access.Guard // nil with tokens
+	mux     *http.ServeMux
+	routes  []Route
 }
 
 // Route is one operation of the API: a method and a path pattern in
@@ -118,38 +167,46 @@ type Route struct {
 	Pattern string
 	// OperationID names the operation in the OpenAPI document.
 	OperationID string
-	handle      func(h *Handler, w http.ResponseWriter, r *http.Request) error
+	// Scope is the scope a token needs for the operation: read for GET,
+	// write for the operations that change something.
+	Scope  access.Scope
+	handle func(h *Handler, w http.ResponseWriter, r *http.Request) error
 }
+
+const (
+	read  = access.ScopeRead
+	write = access.ScopeWrite
+)
 
 // routeTable is every operation of the API. The OpenAPI document
 // (openapi.json) describes each; a test holds the two together.
 var routeTable = []Route{
-	{"GET", "/v1/openapi.json", "getOpenAPI", (*Handler).getOpenAPI},
-	{"POST", "/v1/runs", "startRun", (*Handler).startRun},
-	{"GET", "/v1/runs", "listRuns", (*Handler).listRuns},
-	{"GET", "/v1/runs/counts", "countRuns", (*Handler).countRuns},
-	{"GET", "/v1/runs/{id}", "getRun", (*Handler).getRun},
-	{"POST", "/v1/runs/{id}/cancel", "cancelRun", (*Handler).cancelRun},
-	{"POST", "/v1/runs/{id}/retry", "retryRun", (*Handler).retryRun},
-	{"POST", "/v1/runs/{id}/fork", "forkRun", (*Handler).forkRun},
-	{"GET", "/v1/runs/{id}/steps", "listSteps", (*Handler).listSteps},
-	{"GET", "/v1/steps/{id}", "getStep", (*Handler).getStep},
-	{"GET", "/v1/runs/{id}/history", "getHistory", (*Handler).getHistory},
-	{"GET", "/v1/runs/{id}/dag", "getDAGRun", (*Handler).getDAG},
-	{"GET", "/v1/runs/{id}/hooks", "listRunHooks", (*Handler).listRunHooks},
-	{"GET", "/v1/runs/{id}/streams", "listStreams", (*Handler).listStreams},
-	{"GET", "/v1/runs/{id}/streams/{name}", "readStream", (*Handler).readStream},
-	{"POST", "/v1/signals", "sendSignal", (*Handler).sendSignal},
-	{"GET", "/v1/hooks/{token}", "getHook", (*Handler).getHook},
-	{"POST", "/v1/hooks/{token}", "resumeHook", (*Handler).resumeHook},
-	{"*", "/v1/webhooks/{token}", "deliverWebhook", (*Handler).deliverWebhook},
-	{"GET", "/v1/schedules", "listSchedules", (*Handler).listSchedules},
-	{"GET", "/v1/schedules/{name}", "getSchedule", (*Handler).getSchedule},
-	{"PUT", "/v1/schedules/{name}", "putSchedule", (*Handler).putSchedule},
-	{"DELETE", "/v1/schedules/{name}", "deleteSchedule", (*Handler).deleteSchedule},
-	{"POST", "/v1/schedules/{name}/pause", "pauseSchedule", (*Handler).pauseSchedule},
-	{"POST", "/v1/schedules/{name}/resume", "resumeSchedule", (*Handler).resumeSchedule},
-	{"POST", "/v1/schedules/{name}/trigger", "triggerSchedule", (*Handler).triggerSchedule},
+	{"GET", "/v1/openapi.json", "getOpenAPI", read, (*Handler).getOpenAPI},
+	{"POST", "/v1/runs", "startRun", write, (*Handler).startRun},
+	{"GET", "/v1/runs", "listRuns", read, (*Handler).listRuns},
+	{"GET", "/v1/runs/counts", "countRuns", read, (*Handler).countRuns},
+	{"GET", "/v1/runs/{id}", "getRun", read, (*Handler).getRun},
+	{"POST", "/v1/runs/{id}/cancel", "cancelRun", write, (*Handler).cancelRun},
+	{"POST", "/v1/runs/{id}/retry", "retryRun", write, (*Handler).retryRun},
+	{"POST", "/v1/runs/{id}/fork", "forkRun", write, (*Handler).forkRun},
+	{"GET", "/v1/runs/{id}/steps", "listSteps", read, (*Handler).listSteps},
+	{"GET", "/v1/steps/{id}", "getStep", read, (*Handler).getStep},
+	{"GET", "/v1/runs/{id}/history", "getHistory", read, (*Handler).getHistory},
+	{"GET", "/v1/runs/{id}/dag", "getDAGRun", read, (*Handler).getDAG},
+	{"GET", "/v1/runs/{id}/hooks", "listRunHooks", read, (*Handler).listRunHooks},
+	{"GET", "/v1/runs/{id}/streams", "listStreams", read, (*Handler).listStreams},
+	{"GET", "/v1/runs/{id}/streams/{name}", "readStream", read, (*Handler).readStream},
+	{"POST", "/v1/signals", "sendSignal", write, (*Handler).sendSignal},
+	{"GET", "/v1/hooks/{token}", "getHook", read, (*Handler).getHook},
+	{"POST", "/v1/hooks/{token}", "resumeHook", write, (*Handler).resumeHook},
+	{"*", "/v1/webhooks/{token}", "deliverWebhook", write, (*Handler).deliverWebhook},
+	{"GET", "/v1/schedules", "listSchedules", read, (*Handler).listSchedules},
+	{"GET", "/v1/schedules/{name}", "getSchedule", read, (*Handler).getSchedule},
+	{"PUT", "/v1/schedules/{name}", "putSchedule", write, (*Handler).putSchedule},
+	{"DELETE", "/v1/schedules/{name}", "deleteSchedule", write, (*Handler).deleteSchedule},
+	{"POST", "/v1/schedules/{name}/pause", "pauseSchedule", write, (*Handler).pauseSchedule},
+	{"POST", "/v1/schedules/{name}/resume", "resumeSchedule", write, (*Handler).resumeSchedule},
+	{"POST", "/v1/schedules/{name}/trigger", "triggerSchedule", write, (*Handler).triggerSchedule},
 }
 
 // New returns the API handler over c. Its operations are those of c (and
@@ -167,8 +224,16 @@ func New(c *ow.Client, opts Options) *Handler {
 		opts.KeepAlive = 15 * time.Second
 	}
 	h := &Handler{c: c, opts: opts, mux: http.NewServeMux(), routes: routeTable}
-	if opts.Token != "" {
-		h.token = sha256.Sum256([]byte(opts.Token))
+	var namespace string
+	if c != nil { // a handler only listing its routes (documentation) has no client
+		namespace = c.Backend().NamespaceID()
+	}
+	h.keys, h.keysErr = opts.Keyring(namespace)
+	if h.keysErr != nil && opts.Logger != nil {
+		opts.Logger.Error("the API's tokens are invalid; every request answers 500", "err", h.keysErr)
+	}
+	if h.keys != nil && h.keys.Open() {
+		h.guard = access.NewGuard(access.GuardOptions{LoopbackOnly: true, TrustedOrigins: opts.CORSOrigins})
 	}
 	// One mux entry per path, methods dispatched here: the mux's own 405
 	// and 404 answers are plain text, ours are JSON.
@@ -185,7 +250,7 @@ func New(c *ow.Client, opts Options) *Handler {
 		h.mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) { h.dispatch(w, r, rts) })
 	}
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		h.serve(w, r, "", func(*Handler, http.ResponseWriter, *http.Request) error {
+		h.serve(w, r, "", read, func(*Handler, http.ResponseWriter, *http.Request) error {
 			return errorf(http.StatusNotFound, CodeNotFound, "", "no route %s %s; GET /v1/openapi.json lists the routes", r.Method, r.URL.Path)
 		})
 	})
@@ -207,12 +272,12 @@ func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, rts []Route) 
 	var allowed []string
 	for _, rt := range rts {
 		if rt.Method == "*" || rt.Method == r.Method || (rt.Method == "GET" && r.Method == "HEAD") {
-			h.serve(w, r, rt.Pattern, rt.handle)
+			h.serve(w, r, rt.Pattern, rt.Scope, rt.handle)
 			return
 		}
 		allowed = append(allowed, rt.Method)
 	}
-	h.serve(w, r, rts[0].Pattern, func(*Handler, http.ResponseWriter, *http.Request) error {
+	h.serve(w, r, rts[0].Pattern, read, func(*Handler, http.ResponseWriter, *http.Request) error {
 		w.Header().Set("Allow", strings.Join(allowed, ", "))
 		return errorf(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "", "%s %s is not allowed; use %s", r.Method, r.URL.Path, strings.Join(allowed, " or "))
 	})
@@ -220,12 +285,12 @@ func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, rts []Route) 
 
 // serve runs one handler with what every request gets: auth, the body
 // limit, CORS headers, the JSON error answer and the access log.
-func (h *Handler) serve(w http.ResponseWriter, r *http.Request, pattern string, handle func(*Handler, http.ResponseWriter, *http.Request) error) {
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request, pattern string, scope access.Scope, handle func(*Handler, http.ResponseWriter, *http.Request) error) {
 	start := time.Now()
 	rec := &recorder{ResponseWriter: w}
 	h.corsHeaders(rec, r)
 	r.Body = http.MaxBytesReader(rec, r.Body, h.opts.MaxBodyBytes)
-	err := h.authorize(r, pattern)
+	err := h.authorize(r, pattern, scope)
 	if err == nil {
 		err = h.protect(rec, r, handle)
 	}
@@ -260,20 +325,27 @@ func (h *Handler) protect(w http.ResponseWriter, r *http.Request, handle func(*H
 	return handle(h, w, r)
 }
 
-// authorize checks the bearer token.
-func (h *Handler) authorize(r *http.Request, pattern string) error {
-	if h.opts.Token == "" || (h.opts.PublicWebhooks && pattern == "/v1/webhooks/{token}") {
+// webhookPattern is the route third parties call, with the hook's token
+// as their credential.
+const webhookPattern = "/v1/webhooks/{token}"
+
+// authorize lets r through to an operation needing scope: without
+// tokens, through the guard (webhooks aside); with tokens, with a bearer
+// token of that scope (webhooks aside with PublicWebhooks).
+func (h *Handler) authorize(r *http.Request, pattern string, scope access.Scope) error {
+	if h.keysErr != nil {
+		return errorf(http.StatusInternalServerError, CodeInternal, "", "the server's tokens are invalid (%s); its operator must fix them", h.keysErr)
+	}
+	if h.guard != nil {
+		if pattern == webhookPattern {
+			return nil
+		}
+		return h.guard.Check(r)
+	}
+	if h.opts.PublicWebhooks && pattern == webhookPattern {
 		return nil
 	}
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
-		return errorf(http.StatusUnauthorized, CodeUnauthorized, "", "this API needs a bearer token: send the header \"Authorization: Bearer <token>\"")
-	}
-	sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
-	if subtle.ConstantTimeCompare(sum[:], h.token[:]) != 1 {
-		return errorf(http.StatusUnauthorized, CodeUnauthorized, "", "the bearer token is not this server's")
-	}
-	return nil
+	return h.keys.Authorize(r, scope)
 }
 
 func (h *Handler) corsHeaders(w http.ResponseWriter, r *http.Request) {

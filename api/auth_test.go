@@ -7,8 +7,18 @@ import (
 	"testing"
 
 	ow "github.com/openworkflow-go/openworkflow"
+	"github.com/openworkflow-go/openworkflow/access"
 	"github.com/openworkflow-go/openworkflow/api"
 )
+
+// testToken is a token long enough for a server (access.MinTokenLength).
+const testToken = "s3cret-token-for-the-api-tests"
+
+// lenient is a throttle that the route walks below, with their hundreds
+// of wrong tokens on purpose, do not exhaust.
+func lenient() *access.Throttle {
+	return access.NewThrottle(access.ThrottleOptions{ClientBurst: 1 << 20, GlobalBurst: 1 << 20})
+}
 
 // concretePath fills a route pattern's wildcards.
 func concretePath(pattern string) string {
@@ -20,7 +30,7 @@ func concretePath(pattern string) string {
 // every route refuses a request without it, or with another, before doing
 // anything — so a route added later cannot be forgotten.
 func TestAuthOnEveryRoute(t *testing.T) {
-	h := api.New(ow.NewClient(backends[0].open(t)), api.Options{Token: "s3cret"})
+	h := api.New(ow.NewClient(backends[0].open(t)), api.Options{Token: testToken, Throttle: lenient()})
 	srv := httptest.NewServer(statuses.record(h))
 	defer srv.Close()
 	routes := h.Routes()
@@ -32,7 +42,7 @@ func TestAuthOnEveryRoute(t *testing.T) {
 		if method == "*" {
 			method = "POST"
 		}
-		for _, auth := range []string{"", "Bearer wrong", "Bearer s3cret2", "Basic s3cret", "s3cret"} {
+		for _, auth := range []string{"", "Bearer wrong", "Bearer " + testToken + "2", "Basic " + testToken, testToken} {
 			req, _ := http.NewRequest(method, srv.URL+concretePath(rt.Pattern), strings.NewReader(`{}`))
 			if auth != "" {
 				req.Header.Set("Authorization", auth)
@@ -48,7 +58,7 @@ func TestAuthOnEveryRoute(t *testing.T) {
 		}
 		// With the token, the request gets past auth.
 		req, _ := http.NewRequest(method, srv.URL+concretePath(rt.Pattern), strings.NewReader(`{}`))
-		req.Header.Set("Authorization", "Bearer s3cret")
+		req.Header.Set("Authorization", "Bearer "+testToken)
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -63,7 +73,7 @@ func TestAuthOnEveryRoute(t *testing.T) {
 // TestPublicWebhooks: with PublicWebhooks, only the webhook route takes
 // requests without the token (the hook token is then the credential).
 func TestPublicWebhooks(t *testing.T) {
-	h := api.New(ow.NewClient(backends[0].open(t)), api.Options{Token: "s3cret", PublicWebhooks: true})
+	h := api.New(ow.NewClient(backends[0].open(t)), api.Options{Token: testToken, PublicWebhooks: true, Throttle: lenient()})
 	srv := httptest.NewServer(statuses.record(h))
 	defer srv.Close()
 	for _, rt := range h.Routes() {
@@ -131,5 +141,102 @@ func TestCORS(t *testing.T) {
 			t.Errorf("a preflight without configured origins got CORS headers")
 		}
 		srv.Close()
+	}
+}
+
+// TestScopesOnEveryRoute walks the route table: every route states the
+// scope it needs — read for GET, write for everything else — and a token
+// is held to it before anything is done, so a route added later cannot
+// be forgotten. A token limited to another namespace gets nowhere; one
+// limited to the server's namespace is a token like the others.
+func TestScopesOnEveryRoute(t *testing.T) {
+	const read, write, mine, theirs = "a-read-token-for-the-wall", "a-write-token-for-ops", "a-token-of-this-namespace", "a-token-of-another-namespace"
+	b := backends[0].open(t)
+	h := api.New(ow.NewClient(b), api.Options{Throttle: lenient(), Tokens: []access.Token{
+		{Name: "wall", Secret: read, Scope: access.ScopeRead},
+		{Name: "ops", Secret: write, Scope: access.ScopeWrite},
+		{Name: "mine", Secret: mine, Scope: access.ScopeRead, Namespace: b.NamespaceID()},
+		{Name: "theirs", Secret: theirs, Scope: access.ScopeWrite, Namespace: "not-" + b.NamespaceID()},
+	}})
+	srv := httptest.NewServer(statuses.record(h))
+	defer srv.Close()
+	call := func(method, path, token string) int {
+		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(`{}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	for _, rt := range h.Routes() {
+		want := access.ScopeWrite
+		if rt.Method == "GET" {
+			want = access.ScopeRead
+		}
+		if rt.Scope != want {
+			t.Errorf("%s %s needs scope %s, want %s", rt.Method, rt.Pattern, rt.Scope, want)
+		}
+		methods := []string{rt.Method}
+		if rt.Method == "*" {
+			methods = []string{"GET", "POST", "PUT", "PATCH", "DELETE"}
+		}
+		for _, method := range methods {
+			path := concretePath(rt.Pattern)
+			for _, c := range []struct {
+				token   string
+				allowed bool
+			}{
+				{read, rt.Scope == access.ScopeRead},
+				{mine, rt.Scope == access.ScopeRead},
+				{write, true},
+				{theirs, false},
+			} {
+				got := call(method, path, c.token)
+				if c.allowed && (got == http.StatusForbidden || got == http.StatusUnauthorized) {
+					t.Errorf("%s %s refused a token that may (%d)", method, path, got)
+				}
+				if !c.allowed && got != http.StatusForbidden {
+					t.Errorf("%s %s answered %d to a token that may not, want 403", method, path, got)
+				}
+			}
+		}
+	}
+}
+
+// TestWrongBearerTokensAreThrottled: past its budget of wrong tokens, a
+// client is answered 429 with Retry-After — even with the right token,
+// which is not checked then.
+func TestWrongBearerTokensAreThrottled(t *testing.T) {
+	for _, bk := range backends {
+		t.Run(bk.name, func(t *testing.T) {
+			t.Parallel()
+			throttleTest(t, newServer(t, bk.open(t), api.Options{Token: testToken, Throttle: access.NewThrottle(access.ThrottleOptions{ClientBurst: 3, ClientRate: 0.001})}))
+		})
+	}
+}
+
+// throttleTest is TestWrongBearerTokensAreThrottled on one backend.
+func throttleTest(t *testing.T, s *server) {
+	for i := range 3 {
+		if r := s.raw("GET", "/v1/runs", "", "", "Authorization", "Bearer wrong-guess-"+string(rune('a'+i))); r.status != http.StatusUnauthorized {
+			t.Fatalf("wrong token %d answered %d, want 401", i, r.status)
+		}
+	}
+	for _, c := range []struct{ name, token string }{{"a further wrong token", "wrong-guess-z"}, {"the right token", testToken}} {
+		t.Run(c.name+" is answered 429 with Retry-After", func(t *testing.T) {
+			r := s.raw("POST", "/v1/runs", "", startBody, "Content-Type", "application/json", "Authorization", "Bearer "+c.token)
+			if r.status != http.StatusTooManyRequests || r.header.Get("Retry-After") == "" {
+				t.Fatalf("answered %d, Retry-After %q, want 429 with it: %s", r.status, r.header.Get("Retry-After"), r.body)
+			}
+			if e := r.apiError(t); e.Code != api.CodeTooManyRequests {
+				t.Errorf("code %s, want too_many_requests", e.Code)
+			}
+		})
+	}
+	if n := s.runCount(); n != 0 {
+		t.Errorf("%d runs were started by throttled requests", n)
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -16,9 +18,19 @@ import (
 
 // decodeBody decodes r's JSON body into v. Unknown members are refused
 // (a misspelt field is a mistake to report, not to ignore); an empty body
-// decodes to v's zero value when optional is true. Errors are 400 naming
-// the member, or 413.
+// decodes to v's zero value when optional is true. The body must be
+// declared JSON (Content-Type application/json or */*+json); a body of
+// another type or none, or an empty body declared of another type,
+// answers 415 before it is read: text/plain and forms are what a page of
+// another site can send without the browser asking the server first.
+// Other errors are 400 naming the member, or 413.
 func decodeBody(r *http.Request, v any, optional bool) error {
+	ct := r.Header.Get("Content-Type")
+	if ct != "" || r.ContentLength != 0 {
+		if err := requireJSON(ct); err != nil {
+			return err
+		}
+	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
@@ -34,6 +46,20 @@ func decodeBody(r *http.Request, v any, optional bool) error {
 		return badField("", "the request needs a JSON body")
 	}
 	return decodeJSON(body, v)
+}
+
+// requireJSON answers 415 unless the media type ct is application/json
+// or a structured "+json" type (parameters such as charset aside).
+func requireJSON(ct string) error {
+	mt, _, err := mime.ParseMediaType(ct)
+	if err == nil && (mt == "application/json" || (strings.HasSuffix(mt, "+json") && strings.Contains(mt, "/"))) {
+		return nil
+	}
+	got := "no Content-Type"
+	if ct != "" {
+		got = fmt.Sprintf("Content-Type %q", ct)
+	}
+	return errorf(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType, "", "the body must be JSON sent with \"Content-Type: application/json\", not %s", got)
 }
 
 func decodeJSON(body []byte, v any) error {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/openworkflow-go/openworkflow/access"
 	"github.com/openworkflow-go/openworkflow/backend"
 )
 
@@ -16,20 +17,23 @@ type Code string
 
 // The error codes, and the HTTP status each answers with.
 const (
-	CodeInvalidArgument  Code = "invalid_argument"   // 400: bad input; field names it
-	CodeUnauthorized     Code = "unauthorized"       // 401: missing or wrong bearer token
-	CodeNotFound         Code = "not_found"          // 404: unknown route, run, step, stream or schedule
-	CodeHookNotFound     Code = "hook_not_found"     // 404: no live hook holds the token
-	CodeNotDAGRun        Code = "not_a_dag_run"      // 404: the run is not a DAG workflow run (GET /v1/runs/{id}/dag)
-	CodeMethodNotAllowed Code = "method_not_allowed" // 405
-	CodeRunTerminal      Code = "run_terminal"       // 409: the run is completed, failed or canceled
-	CodeRunNotFailed     Code = "run_not_failed"     // 409: only a failed run can be retried
-	CodeHookConflict     Code = "hook_conflict"      // 409: the token is held by another live hook
-	CodeStreamClosed     Code = "stream_closed"      // 409
-	CodePayloadTooLarge  Code = "payload_too_large"  // 413: body above Options.MaxBodyBytes
-	CodeNotSupported     Code = "not_supported"      // 501: the backend lacks the capability
-	CodeUnavailable      Code = "unavailable"        // 503: the backend did not answer; retry
-	CodeInternal         Code = "internal"           // 500: a fault of the server, logged
+	CodeInvalidArgument      Code = "invalid_argument"       // 400: bad input; field names it
+	CodeUnauthorized         Code = "unauthorized"           // 401: missing or wrong bearer token
+	CodeForbidden            Code = "forbidden"              // 403: the token's scope or namespace does not allow it, or (without a token) a foreign Host or a cross-origin request
+	CodeNotFound             Code = "not_found"              // 404: unknown route, run, step, stream or schedule
+	CodeHookNotFound         Code = "hook_not_found"         // 404: no live hook holds the token
+	CodeNotDAGRun            Code = "not_a_dag_run"          // 404: the run is not a DAG workflow run (GET /v1/runs/{id}/dag)
+	CodeMethodNotAllowed     Code = "method_not_allowed"     // 405
+	CodeRunTerminal          Code = "run_terminal"           // 409: the run is completed, failed or canceled
+	CodeRunNotFailed         Code = "run_not_failed"         // 409: only a failed run can be retried
+	CodeHookConflict         Code = "hook_conflict"          // 409: the token is held by another live hook
+	CodeStreamClosed         Code = "stream_closed"          // 409
+	CodePayloadTooLarge      Code = "payload_too_large"      // 413: body above Options.MaxBodyBytes
+	CodeUnsupportedMediaType Code = "unsupported_media_type" // 415: a JSON body sent without Content-Type application/json
+	CodeTooManyRequests      Code = "too_many_requests"      // 429: too many wrong tokens; wait Retry-After seconds
+	CodeNotSupported         Code = "not_supported"          // 501: the backend lacks the capability
+	CodeUnavailable          Code = "unavailable"            // 503: the backend did not answer; retry
+	CodeInternal             Code = "internal"               // 500: a fault of the server, logged
 )
 
 // Error is the body of every error answer.
@@ -61,9 +65,13 @@ func asAPIError(err error, field string) *Error {
 	var e *Error
 	var tooLarge *http.MaxBytesError
 	var bad *backend.ScheduleFieldError
+	var denied *access.Denied
 	switch {
 	case errors.As(err, &e):
 		return e
+	case errors.As(err, &denied):
+		code := map[int]Code{http.StatusUnauthorized: CodeUnauthorized, http.StatusForbidden: CodeForbidden, http.StatusTooManyRequests: CodeTooManyRequests}[denied.Status]
+		return errorf(denied.Status, code, "", "%s", denied.Message)
 	case errors.As(err, &bad):
 		return errorf(http.StatusBadRequest, CodeInvalidArgument, bad.Field, "%s", bad)
 	case errors.As(err, &tooLarge):
@@ -100,7 +108,9 @@ func writeError(w *recorder, r *http.Request, err error) {
 		return
 	}
 	e := asAPIError(err, "")
-	if e.Status == http.StatusUnauthorized {
+	if d, ok := access.AsDenied(err); ok {
+		d.SetHeaders(w.Header())
+	} else if e.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="openworkflow"`)
 	}
 	writeJSON(w, e.Status, e)

@@ -76,7 +76,7 @@ func TestHooks(t *testing.T) {
 // hook — method, headers (not the credentials) and body — and answers 202
 // with an empty body.
 func TestWebhook(t *testing.T) {
-	eachBackend(t, api.Options{Token: "secret"}, func(t *testing.T, s *server) {
+	eachBackend(t, api.Options{Token: testToken}, func(t *testing.T, s *server) {
 		tok := "wh-" + strings.Repeat("x", 20)
 		run := s.start("approval", map[string]any{"Token": tok, "N": 2})
 		s.until("the hook", func() bool { return s.hookExists(tok) })

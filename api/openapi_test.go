@@ -23,6 +23,7 @@ type openAPIDoc struct {
 
 type openAPIOperation struct {
 	OperationID string                     `json:"operationId"`
+	Security    []map[string][]string      `json:"security"`
 	Responses   map[string]json.RawMessage `json:"responses"`
 }
 
@@ -66,6 +67,9 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 			}
 			if !strings.HasPrefix(op.OperationID, rt.OperationID) {
 				t.Errorf("%s %s: operationId %q, the route table says %q", m, rt.Pattern, op.OperationID, rt.OperationID)
+			}
+			if len(op.Security) == 0 || len(op.Security[0]["bearer"]) != 1 || op.Security[0]["bearer"][0] != rt.Scope.String() {
+				t.Errorf("%s %s: security %v, the route table says scope %s", m, rt.Pattern, op.Security, rt.Scope)
 			}
 			documented[strings.ToLower(m)+" "+rt.Pattern] = true
 		}

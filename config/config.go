@@ -41,6 +41,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -48,6 +49,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/openworkflow-go/openworkflow/access"
 )
 
 // FileName is the name of the configuration file searched for.
@@ -192,24 +195,121 @@ func (l Limits) validate(name string) error {
 //	server:
 //	  addr: 127.0.0.1:8080
 //	  token: ${a secret}       # better: OPENWORKFLOW_API_TOKEN
+//	  tokens:                  # more tokens, each with a scope
+//	    - {name: grafana, token_env: GRAFANA_OW_TOKEN, scope: read}
+//	    - {name: billing, token_env: BILLING_OW_TOKEN, scope: write, namespace: billing}
 //	  public_webhooks: false
 //	  cors_origins: [https://app.example.com]
+//	  trusted_proxies: [10.0.0.0/8]
 type Server struct {
 	// Addr is the address `ow server` listens on (YAML server.addr, env
 	// OPENWORKFLOW_SERVER_ADDR, flag --addr). Default
 	// [DefaultServerAddr], loopback only.
 	Addr string `yaml:"addr"`
-	// Token is the bearer token every API request must carry (YAML
-	// server.token, env OPENWORKFLOW_API_TOKEN); required when Addr is
-	// beyond loopback. Default none. Prefer the environment to keeping a
-	// secret in a file.
+	// Token is a bearer token of full access (scope write, any
+	// namespace) that API requests may carry (YAML server.token, env
+	// OPENWORKFLOW_API_TOKEN); a token (this or Tokens) is required when
+	// Addr is beyond loopback. At least 16 bytes (access.MinTokenLength;
+	// `openssl rand -hex 32` makes one). Default none. Prefer the
+	// environment to keeping a secret in a file.
 	Token string `yaml:"token"`
+	// Tokens are more bearer tokens, each with a scope and optionally a
+	// namespace (YAML server.tokens); see [TokenConfig]. Default none.
+	Tokens []TokenConfig `yaml:"tokens"`
+	// TrustedProxies are the addresses (CIDR prefixes or single IPs) of
+	// reverse proxies whose X-Forwarded-Proto the dashboard believes, to
+	// mark its session cookie Secure behind a TLS-terminating proxy (YAML
+	// server.trusted_proxies). Default none.
+	TrustedProxies []string `yaml:"trusted_proxies"`
 	// PublicWebhooks lets /v1/webhooks/{token} be called without Token
 	// (the hook's token is then the credential). Default false.
 	PublicWebhooks bool `yaml:"public_webhooks"`
-	// CORSOrigins are the origins browsers may call the API from. Default
-	// none.
+	// CORSOrigins are the origins browsers may call the API from
+	// (exactly, or "*"); without a token, those listed exactly may also
+	// make changes from a browser (see docs/security.md). Default none.
 	CORSOrigins []string `yaml:"cors_origins"`
+}
+
+// TokenConfig is one token of server.tokens. Its secret is Token or,
+// better, the value of the environment variable TokenEnv (exactly one of
+// the two), at least 16 bytes.
+type TokenConfig struct {
+	// Name identifies the token in logs and errors; required.
+	Name string `yaml:"name"`
+	// Token is the secret itself.
+	Token string `yaml:"token"`
+	// TokenEnv names the environment variable holding the secret.
+	TokenEnv string `yaml:"token_env"`
+	// Scope is read (GET operations, dashboard pages, /metrics) or write
+	// (everything). Required.
+	Scope string `yaml:"scope"`
+	// Namespace, when set, limits the token to a server of that
+	// namespace (a server of another answers it 403). Default any.
+	Namespace string `yaml:"namespace"`
+}
+
+// AccessTokens returns the server's tokens, server.token first (as a
+// write token of any namespace named "server.token"), each checked
+// (access.Token.Validate): an error names the token and says what to fix.
+// `ow server` and `ow dev` call it before serving.
+func (s Server) AccessTokens() ([]access.Token, error) {
+	var out []access.Token
+	if s.Token != "" {
+		t := access.Token{Name: "server.token", Secret: s.Token, Scope: access.ScopeWrite}
+		if err := t.Validate(); err != nil {
+			return nil, fmt.Errorf("config: server.token (or %s): %w", EnvAPIToken, err)
+		}
+		out = append(out, t)
+	}
+	for i, tc := range s.Tokens {
+		where := fmt.Sprintf("server.tokens[%d]", i)
+		if tc.Name == "" {
+			return nil, fmt.Errorf("config: %s has no name; give each token a name (it is what logs show)", where)
+		}
+		where = fmt.Sprintf("server.tokens[%d] (%s)", i, tc.Name)
+		secret := tc.Token
+		switch {
+		case tc.Token != "" && tc.TokenEnv != "":
+			return nil, fmt.Errorf("config: %s has both token and token_env; keep one (token_env is better)", where)
+		case tc.TokenEnv != "":
+			if secret = os.Getenv(tc.TokenEnv); secret == "" {
+				return nil, fmt.Errorf("config: %s: the variable %s (token_env) is not set; set it to the token, e.g. $(openssl rand -hex 32)", where, tc.TokenEnv)
+			}
+		case tc.Token == "":
+			return nil, fmt.Errorf("config: %s has no token; set token_env to the variable holding it", where)
+		}
+		if tc.Scope == "" {
+			return nil, fmt.Errorf("config: %s has no scope; give read or write", where)
+		}
+		scope, err := access.ParseScope(tc.Scope)
+		if err != nil {
+			return nil, fmt.Errorf("config: %s: %w", where, err)
+		}
+		t := access.Token{Name: tc.Name, Secret: secret, Scope: scope, Namespace: tc.Namespace}
+		if err := t.Validate(); err != nil {
+			return nil, fmt.Errorf("config: %s: %w", where, err)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// Proxies parses TrustedProxies: CIDR prefixes, or single IPs (a prefix
+// of their full length).
+func (s Server) Proxies() ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, p := range s.TrustedProxies {
+		pfx, err := netip.ParsePrefix(p)
+		if err != nil {
+			addr, aerr := netip.ParseAddr(p)
+			if aerr != nil {
+				return nil, fmt.Errorf("config: server.trusted_proxies: %q is neither an IP nor a CIDR prefix (10.0.0.0/8, ::1)", p)
+			}
+			pfx = netip.PrefixFrom(addr.Unmap(), addr.Unmap().BitLen())
+		}
+		out = append(out, pfx.Masked())
+	}
+	return out, nil
 }
 
 // OpenFlow is the openflow section of the configuration.
@@ -373,6 +473,8 @@ func (c *Config) readFile(path string) error {
 	}
 	c.Server.PublicWebhooks = f.Server.PublicWebhooks
 	c.Server.CORSOrigins = f.Server.CORSOrigins
+	c.Server.Tokens = f.Server.Tokens
+	c.Server.TrustedProxies = f.Server.TrustedProxies
 	if f.Retention.Default != 0 || f.Retention.Workflows != nil || f.Retention.Interval != 0 || f.Retention.Duty != 0 {
 		c.Retention = f.Retention
 		c.sources[keyRetention] = from
@@ -524,6 +626,9 @@ func (c *Config) validate() error {
 		if name == "" {
 			return fmt.Errorf("config: retention.workflows (from %s) has an empty workflow name", c.sources[keyRetention])
 		}
+	}
+	if _, err := c.Server.Proxies(); err != nil {
+		return err
 	}
 	if d := c.Retention.Duty; d < 0 || d > 1 {
 		return fmt.Errorf("config: retention.duty (from %s) must be from 0 to 1 (the pruner's largest share of the time), got %g", c.sources[keyRetention], d)

@@ -54,7 +54,7 @@ type tab struct {
 	exceptions []string
 }
 
-func newTab(t testing.TB, s *site) *tab {
+func newTab(t testing.TB, s *site, flags ...chromedp.ExecAllocatorOption) *tab {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromiumPath(t)),
@@ -62,6 +62,7 @@ func newTab(t testing.TB, s *site) *tab {
 		chromedp.DisableGPU,
 		chromedp.WindowSize(1280, 900),
 	)
+	opts = append(opts, flags...)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
 	if err := chromedp.Do(ctx); err != nil { // starts the browser, with no timeout

@@ -24,33 +24,36 @@
 //
 // # Security
 //
-// With [Options.Token] set, every page, live stream and action needs the
-// token: sent once to the sign-in form, it is kept as an HttpOnly,
-// SameSite=Lax session cookie holding a keyed hash of the token (not the
-// token), or sent by a script as "Authorization: Bearer <token>". Without
-// a token the dashboard answers only requests addressed to a loopback
-// host name, against DNS rebinding. Forms are protected from cross-site
-// request forgery by net/http's CrossOriginProtection (Sec-Fetch-Site and
-// Origin checks), and every page carries a strict Content-Security-Policy.
+// With tokens ([Options.Token], [Options.Tokens]), every page, live
+// stream and action needs one: sent once to the sign-in form, it starts a
+// session (a random id in an HttpOnly, SameSite=Lax cookie, held in the
+// server's memory for 7 days or until the visitor signs out; a restart
+// signs everyone out), or it is sent by a script as "Authorization:
+// Bearer <token>". A token of scope read sees every page but no action
+// button, and its actions answer 403; wrong tokens are throttled
+// (package access). Without a token the dashboard answers only requests
+// addressed to a loopback host name, against DNS rebinding. Actions are
+// protected from cross-site request forgery by net/http's
+// CrossOriginProtection (Sec-Fetch-Site and Origin checks) — the same
+// [access.Guard] as the API's — and every page carries a strict
+// Content-Security-Policy.
 package dashboard
 
 import (
-	"crypto/hmac"
 	"crypto/sha256"
-	"crypto/subtle"
 	"embed"
 	"encoding/hex"
 	"fmt"
 	"html/template"
 	"io/fs"
 	"log/slog"
-	"net"
 	"net/http"
-	"strings"
+	"net/netip"
 	"sync"
 	"time"
 
 	ow "github.com/openworkflow-go/openworkflow"
+	"github.com/openworkflow-go/openworkflow/access"
 	"github.com/openworkflow-go/openworkflow/api"
 )
 
@@ -64,9 +67,27 @@ var staticFS embed.FS
 // re-reads live views every second, and logs nothing.
 type Options struct {
 	// Token, when set, is the API token a visitor must give (once, to the
-	// sign-in form, or as a bearer header) before seeing anything. Use the
-	// API's token: whoever may call the API may use the dashboard.
+	// sign-in form, or as a bearer header) before seeing anything: a
+	// token of full access, as api.Options.Token. Use the API's tokens:
+	// whoever may call the API may use the dashboard, with the same scope.
 	Token string
+	// Tokens are more tokens with their scope and namespace, as
+	// api.Options.Tokens; Token, if set, is added to them. Each is at
+	// least access.MinTokenLength bytes: invalid tokens make every
+	// request answer 500 and are logged (server.Serve and
+	// api.Options.Keyring refuse them first).
+	Tokens []access.Token
+	// Throttle counts wrong tokens (sign-ins and bearer headers); share
+	// the API's. Default: a throttle of its own.
+	Throttle *access.Throttle
+	// TrustedProxies are the addresses of reverse proxies whose
+	// "X-Forwarded-Proto: https" is believed: the session cookie is then
+	// Secure, as it is on a TLS connection. Default none.
+	TrustedProxies []netip.Prefix
+	// MaxSessions bounds the sessions held in memory; beyond, the oldest
+	// is dropped (its visitor signs in again). Default 10,000
+	// ([DefaultMaxSessions]).
+	MaxSessions int
 	// Logger receives the failures of actions and live views; nil
 	// discards them.
 	Logger *slog.Logger
@@ -80,16 +101,18 @@ type Options struct {
 
 // Dashboard is the dashboard's http.Handler. Create it with [New].
 type Dashboard struct {
-	api     apiClient
-	apiH    http.Handler
-	opts    Options
-	log     *slog.Logger
-	mux     *http.ServeMux
-	handler http.Handler
-	pages   map[string]*template.Template
-	session string // the session cookie's value when Token is set
-	version string // the static files' content hash, for cache busting
-	counts  countsCache
+	api      apiClient
+	apiH     http.Handler
+	opts     Options
+	log      *slog.Logger
+	mux      *http.ServeMux
+	handler  http.Handler
+	pages    map[string]*template.Template
+	keys     *access.Keyring // nil when the tokens are invalid (keysErr)
+	keysErr  error
+	sessions *sessions
+	version  string // the static files' content hash, for cache busting
+	counts   countsCache
 }
 
 // New returns the dashboard over c. It calls the API's operations (an
@@ -106,18 +129,20 @@ func New(c *ow.Client, opts Options) *Dashboard {
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = DefaultMaxSessions
+	}
 	d.apiH = api.New(c, api.Options{MaxBodyBytes: opts.MaxBodyBytes})
 	d.api = apiClient{h: d.apiH}
-	if opts.Token != "" {
-		mac := hmac.New(sha256.New, []byte(opts.Token))
-		mac.Write([]byte("openworkflow dashboard session v1"))
-		d.session = hex.EncodeToString(mac.Sum(nil))
+	d.keys, d.keysErr = api.Options{Token: opts.Token, Tokens: opts.Tokens, Throttle: opts.Throttle}.Keyring(c.Backend().NamespaceID())
+	if d.keysErr != nil {
+		d.log.Error("dashboard: the tokens are invalid; every request answers 500", "err", d.keysErr)
 	}
+	d.sessions = newSessions(opts.MaxSessions)
 	d.pages = parsePages()
 	d.version = staticVersion()
 	d.routes()
-	cop := http.NewCrossOriginProtection()
-	d.handler = d.secure(cop.Handler(d.authenticate(d.mux)))
+	d.handler = d.secure(d.authenticate(d.mux))
 	return d
 }
 
@@ -157,76 +182,32 @@ func (d *Dashboard) routes() {
 	})
 }
 
-// secure sets the headers every answer carries and, without a token,
-// refuses hosts other than loopback names (DNS rebinding would otherwise
-// let a web page act on a local dashboard as if it were same-origin).
+// secure sets the headers every answer carries and puts the dashboard
+// behind the guard it shares with the API (access.Guard): cross-origin
+// actions are refused and, without a token, so are hosts other than
+// loopback names (DNS rebinding would otherwise let a web page act on a
+// local dashboard as if it were same-origin).
 func (d *Dashboard) secure(next http.Handler) http.Handler {
+	var guard *access.Guard
+	if d.keys != nil {
+		guard = access.NewGuard(access.GuardOptions{LoopbackOnly: d.keys.Open()})
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "same-origin")
 		h.Set("X-Frame-Options", "DENY")
-		if d.opts.Token == "" && !loopbackHost(r.Host) {
-			http.Error(w, "This dashboard has no token configured, so it answers only at a loopback address (localhost, 127.0.0.1, [::1]), not at "+r.Host+". Set OPENWORKFLOW_API_TOKEN to serve it under another name.", http.StatusForbidden)
+		if d.keysErr != nil {
+			http.Error(w, "the dashboard's tokens are invalid ("+d.keysErr.Error()+"); its operator must fix them", http.StatusInternalServerError)
+			return
+		}
+		if err := guard.Check(r); err != nil {
+			err.(*access.Denied).Write(w)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-func loopbackHost(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.Trim(host, "[]")
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// sessionCookie names the cookie that holds a signed-in visitor's
-// session: HMAC-SHA256 of a fixed label keyed by the token, so the cookie
-// is not the token and changes when the token does.
-const sessionCookie = "ow_session"
-
-// authenticate lets a request through when no token is configured, when
-// it is for a static file or the sign-in page, or when it carries the
-// session cookie or the bearer token; otherwise a page is redirected to
-// the sign-in form and anything else answered 401.
-func (d *Dashboard) authenticate(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if d.opts.Token == "" || strings.HasPrefix(r.URL.Path, "/static/") || r.URL.Path == "/login" || d.authorized(r) {
-			next.ServeHTTP(w, r)
-			return
-		}
-		if r.Method == http.MethodGet && strings.Contains(r.Header.Get("Accept"), "text/html") {
-			http.Redirect(w, r, "/login?next="+urlQueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
-			return
-		}
-		w.Header().Set("WWW-Authenticate", `Bearer realm="openworkflow"`)
-		http.Error(w, "sign in first: this dashboard needs the API token (POST /login, or Authorization: Bearer <token>)", http.StatusUnauthorized)
-	})
-}
-
-func (d *Dashboard) authorized(r *http.Request) bool {
-	if c, err := r.Cookie(sessionCookie); err == nil {
-		return subtle.ConstantTimeCompare([]byte(c.Value), []byte(d.session)) == 1
-	}
-	if got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
-		return d.tokenMatches(strings.TrimSpace(got))
-	}
-	return false
-}
-
-// tokenMatches compares a token with the configured one in constant time
-// (of their hashes, so the length does not leak either).
-func (d *Dashboard) tokenMatches(got string) bool {
-	a, b := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(d.opts.Token))
-	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
 }
 
 func cacheForever(h http.Handler) http.Handler {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/cookiejar"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"go.uber.org/goleak"
 
 	ow "github.com/openworkflow-go/openworkflow"
+	"github.com/openworkflow-go/openworkflow/access"
 	"github.com/openworkflow-go/openworkflow/api"
 	"github.com/openworkflow-go/openworkflow/backend"
 	"github.com/openworkflow-go/openworkflow/backend/postgres"
@@ -75,6 +77,13 @@ func eachBackend(t *testing.T, opts siteOptions, f func(t *testing.T, s *site)) 
 
 type siteOptions struct {
 	token string
+	// tokens are more tokens, with their scope and namespace.
+	tokens []access.Token
+	// throttle counts wrong tokens (default: one letting a test's
+	// deliberate mistakes through).
+	throttle *access.Throttle
+	// proxies are the trusted reverse proxies.
+	proxies []netip.Prefix
 	// noWorker leaves the runs unclaimed (for pages of pending runs).
 	noWorker bool
 }
@@ -101,10 +110,13 @@ func newSite(t testing.TB, b backend.Backend, opts siteOptions) *site {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if opts.throttle == nil {
+		opts.throttle = access.NewThrottle(access.ThrottleOptions{ClientBurst: 1000, GlobalBurst: 1000})
+	}
 	sopts := server.Options{
 		Listener:      ln,
-		API:           api.Options{Token: opts.token},
-		Dashboard:     dashboard.New(s.c, dashboard.Options{Token: opts.token, LiveInterval: 100 * time.Millisecond}),
+		API:           api.Options{Token: opts.token, Tokens: opts.tokens, Throttle: opts.throttle},
+		Dashboard:     dashboard.New(s.c, dashboard.Options{Token: opts.token, Tokens: opts.tokens, Throttle: opts.throttle, TrustedProxies: opts.proxies, LiveInterval: 100 * time.Millisecond}),
 		ShutdownGrace: 5 * time.Second,
 	}
 	if !opts.noWorker {

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/openworkflow-go/openworkflow/access"
 )
 
 // pageNames are the templates with a page of their own; each is parsed
@@ -26,8 +28,12 @@ type view struct {
 	Title string
 	// Nav is the current section: runs, workers, schedules or start.
 	Nav string
-	// SignedIn shows the sign-out button (a token is configured).
+	// SignedIn shows the sign-out button (tokens are configured and the
+	// visitor has a session).
 	SignedIn bool
+	// CanWrite shows the action buttons and forms: the visitor's token
+	// has scope write (or the dashboard has no token).
+	CanWrite bool
 	// Notice and Problem are the result of the last action, shown at the
 	// top of the page (Problem as an alert).
 	Notice, Problem string
@@ -39,8 +45,13 @@ type view struct {
 }
 
 func (d *Dashboard) view(r *http.Request, title, nav string, page any) *view {
-	return &view{Title: title, Nav: nav, SignedIn: d.opts.Token != "" && d.authorized(r), Version: d.version, Now: time.Now(), Page: page,
-		Notice: notice(r.URL.Query())}
+	tok, known := visitor(r)
+	if !known && d.keys != nil && !d.keys.Open() {
+		tok, known = d.session(r) // the sign-in page, outside authenticate
+	}
+	_, session := d.session(r)
+	return &view{Title: title, Nav: nav, SignedIn: session, CanWrite: known && tok.Scope.Allows(access.ScopeWrite),
+		Version: d.version, Now: time.Now(), Page: page, Notice: notice(r.URL.Query())}
 }
 
 // render writes the page name with status.

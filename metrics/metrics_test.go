@@ -267,8 +267,8 @@ func TestMetricsNeedTheTokenWhenTheAPIHasOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base, _ := serve(t, c, server.Options{API: api.Options{Token: "s3cret", Metrics: m}, Metrics: m.Handler()})
-	for _, h := range []string{"", "Bearer wrong", "s3cret"} {
+	base, _ := serve(t, c, server.Options{API: api.Options{Token: "s3cret-metrics-token", Metrics: m}, Metrics: m.Handler()})
+	for _, h := range []string{"", "Bearer wrong", "s3cret-metrics-token"} {
 		req, _ := http.NewRequest("GET", base+"/metrics", nil)
 		if h != "" {
 			req.Header.Set("Authorization", h)
@@ -282,7 +282,7 @@ func TestMetricsNeedTheTokenWhenTheAPIHasOne(t *testing.T) {
 			t.Errorf("GET /metrics with Authorization %q: %s, want 401", h, resp.Status)
 		}
 	}
-	fams := scrape(t, base, http.Header{"Authorization": {"Bearer s3cret"}})
+	fams := scrape(t, base, http.Header{"Authorization": {"Bearer s3cret-metrics-token"}})
 	if value(fams, "openworkflow_runs", "status", "pending") != 0 {
 		t.Errorf("with the token: openworkflow_runs{pending} = %v, want 0", value(fams, "openworkflow_runs", "status", "pending"))
 	}

@@ -12,8 +12,6 @@ package server
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,6 +21,7 @@ import (
 	"time"
 
 	ow "github.com/openworkflow-go/openworkflow"
+	"github.com/openworkflow-go/openworkflow/access"
 	"github.com/openworkflow-go/openworkflow/api"
 	"github.com/openworkflow-go/openworkflow/backend"
 )
@@ -31,19 +30,22 @@ import (
 type Options struct {
 	// Addr is the address to listen on, host:port. Default
 	// "127.0.0.1:8080" ([DefaultAddr]). Listening beyond loopback requires
-	// API.Token.
+	// a token (API.Token or API.Tokens).
 	Addr string
 	// Listener, when set, is used instead of listening on Addr (tests,
 	// socket activation).
 	Listener net.Listener
-	// API configures the API; its Done and Logger are set by Serve.
+	// API configures the API; its Done and Logger are set by Serve, and
+	// its Throttle when nil (one throttle then counts the wrong tokens of
+	// the API and /metrics; give the dashboard the same). Its tokens are
+	// checked before anything starts ([CheckExposure]).
 	API api.Options
 	// Dashboard, when set, is served at / (every path outside /v1/,
 	// /healthz and /metrics).
 	Dashboard http.Handler
 	// Metrics, when set, is served at GET /metrics (package metrics'
-	// Exporter.Handler). With API.Token set it needs the same bearer
-	// token as the API: Prometheus sends it with
+	// Exporter.Handler). With tokens it needs one of the API's bearer
+	// tokens, of scope read at least: Prometheus sends it with
 	// `authorization: {credentials: <token>}` in its scrape config.
 	Metrics http.Handler
 	// Worker, when set, is started with the server and stopped after it.
@@ -96,11 +98,15 @@ const (
 // ErrTokenRequired: the address is beyond loopback and no token is set.
 var ErrTokenRequired = errors.New("a server listening beyond loopback needs an API token")
 
+// ErrBadToken: a configured token is too short ([access.MinTokenLength]),
+// duplicated or of an unknown scope.
+var ErrBadToken = errors.New("invalid API token")
+
 // Serve serves the API (and the dashboard, metrics and worker given in
 // opts) over c until ctx ends, then shuts down gracefully and returns nil;
-// it returns an error if it cannot listen, if the address is beyond
-// loopback without a token ([ErrTokenRequired]), or if the worker fails to
-// start.
+// it returns an error if it cannot listen, if a token is invalid
+// ([ErrBadToken]), if the address is beyond loopback without a token
+// ([ErrTokenRequired]), or if the worker fails to start.
 func Serve(ctx context.Context, c *ow.Client, opts Options) error {
 	if opts.Addr == "" {
 		opts.Addr = DefaultAddr
@@ -113,16 +119,23 @@ func Serve(ctx context.Context, c *ow.Client, opts Options) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if opts.API.Throttle == nil {
+		opts.API.Throttle = access.NewThrottle(access.ThrottleOptions{})
+	}
+	keys, kerr := opts.API.Keyring(c.Backend().NamespaceID())
+	if kerr != nil {
+		return fmt.Errorf("%w: %w", ErrBadToken, kerr)
+	}
 	ln := opts.Listener
 	if ln == nil {
-		if err := CheckExposure(opts.Addr, opts.API.Token); err != nil {
+		if err := CheckExposure(opts.Addr, opts.API); err != nil {
 			return err
 		}
 		var err error
 		if ln, err = net.Listen("tcp", opts.Addr); err != nil {
 			return fmt.Errorf("listen on %s: %w (is another server using the port? pass --addr)", opts.Addr, err)
 		}
-	} else if err := CheckExposure(ln.Addr().String(), opts.API.Token); err != nil {
+	} else if err := CheckExposure(ln.Addr().String(), opts.API); err != nil {
 		return err
 	}
 	done := make(chan struct{})
@@ -130,9 +143,9 @@ func Serve(ctx context.Context, c *ow.Client, opts Options) error {
 	apiOpts.Done, apiOpts.Logger = done, opts.Logger
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", api.New(c, apiOpts))
-	mux.HandleFunc("GET /healthz", health(c))
+	mux.HandleFunc("GET /healthz", health(c, keys, log))
 	if opts.Metrics != nil {
-		mux.Handle("GET /metrics", requireToken(opts.API.Token, opts.Metrics))
+		mux.Handle("GET /metrics", requireScope(keys, access.ScopeRead, opts.Metrics))
 	}
 	if opts.Dashboard != nil {
 		mux.Handle("/", endOnShutdown(opts.Dashboard, done))
@@ -163,7 +176,7 @@ func Serve(ctx context.Context, c *ow.Client, opts Options) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	addr := ln.Addr().String()
-	log.Info("server listening", "addr", addr, "auth", opts.API.Token != "", "worker", opts.Worker != nil, "pruner", opts.Pruner != nil)
+	log.Info("server listening", "addr", addr, "auth", !keys.Open(), "worker", opts.Worker != nil, "pruner", opts.Pruner != nil)
 	if opts.Ready != nil {
 		opts.Ready(addr)
 	}
@@ -226,11 +239,18 @@ func stopWorker(ctx context.Context, opts Options, log *slog.Logger) {
 	cancel()
 }
 
-// CheckExposure refuses to serve addr without a token unless addr is
-// loopback-only, so an API able to start and cancel runs is never exposed
-// by mistake. The error wraps [ErrTokenRequired] and says what to do.
-func CheckExposure(addr, token string) error {
-	if token != "" {
+// CheckExposure checks what a server of opts would expose at addr: it
+// refuses an invalid token ([ErrBadToken]: shorter than
+// [access.MinTokenLength], say), and serving addr without a token unless
+// addr is loopback-only ([ErrTokenRequired]), so an API able to start and
+// cancel runs is never exposed by mistake. The error says what to do.
+// Serve calls it; a command calls it too to fail before other work.
+func CheckExposure(addr string, opts api.Options) error {
+	tokens := opts.AllTokens()
+	if _, err := access.NewKeyring("", tokens, opts.Throttle); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadToken, err)
+	}
+	if len(tokens) > 0 {
 		return nil
 	}
 	host, _, err := net.SplitHostPort(addr)
@@ -247,8 +267,11 @@ func CheckExposure(addr, token string) error {
 }
 
 // health answers 200 {"status":"ok"} when the backend answers, 503
-// otherwise: for load balancers and `ow doctor`.
-func health(c *ow.Client) http.HandlerFunc {
+// otherwise: for load balancers and `ow doctor`. Why the backend did not
+// answer (an error that may name the database's host, port, user and
+// database) is logged, and told only to a request with a valid token
+// (of any scope): anyone may reach /healthz.
+func health(c *ow.Client, keys *access.Keyring, log *slog.Logger) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		defer cancel()
@@ -257,28 +280,29 @@ func health(c *ow.Client) http.HandlerFunc {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
 		if err != nil && !errors.Is(err, backend.ErrRunNotFound) {
+			log.Warn("health check: the backend did not answer", "err", err)
+			msg := "the backend did not answer; the server's log says why"
+			if _, auth := r.Header["Authorization"]; auth && !keys.Open() && keys.Authorize(r, access.ScopeRead) == nil {
+				msg = "the backend did not answer: " + err.Error()
+			}
 			w.WriteHeader(http.StatusServiceUnavailable)
-			fmt.Fprintf(w, "{\"status\":\"unavailable\",\"message\":%q}\n", "the backend did not answer: "+err.Error())
+			fmt.Fprintf(w, "{\"status\":\"unavailable\",\"message\":%q}\n", msg)
 			return
 		}
 		fmt.Fprint(w, "{\"status\":\"ok\"}\n")
 	}
 }
 
-// requireToken serves h only to requests carrying "Authorization: Bearer
-// <token>" (compared in constant time, as the API does), and answers 401
-// to others; with no token it is h.
-func requireToken(token string, h http.Handler) http.Handler {
-	if token == "" {
+// requireScope serves h only to requests whose bearer token has scope
+// need (with the API's keyring: the same tokens and throttle), and
+// answers 401, 403 or 429 to others; with no tokens it is h.
+func requireScope(keys *access.Keyring, need access.Scope, h http.Handler) http.Handler {
+	if keys.Open() {
 		return h
 	}
-	want := sha256.Sum256([]byte(token))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
-		if !ok || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
-			w.Header().Set("WWW-Authenticate", "Bearer")
-			http.Error(w, "this server needs its API token: send the header \"Authorization: Bearer <token>\"", http.StatusUnauthorized)
+		if err := keys.Authorize(r, need); err != nil {
+			err.(*access.Denied).Write(w)
 			return
 		}
 		h.ServeHTTP(w, r)

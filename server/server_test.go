@@ -33,10 +33,10 @@ func TestCheckExposure(t *testing.T) {
 		{"[::]:8080", "", false},
 		{"192.168.1.5:8080", "", false},
 		{"example.com:8080", "", false},
-		{"0.0.0.0:8080", "t", true},
+		{"0.0.0.0:8080", "a-token-of-sixteen-bytes-or-more", true},
 		{"no-port", "", false},
 	} {
-		err := server.CheckExposure(c.addr, c.token)
+		err := server.CheckExposure(c.addr, api.Options{Token: c.token})
 		if (err == nil) != c.ok {
 			t.Errorf("CheckExposure(%q, %q) = %v, want ok %v", c.addr, c.token, err, c.ok)
 		}

@@ -64,7 +64,7 @@ next 'ow dev'.`,
 			if err := cfg.RequireIntact(cmd.Context()); err != nil {
 				return err
 			}
-			if err := server.CheckExposure(cfg.Server.Addr, cfg.Server.Token); err != nil {
+			if err := checkServer(cfg); err != nil {
 				return err
 			}
 			b, err := cfg.OpenBackend(cmd.Context())

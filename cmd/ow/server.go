@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	ow "github.com/openworkflow-go/openworkflow"
+	"github.com/openworkflow-go/openworkflow/access"
 	"github.com/openworkflow-go/openworkflow/api"
 	"github.com/openworkflow-go/openworkflow/config"
 	"github.com/openworkflow-go/openworkflow/metrics"
@@ -29,7 +30,10 @@ exits).
 
 The API, the dashboard and /metrics need a token when the server listens
 beyond loopback: set OPENWORKFLOW_API_TOKEN (or server.token in
-openworkflow.yaml); the dashboard then asks for it once. With --worker,
+openworkflow.yaml), 16 bytes at least; the dashboard then asks for it once.
+Read-only tokens and tokens limited to a namespace go in server.tokens.
+Without a token the server answers only loopback names and refuses
+cross-origin changes, so that web pages cannot use it (docs/security.md). With --worker,
 the process also runs a worker for the OpenFlow flows of openflow.dirs, as
 'ow worker' does, and /metrics includes its measurements; workflows
 written in Go run in your own program's workers. With a retention section
@@ -55,7 +59,7 @@ Their ticks are fired by the namespace's workers — this process's with
 				return err
 			}
 			defer b.Close()
-			if err := server.CheckExposure(cfg.Server.Addr, cfg.Server.Token); err != nil {
+			if err := checkServer(cfg); err != nil {
 				return err
 			}
 			if err := a.applySchedules(cmd.Context(), cfg, b); err != nil {
@@ -68,8 +72,8 @@ Their ticks are fired by the namespace's workers — this process's with
 			}
 			opts.Ready = func(addr string) {
 				auth := "no token: loopback only"
-				if cfg.Server.Token != "" {
-					auth = "bearer token required"
+				if n := len(opts.API.AllTokens()); n > 0 {
+					auth = fmt.Sprintf("bearer token required, %d token(s)", n)
 				}
 				fmt.Fprintf(a.stderr, "serving the API on http://%s/v1 and metrics on http://%s/metrics (%s), backend %s %s\n", addr, addr, auth, cfg.Kind(), cfg.Location())
 				if opts.Dashboard != nil {
@@ -100,18 +104,27 @@ Their ticks are fired by the namespace's workers — this process's with
 // configuration has a retention period. logger receives the access log
 // and the server's events.
 func httpOptions(cfg *config.Config, c *ow.Client, logger *slog.Logger) (server.Options, *metrics.Exporter, error) {
+	tokens, err := cfg.Server.AccessTokens()
+	if err != nil {
+		return server.Options{}, nil, err
+	}
+	proxies, err := cfg.Server.Proxies()
+	if err != nil {
+		return server.Options{}, nil, err
+	}
 	m, err := metrics.New(metrics.Options{Client: c, Logger: logger})
 	if err != nil {
 		return server.Options{}, nil, err
 	}
 	apiOpts := api.Options{
-		Token: cfg.Server.Token, PublicWebhooks: cfg.Server.PublicWebhooks, CORSOrigins: cfg.Server.CORSOrigins, Metrics: m,
-		Logger: logger, // Serve sets it too; here the dashboard gets it as well
+		Tokens: tokens, PublicWebhooks: cfg.Server.PublicWebhooks, CORSOrigins: cfg.Server.CORSOrigins, Metrics: m,
+		Throttle: access.NewThrottle(access.ThrottleOptions{}), // one budget of wrong tokens for the API, /metrics and the dashboard
+		Logger:   logger,                                       // Serve sets it too; here the dashboard gets it as well
 	}
 	opts := server.Options{
 		Addr:      cfg.Server.Addr,
 		API:       apiOpts,
-		Dashboard: dashboard(c, apiOpts),
+		Dashboard: dashboard(c, apiOpts, proxies),
 		Metrics:   m.Handler(),
 		Logger:    logger,
 	}
@@ -125,6 +138,18 @@ func httpOptions(cfg *config.Config, c *ow.Client, logger *slog.Logger) (server.
 		})
 	}
 	return opts, m, nil
+}
+
+// checkServer checks the server configuration of cfg before anything
+// starts: its tokens (server.token, OPENWORKFLOW_API_TOKEN and
+// server.tokens: each at least access.MinTokenLength bytes, with a
+// scope) and that an address beyond loopback has one.
+func checkServer(cfg *config.Config) error {
+	tokens, err := cfg.Server.AccessTokens()
+	if err != nil {
+		return err
+	}
+	return server.CheckExposure(cfg.Server.Addr, api.Options{Tokens: tokens})
 }
 
 // warnLogger logs warnings and errors as text to w: a worker's logger in

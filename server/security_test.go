@@ -1,0 +1,188 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	ow "github.com/openworkflow-go/openworkflow"
+	"github.com/openworkflow-go/openworkflow/access"
+	"github.com/openworkflow-go/openworkflow/api"
+	"github.com/openworkflow-go/openworkflow/backend"
+	"github.com/openworkflow-go/openworkflow/server"
+)
+
+// downBackend is a backend whose database does not answer, with the
+// error a PostgreSQL driver gives then: it names the user, database,
+// host and port.
+type downBackend struct{ backend.Backend }
+
+var errDown = errors.New("failed to connect to `user=billing_admin database=billing`: 10.1.2.3:6432 (db.internal): dial error: connection refused")
+
+func (downBackend) GetWorkflowRun(context.Context, string) (*backend.WorkflowRun, error) {
+	return nil, errDown
+}
+
+// serve runs Serve over c with opts on a loopback port until the test
+// ends, and returns its base URL.
+func serve(t *testing.T, c *ow.Client, opts server.Options) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Listener = ln
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- server.Serve(ctx, c, opts) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return "http://" + ln.Addr().String()
+}
+
+func get(t *testing.T, url string, header ...string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+// TestHealthCheckTellsTheDatabaseOnlyToTheLogAndTokenHolders: /healthz
+// answers anyone, so when the backend is down it says so without naming
+// the database's user, name, host or port; the log has them, and so does
+// the answer to a request with a valid token.
+func TestHealthCheckTellsTheDatabaseOnlyToTheLogAndTokenHolders(t *testing.T) {
+	const token = "a-token-of-the-health-test"
+	secrets := []string{"billing_admin", "billing", "10.1.2.3", "6432", "db.internal"}
+	for _, c := range []struct {
+		name       string
+		tokens     []access.Token
+		header     []string
+		wantDetail bool
+	}{
+		{"without a token configured, nobody is told the detail", nil, nil, false},
+		{"with a token configured, an anonymous request is not told the detail", []access.Token{{Name: "ops", Secret: token, Scope: access.ScopeRead}}, nil, false},
+		{"with a token configured, a wrong token is not told the detail", []access.Token{{Name: "ops", Secret: token, Scope: access.ScopeRead}}, []string{"Authorization", "Bearer not-the-token-at-all"}, false},
+		{"with a token configured, a request carrying it is told the detail", []access.Token{{Name: "ops", Secret: token, Scope: access.ScopeRead}}, []string{"Authorization", "Bearer " + token}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			b := downBackend{openSQLite(t)}
+			base := serve(t, ow.NewClient(b), server.Options{API: api.Options{Tokens: c.tokens}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			status, body := get(t, base+"/healthz", c.header...)
+			if status != http.StatusServiceUnavailable || !strings.Contains(body, `"unavailable"`) {
+				t.Fatalf("healthz answered %d %s, want 503 unavailable", status, body)
+			}
+			for _, s := range secrets {
+				if got := strings.Contains(body, s); got != c.wantDetail {
+					t.Errorf("the answer names %q: %v, want %v: %s", s, got, c.wantDetail, body)
+				}
+			}
+			if !strings.Contains(logs.String(), "billing_admin") {
+				t.Errorf("the log does not have the detail: %s", logs.String())
+			}
+		})
+	}
+}
+
+// TestServeRefusesAShortToken: a token shorter than access.MinTokenLength
+// is refused before the server listens, saying how to make a good one;
+// server.token and scoped tokens alike.
+func TestServeRefusesAShortToken(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		opts api.Options
+	}{
+		{"a one-character server.token", api.Options{Token: "x"}},
+		{"a fifteen-byte server.token", api.Options{Token: strings.Repeat("x", access.MinTokenLength-1)}},
+		{"a short read token", api.Options{Tokens: []access.Token{{Name: "wall", Secret: "short", Scope: access.ScopeRead}}}},
+		{"two tokens with the same secret", api.Options{Token: "the-same-secret-twice", Tokens: []access.Token{{Name: "wall", Secret: "the-same-secret-twice"}}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			err = server.Serve(context.Background(), ow.NewClient(openSQLite(t)), server.Options{Listener: ln, API: c.opts})
+			if !errors.Is(err, server.ErrBadToken) {
+				t.Fatalf("Serve = %v, want ErrBadToken", err)
+			}
+			if c.name != "two tokens with the same secret" && !strings.Contains(err.Error(), "openssl rand -hex 32") {
+				t.Errorf("the error %q does not say how to make a token", err)
+			}
+		})
+	}
+	t.Run("a token of the minimum length is taken", func(t *testing.T) {
+		base := serve(t, ow.NewClient(openSQLite(t)), server.Options{API: api.Options{Token: strings.Repeat("x", access.MinTokenLength)}})
+		if status, _ := get(t, base+"/v1/runs", "Authorization", "Bearer "+strings.Repeat("x", access.MinTokenLength)); status != http.StatusOK {
+			t.Errorf("answered %d", status)
+		}
+	})
+}
+
+// TestMetricsTakeAReadToken: a scraper's token needs scope read only;
+// wrong tokens are refused and, past the throttle's budget, answered 429
+// with Retry-After.
+func TestMetricsTakeAReadToken(t *testing.T) {
+	const read, write = "a-read-token-for-scrapers", "a-write-token-for-operators"
+	metrics := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "openworkflow_up 1\n") })
+	base := serve(t, ow.NewClient(openSQLite(t)), server.Options{Metrics: metrics, API: api.Options{
+		Token:    write,
+		Tokens:   []access.Token{{Name: "prometheus", Secret: read, Scope: access.ScopeRead}},
+		Throttle: access.NewThrottle(access.ThrottleOptions{ClientBurst: 3, ClientRate: 0.001}),
+	}})
+	for _, c := range []struct {
+		name  string
+		token string
+		want  int
+	}{
+		{"a read token scrapes", read, http.StatusOK},
+		{"the full-access token scrapes", write, http.StatusOK},
+		{"no token is refused", "", http.StatusUnauthorized},
+		{"a wrong token is refused", "wrong-wrong-wrong-wrong", http.StatusUnauthorized},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var h []string
+			if c.token != "" {
+				h = []string{"Authorization", "Bearer " + c.token}
+			}
+			if status, body := get(t, base+"/metrics", h...); status != c.want {
+				t.Errorf("answered %d, want %d: %s", status, c.want, body)
+			}
+		})
+	}
+	t.Run("past the budget of wrong tokens the answer is 429 with Retry-After, even to the right token", func(t *testing.T) {
+		for range 3 {
+			get(t, base+"/metrics", "Authorization", "Bearer wrong-wrong-wrong-wrong")
+		}
+		req, _ := http.NewRequest("GET", base+"/metrics", nil)
+		req.Header.Set("Authorization", "Bearer "+read)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusTooManyRequests || res.Header.Get("Retry-After") == "" {
+			t.Errorf("answered %d, Retry-After %q; want 429 with Retry-After", res.StatusCode, res.Header.Get("Retry-After"))
+		}
+	})
+}
