@@ -29,27 +29,6 @@ func (downBackend) GetWorkflowRun(context.Context, string) (*backend.WorkflowRun
 	return nil, errDown
 }
 
-// serve runs Serve over c with opts on a loopback port until the test
-// ends, and returns its base URL.
-func serve(t *testing.T, c *ow.Client, opts server.Options) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.Listener = ln
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- server.Serve(ctx, c, opts) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	return "http://" + ln.Addr().String()
-}
-
 func get(t *testing.T, url string, header ...string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest("GET", url, nil)
@@ -86,7 +65,7 @@ func TestHealthCheckTellsTheDatabaseOnlyToTheLogAndTokenHolders(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var logs bytes.Buffer
 			b := downBackend{openSQLite(t)}
-			base := serve(t, ow.NewClient(b), server.Options{API: api.Options{Tokens: c.tokens}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			base := "http://" + serve(t, ow.NewClient(b), server.Options{API: api.Options{Tokens: c.tokens}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			status, body := get(t, base+"/healthz", c.header...)
 			if status != http.StatusServiceUnavailable || !strings.Contains(body, `"unavailable"`) {
 				t.Fatalf("healthz answered %d %s, want 503 unavailable", status, body)
@@ -132,7 +111,7 @@ func TestServeRefusesAShortToken(t *testing.T) {
 		})
 	}
 	t.Run("a token of the minimum length is taken", func(t *testing.T) {
-		base := serve(t, ow.NewClient(openSQLite(t)), server.Options{API: api.Options{Token: strings.Repeat("x", access.MinTokenLength)}})
+		base := "http://" + serve(t, ow.NewClient(openSQLite(t)), server.Options{API: api.Options{Token: strings.Repeat("x", access.MinTokenLength)}})
 		if status, _ := get(t, base+"/v1/runs", "Authorization", "Bearer "+strings.Repeat("x", access.MinTokenLength)); status != http.StatusOK {
 			t.Errorf("answered %d", status)
 		}
@@ -145,7 +124,7 @@ func TestServeRefusesAShortToken(t *testing.T) {
 func TestMetricsTakeAReadToken(t *testing.T) {
 	const read, write = "a-read-token-for-scrapers", "a-write-token-for-operators"
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "openworkflow_up 1\n") })
-	base := serve(t, ow.NewClient(openSQLite(t)), server.Options{Metrics: metrics, API: api.Options{
+	base := "http://" + serve(t, ow.NewClient(openSQLite(t)), server.Options{Metrics: metrics, API: api.Options{
 		Token:    write,
 		Tokens:   []access.Token{{Name: "prometheus", Secret: read, Scope: access.ScopeRead}},
 		Throttle: access.NewThrottle(access.ThrottleOptions{ClientBurst: 3, ClientRate: 0.001}),
