@@ -55,11 +55,11 @@ func TestSlowClientsAreCut(t *testing.T) {
 		answered bool
 	}{
 		{"a slow body, after ReadTimeout", server.Options{ReadTimeout: timeout},
-			"POST /v1/runs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{", false},
+			"POST /v1/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{", false},
 		{"slow headers, after ReadHeaderTimeout", server.Options{ReadHeaderTimeout: timeout},
-			"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ", false},
+			"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ", false},
 		{"an idle connection, after IdleTimeout", server.Options{IdleTimeout: timeout},
-			"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", true},
+			"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := openSQLite(t)
