@@ -231,6 +231,7 @@ func TestMetricsCountWhatRan(t *testing.T) {
 		{"openworkflow_workers", nil, 1},
 		{"openworkflow_worker_slots", nil, slots},
 		{"openworkflow_worker_slots_busy", nil, 0},
+		{"openworkflow_worker_abandoned_steps", nil, 0},
 		{"openworkflow_http_request_duration_seconds", []string{"route", "/v1/runs", "method", "POST", "code", "201"}, completed + failed},
 	} {
 		if got := value(fams, c.name, c.labels...); got != c.want {
