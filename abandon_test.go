@@ -464,3 +464,58 @@ func TestStopReturnsThoughAStepIgnoresItsContext(t *testing.T) {
 		requireNothingRecordedAfter(t, b, h.ID, "ignore-context")
 	})
 }
+
+// TestAStepIgnoringItsContextIsAbandonedWhenASiblingsWriteFails runs a
+// parallel step that ignores its context while a step of the same pass
+// fails to record (the backend lost the connection): the pass has lost its
+// run, so its context ends, the blocked step is abandoned, and the run is
+// handed back at once; once the step returned, the next pass completes
+// the run.
+func TestAStepIgnoringItsContextIsAbandonedWhenASiblingsWriteFails(t *testing.T) {
+	e := newEnv(t)
+	fb := &failingOnce{Backend: e.b, k: backend.WriteInsertStep}
+	e.worker = ow.NewWorker(fb, ow.WorkerOptions{Concurrency: 1, Now: e.clock.Now, ClaimAhead: -1, RunningStepAfter: time.Hour,
+		AbandonStepAfter: 50 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	release := newGate(t)
+	started := make(chan struct{}, 1)
+	wf := ow.Define(ow.Spec{Name: "sibling-fails"}, func(ctx ow.Context, in int) (int, error) {
+		slow := ow.Go(ctx, "slow", func(context.Context) (int, error) {
+			select {
+			case started <- struct{}{}:
+			default:
+			}
+			<-release.ch // ignores its context
+			return 1, nil
+		})
+		<-started // replays: the gate is open, slow returns at once
+		quick, err := ow.Run(ctx, "quick", func(context.Context) (int, error) { return 2, nil })
+		if err != nil {
+			return 0, err
+		}
+		// This step's barrier commits quick's record: the first pass's
+		// commit fails there.
+		next, err := ow.Run(ctx, "next", func(context.Context) (int, error) { return 3, nil })
+		if err != nil {
+			return 0, err
+		}
+		s, err := slow.Get()
+		return in + s + quick + next, err
+	})
+	e.register(wf)
+	id := start(e, wf, 10)
+	if n, err := tickWithin(t, e.worker); n != 1 || err != nil {
+		t.Fatalf("first tick: claimed %d, %v", n, err)
+	}
+	if n := e.worker.AbandonedSteps(); n != 1 {
+		t.Fatalf("AbandonedSteps() = %d, want 1: the slow step ignores the context of a pass that lost its run", n)
+	}
+	if r := e.run(id); r.Status == backend.RunRunning && r.WorkerID != nil {
+		t.Fatalf("the run is still leased to %s; want it handed back at once", *r.WorkerID)
+	}
+	release.open()
+	waitAbandoned(t, e.worker, 0)
+	e.drain()
+	if got := output[int](e, id); got != 16 {
+		t.Fatalf("output %d, want 16", got)
+	}
+}

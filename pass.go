@@ -30,6 +30,7 @@ var (
 	errCauseLeaseLost = errors.New("workflow run lease lost")
 	errCauseShutdown  = errors.New("worker shutting down")
 	errCauseDeadline  = errors.New("workflow run deadline exceeded")
+	errCauseLost      = errors.New("workflow run lost: a backend call of its pass failed")
 )
 
 // loss says why a pass stopped owning its run, and so what the worker does
@@ -149,13 +150,21 @@ func (x *pass) blocked(admitted bool) error {
 }
 
 // markLost records that the pass no longer owns the run, and why (the
-// first reason wins): nothing more of it is committed.
+// first reason wins): nothing more of it is committed. The pass's context
+// is canceled (when it has not ended already), so that the steps still
+// running — parallel steps, say, when a sibling's write failed — stop
+// rather than hold the slot, and user code ignoring it is abandoned
+// (worker_abandon.go).
 func (x *pass) markLost(why loss, err error) {
 	x.mu.Lock()
-	if x.lost == notLost {
+	first := x.lost == notLost
+	if first {
 		x.lost, x.lostErr = why, err
 	}
 	x.mu.Unlock()
+	if first {
+		x.cancel(errCauseLost)
+	}
 }
 
 func (x *pass) isLost() bool {
