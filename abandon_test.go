@@ -163,7 +163,7 @@ func TestStepsIgnoringTheirContextFreeTheirSlotsOnceTheirRunsFailed(t *testing.T
 		w, ctx := startStubbornWorker(t, b, ow.WorkerOptions{Concurrency: slots, AbandonStepAfter: 100 * time.Millisecond, Metrics: m,
 			Logger: slog.New(slog.NewTextHandler(&logs, nil))}, stubborn, quick)
 		c := ow.NewClient(b)
-		deadline := time.Now().Add(500 * time.Millisecond)
+		deadline := time.Now().Add(2 * time.Second)
 		var ids []string
 		for range slots {
 			h, err := stubborn.Start(ctx, c, 0, ow.WithDeadline(deadline))
@@ -385,7 +385,7 @@ func TestAWorkerSaturatedByAbandonedStepsClaimsNothingAndSaysSo(t *testing.T) {
 	// The pass's context ends at the deadline, counted in real time from
 	// the fake clock's now.
 	for i := range gates {
-		start(e, stubborn, i, ow.WithDeadline(e.clock.Now().Add(100*time.Millisecond)))
+		start(e, stubborn, i, ow.WithDeadline(e.clock.Now().Add(500*time.Millisecond)))
 	}
 	if n, err := tickWithin(t, e.worker); n != 2 || err != nil {
 		t.Fatalf("first tick: claimed %d, %v; want 2 runs, abandoned", n, err)
