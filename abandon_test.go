@@ -519,3 +519,94 @@ func TestAStepIgnoringItsContextIsAbandonedWhenASiblingsWriteFails(t *testing.T)
 		t.Fatalf("output %d, want 16", got)
 	}
 }
+
+// TestAStepIgnoringItsContextIsAbandonedWhenItsLeaseIsLost lets a run's
+// lease expire while its step ignores its context, and a second worker
+// take the run over and complete it: the first worker's heartbeat is
+// refused, its pass's context ends and the step is abandoned; when the
+// step returns at last, its result is not recorded over the second
+// worker's.
+func TestAStepIgnoringItsContextIsAbandonedWhenItsLeaseIsLost(t *testing.T) {
+	const lease = time.Minute
+	e := newEnv(t, func(o *ow.WorkerOptions) {
+		o.Concurrency, o.LeaseDuration, o.HeartbeatInterval, o.AbandonStepAfter = 1, lease, 200*time.Millisecond, 50*time.Millisecond
+		o.Logger = slog.New(slog.DiscardHandler)
+	})
+	release := newGate(t)
+	started := make(chan struct{}, 1)
+	var c counter
+	wf := ow.Define(ow.Spec{Name: "taken-over"}, func(ctx ow.Context, in int) (int, error) {
+		return ow.Run(ctx, "step", func(context.Context) (int, error) {
+			if c.inc("step") == 1 {
+				started <- struct{}{}
+				<-release.ch // the first attempt ignores its context
+				return -1, nil
+			}
+			return in + 1, nil
+		})
+	})
+	e.register(wf)
+	second := ow.NewWorker(e.b, ow.WorkerOptions{Concurrency: 1, ID: "second-worker", Now: e.clock.Now, ClaimAhead: -1, LeaseDuration: lease,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err := second.Register(wf); err != nil {
+		t.Fatal(err)
+	}
+	id := start(e, wf, 41)
+	first := make(chan error, 1)
+	go func() {
+		_, err := testhooks.Tick(context.Background(), e.worker)
+		first <- err
+	}()
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the step never started")
+	}
+	// The lease runs out by the clock the backend reads; the first
+	// worker's heartbeat may renew it just before the second claims, so
+	// the clock moves on until the second worker has the run.
+	for i := 0; ; i++ {
+		if i == 10 {
+			t.Fatal("the second worker never took the run over")
+		}
+		e.clock.Advance(2 * lease)
+		n, err := tickWithin(t, second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 1 {
+			break
+		}
+	}
+	if got := output[int](e, id); got != 42 {
+		t.Fatalf("output %d, want 42 from the second worker", got)
+	}
+	select {
+	case err := <-first:
+		if err != nil {
+			t.Fatalf("the first worker's tick: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first worker's tick waits for its step, though its lease was lost")
+	}
+	if n := e.worker.AbandonedSteps(); n != 1 {
+		t.Fatalf("AbandonedSteps() = %d, want 1", n)
+	}
+	release.open()
+	waitAbandoned(t, e.worker, 0)
+	if got := output[int](e, id); got != 42 {
+		t.Fatalf("output %d after the abandoned step returned, want still 42", got)
+	}
+	completed := 0
+	for _, s := range e.steps(id) {
+		if s.Status == backend.StepCompleted {
+			completed++
+			if string(s.Output) != "42" {
+				t.Errorf("step %s completed with %s, want 42", s.StepName, s.Output)
+			}
+		}
+	}
+	if completed != 1 {
+		t.Errorf("%d completed attempts of the step, want 1 (the second worker's)", completed)
+	}
+}
