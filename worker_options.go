@@ -30,7 +30,8 @@ type WorkerOptions struct {
 	MaxPollInterval time.Duration
 	// ShutdownGracePeriod is how long [Worker.Stop] lets executing passes
 	// finish before canceling them and releasing their runs to other
-	// workers. Default 30 s.
+	// workers (user code that ignores the cancellation is abandoned
+	// AbandonStepAfter later). Default 30 s.
 	ShutdownGracePeriod time.Duration
 	// Logger receives the worker's logs. Default slog.Default().
 	Logger *slog.Logger
