@@ -44,8 +44,9 @@ type slowStep struct {
 // abandonment records that a pass's user code was abandoned: where it
 // was, for the log line of its return.
 type abandonment struct {
-	at    time.Time // real time
-	where string
+	at      time.Time // real time
+	where   string
+	counted chan struct{} // closed once the abandonment is counted and logged
 }
 
 // noteSlow notes a step running for longer than RunningStepAfter.
@@ -108,9 +109,10 @@ func (w *Worker) watchAbandon(x *pass, done <-chan struct{}, ended time.Time) {
 		return
 	}
 	where, running := describeStuck(x.slow, now)
-	x.abandoned = &abandonment{at: now, where: where}
+	a := &abandonment{at: now, where: where, counted: make(chan struct{})}
+	x.abandoned = a
 	x.mu.Unlock()
-	w.abandon(x, where, running)
+	w.abandon(x, a, running)
 }
 
 // describeStuck names the user code of a pass that did not return: its
@@ -132,12 +134,12 @@ func describeStuck(slow []slowStep, now time.Time) (where string, running time.D
 // it is counted and logged as abandoned, the run is settled as the pass
 // would settle it, and the pass ends — its slot is free — without waiting
 // for the code to return.
-func (w *Worker) abandon(x *pass, where string, running time.Duration) {
+func (w *Worker) abandon(x *pass, a *abandonment, running time.Duration) {
 	w.mu.Lock()
 	w.abandoned++
 	n := w.abandoned
 	w.mu.Unlock()
-	attrs := []any{"run", x.run.ID, "workflow", x.run.WorkflowName, "step", where}
+	attrs := []any{"run", x.run.ID, "workflow", x.run.WorkflowName, "step", a.where}
 	if running > 0 {
 		attrs = append(attrs, "running", running.Round(time.Millisecond))
 	}
@@ -148,6 +150,7 @@ func (w *Worker) abandon(x *pass, where string, running time.Duration) {
 	if w.m != nil {
 		w.m.ObserveAbandonedStep(true)
 	}
+	close(a.counted)
 	w.finish(x, nil, context.Cause(x.ctx))
 	w.passEnded(x)
 	x.endSlot()
@@ -157,6 +160,7 @@ func (w *Worker) abandon(x *pass, where string, running time.Duration) {
 // (a) and has now returned: it is no longer counted, and a worker that
 // was saturated claims again.
 func (w *Worker) abandonedReturned(x *pass, a *abandonment) {
+	<-a.counted // counted up (by abandon) before it is counted down
 	w.mu.Lock()
 	w.abandoned--
 	n := w.abandoned
