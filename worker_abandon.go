@@ -143,10 +143,9 @@ func (w *Worker) abandon(x *pass, a *abandonment, running time.Duration) {
 	if running > 0 {
 		attrs = append(attrs, "running", running.Round(time.Millisecond))
 	}
-	attrs = append(attrs, "cause", context.Cause(x.ctx), "abandoned", n, "max", w.opts.MaxAbandonedSteps)
-	w.log.Warn(fmt.Sprintf("openworkflow: abandoned user code that ignores its context (%v after it ended); "+
-		"its slot is free and nothing it does is recorded, but its goroutine runs on: make it return when its context is done",
-		w.opts.AbandonStepAfter), attrs...)
+	attrs = append(attrs, "cause", context.Cause(x.ctx), "waited", w.opts.AbandonStepAfter, "abandoned", n, "max", w.opts.MaxAbandonedSteps)
+	w.log.Warn("openworkflow: abandoned user code that ignores its ended context; its slot is free and nothing it does is recorded, "+
+		"but its goroutine runs on until it returns: make it return when its context is done", attrs...)
 	if w.m != nil {
 		w.m.ObserveAbandonedStep(true)
 	}
