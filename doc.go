@@ -81,7 +81,23 @@
 // whatever its step does. When the backend fails mid-pass (a database
 // restarting), the worker hands the run back as soon as the backend
 // answers again rather than when its lease expires. [Worker.Stop] lets
-// passes finish within a grace period and hands the rest back. Set
+// passes finish within a grace period and hands the rest back.
+//
+// A step function, and the workflow function between steps, must honour
+// its context: return soon after ctx.Done() is closed, which happens when
+// the run is canceled, fails at its deadline or is lost, or the worker
+// stops. Go cannot stop a goroutine that does not. The worker waits
+// [WorkerOptions].AbandonStepAfter (1 s) for it, then abandons it: the run
+// is settled anyway (failed at its deadline, handed back at shutdown),
+// the slot runs other work, and nothing the code does after that is
+// recorded — but its goroutine, and whatever it holds, lives on until it
+// returns. Each abandonment is logged as a warning naming the run and its
+// steps, and counted ([Worker.AbandonedSteps], the metrics' gauge
+// openworkflow_worker_abandoned_steps); at MaxAbandonedSteps of them the
+// worker claims nothing, logs an error and fails its claims with
+// [ErrAbandonedSteps], until one returns. Fix such code (pass ctx to the
+// calls that block, select on ctx.Done()); restart the process to be rid
+// of goroutines already abandoned. Set
 // [WorkerOptions].OnlyRegistered when workers of other deployments or
 // languages share the namespace, and TracerProvider (or the client's
 // [WithTracerProvider]) for OpenTelemetry spans named as in OpenWorkflow

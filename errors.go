@@ -44,6 +44,15 @@ var ErrNotInWorkflow = errors.New("openworkflow: step called outside a workflow 
 // worker is shutting down. Nothing more is committed for this pass.
 var ErrLeaseLost = errors.New("openworkflow: run no longer owned by this worker (canceled, lease lost or shutting down)")
 
+// ErrAbandonedSteps is wrapped by the errors of a worker that abandoned
+// user code ignoring its context (see WorkerOptions.AbandonStepAfter)
+// whose goroutines still run: a claim refused because the worker has
+// WorkerOptions.MaxAbandonedSteps of them, and [Worker.Stop] returning
+// while some still run. The error says how many. Make step functions and
+// workflow code return when their context is done; until they do, restart
+// the process to be rid of them.
+var ErrAbandonedSteps = errors.New("openworkflow: user code that ignores its context was abandoned and still runs")
+
 // ErrRunCanceled is returned (wrapped) by a handle's Result when the run
 // was canceled.
 var ErrRunCanceled = errors.New("workflow run was canceled")

@@ -30,6 +30,7 @@ var (
 	errCauseLeaseLost = errors.New("workflow run lease lost")
 	errCauseShutdown  = errors.New("worker shutting down")
 	errCauseDeadline  = errors.New("workflow run deadline exceeded")
+	errCauseLost      = errors.New("workflow run lost: a backend call of its pass failed")
 )
 
 // loss says why a pass stopped owning its run, and so what the worker does
@@ -88,6 +89,14 @@ type pass struct {
 
 	releaseOnce sync.Once
 	expireOnce  sync.Once
+
+	// Abandonment (worker_abandon.go); inUser, abandoned and slow are
+	// guarded by mu.
+	endSlot   func()       // frees the pass's slot: called once, when the pass ends or is abandoned
+	began     time.Time    // when the pass began (real time), for m; zero without m
+	inUser    bool         // the pass is running its user code
+	abandoned *abandonment // set when the worker abandoned the user code
+	slow      []slowStep   // step functions running longer than runningStepAfter
 }
 
 // suspend records that the pass must park until at (the earliest of all
@@ -141,13 +150,21 @@ func (x *pass) blocked(admitted bool) error {
 }
 
 // markLost records that the pass no longer owns the run, and why (the
-// first reason wins): nothing more of it is committed.
+// first reason wins): nothing more of it is committed. The pass's context
+// is canceled (when it has not ended already), so that the steps still
+// running — parallel steps, say, when a sibling's write failed — stop
+// rather than hold the slot, and user code ignoring it is abandoned
+// (worker_abandon.go).
 func (x *pass) markLost(why loss, err error) {
 	x.mu.Lock()
-	if x.lost == notLost {
+	first := x.lost == notLost
+	if first {
 		x.lost, x.lostErr = why, err
 	}
 	x.mu.Unlock()
+	if first {
+		x.cancel(errCauseLost)
+	}
 }
 
 func (x *pass) isLost() bool {
@@ -324,13 +341,25 @@ func (x *pass) announceIfSlow(a *backend.StepAttempt) func() (inserted bool, err
 	submitted := make(chan *groupcommit.Group, 1)
 	row := *a
 	t := time.AfterFunc(x.runningStepAfter, func() {
+		x.noteSlow(row.ID, row.StepName, time.Now().Add(-x.runningStepAfter))
+		if x.isLost() {
+			// Nothing more of a lost pass is written (its step may run on,
+			// abandoned, long after the worker stopped).
+			submitted <- nil
+			return
+		}
 		submitted <- x.commit.Submit([]backend.Write{x.insertWrite(&row)})
 	})
 	return func() (bool, error) {
 		if t.Stop() {
 			return false, nil
 		}
-		if err := (<-submitted).Wait(); err != nil {
+		g := <-submitted
+		x.slowDone(row.ID)
+		if g == nil {
+			return false, nil // the pass is lost: its caller records nothing
+		}
+		if err := g.Wait(); err != nil {
 			return true, x.lose(err)
 		}
 		return true, nil

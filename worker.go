@@ -41,6 +41,10 @@ type Worker struct {
 
 	scheduleWake chan struct{} // pokes scheduleLoop
 
+	abandoned   int           // passes whose user code was abandoned and has not returned (worker_abandon.go)
+	saturated   bool          // the last claim was refused for MaxAbandonedSteps
+	abandonedCh chan struct{} // closed when abandoned decreases; nil until Stop waits for it
+
 	wake       chan struct{}
 	hardCtx    context.Context // canceled when the grace period ends
 	hardCancel context.CancelCauseFunc
@@ -174,8 +178,13 @@ func (w *Worker) stopUnusable(err error) {
 // Stop stops claiming, waits up to ShutdownGracePeriod (or ctx's end, if
 // sooner) for executing passes to finish, then cancels the rest and
 // releases their runs at once so another worker can take them, rather than
-// leaving them to wait for their lease to expire. It returns ctx's error if
-// passes were still returning when ctx ended.
+// leaving them to wait for their lease to expire. User code that ignores
+// its canceled context is abandoned AbandonStepAfter later (see
+// WorkerOptions.AbandonStepAfter), so Stop does not wait for it: it
+// returns, within ShutdownGracePeriod plus AbandonStepAfter and the
+// release's writes, an error wrapping [ErrAbandonedSteps] that says how
+// many abandoned passes still run when the grace period (or ctx) ended.
+// It returns ctx's error if passes were still returning when ctx ended.
 func (w *Worker) Stop(ctx context.Context) error {
 	w.mu.Lock()
 	started := w.started
@@ -191,20 +200,47 @@ func (w *Worker) Stop(ctx context.Context) error {
 	go func() { w.passes.Wait(); close(done) }()
 	grace := time.NewTimer(w.opts.ShutdownGracePeriod)
 	defer grace.Stop()
+	graceOver := false
 	select {
 	case <-done:
-		w.commit.Wait()
-		return nil
 	case <-grace.C:
+		graceOver = true
 	case <-ctx.Done():
 	}
-	w.release()
 	select {
 	case <-done:
-		w.commit.Wait()
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("openworkflow: worker stopped with passes still returning: %w", ctx.Err())
+	default:
+		w.release()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return fmt.Errorf("openworkflow: worker stopped with passes still returning: %w", ctx.Err())
+		}
+	}
+	w.commit.Wait()
+	// Abandoned user code records nothing, but it is user code still
+	// running: give it what is left of the grace period to return.
+	for {
+		w.mu.Lock()
+		n := w.abandoned
+		if n > 0 && w.abandonedCh == nil {
+			w.abandonedCh = make(chan struct{})
+		}
+		changed := w.abandonedCh
+		w.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		if graceOver || ctx.Err() != nil {
+			return fmt.Errorf("%w: the worker stopped with %d abandoned passes still running (their runs were settled; "+
+				"nothing they do is recorded)", ErrAbandonedSteps, n)
+		}
+		select {
+		case <-changed:
+		case <-grace.C:
+			graceOver = true
+		case <-ctx.Done():
+		}
 	}
 }
 

@@ -46,8 +46,12 @@ func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (claimed, asked 
 		return 0, 0, err
 	}
 	w.refreshLimits(ctx)
+	saturated := w.checkSaturated()
 	w.mu.Lock()
 	ids := append([]string(nil), w.free...)
+	if saturated != nil {
+		ids = nil // claim nothing, but keep the deadline sweep going
+	}
 	admit, caps := w.claimLimits()
 	sweep := time.Since(w.sweptAt) >= deadlineSweepEvery
 	if len(ids) > 0 || sweep {
@@ -62,7 +66,7 @@ func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (claimed, asked 
 				return 0, 0, fmt.Errorf("fail runs past their deadline: %w", err)
 			}
 		}
-		return 0, 0, nil
+		return 0, 0, saturated
 	}
 	p := backend.ClaimWorkflowRunsParams{WorkerIDs: ids, LeaseDuration: w.opts.LeaseDuration, Lookahead: w.opts.ClaimAhead, Admit: admit, Caps: caps}
 	if w.opts.OnlyRegistered {
@@ -99,12 +103,9 @@ func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (claimed, asked 
 			w.m.ObserveSlot(true)
 		}
 		w.passes.Add(1)
-		go func() {
-			defer w.passes.Done()
-			if wg != nil {
-				defer wg.Done()
-			}
-			w.execute(run, hist)
+		// The pass's end frees its slot; so does the abandonment of its
+		// user code (worker_abandon.go), before its goroutine returns.
+		endSlot := func() {
 			if w.m != nil {
 				w.m.ObserveSlot(false)
 			}
@@ -118,7 +119,12 @@ func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (claimed, asked 
 				// now, rather than at the schedule loop's next look.
 				w.pokeSchedules()
 			}
-		}()
+			if wg != nil {
+				wg.Done()
+			}
+			w.passes.Done()
+		}
+		go w.execute(run, hist, endSlot)
 	}
 	// Runs claimed for the first time have no history: they start before
 	// the resumed runs' histories are read.
@@ -299,7 +305,7 @@ func (w *Worker) loop(ctx context.Context, events <-chan backend.Event) {
 			w.stopUnusable(err) // no retry can succeed
 			return
 		}
-		if err != nil && ctx.Err() == nil {
+		if err != nil && ctx.Err() == nil && !errors.Is(err, ErrAbandonedSteps) { // saturation: logged by checkSaturated
 			w.log.Warn("openworkflow: worker tick failed", "error", err)
 		}
 		if n > 0 {

@@ -30,7 +30,8 @@ type WorkerOptions struct {
 	MaxPollInterval time.Duration
 	// ShutdownGracePeriod is how long [Worker.Stop] lets executing passes
 	// finish before canceling them and releasing their runs to other
-	// workers. Default 30 s.
+	// workers (user code that ignores the cancellation is abandoned
+	// AbandonStepAfter later). Default 30 s.
 	ShutdownGracePeriod time.Duration
 	// Logger receives the worker's logs. Default slog.Default().
 	Logger *slog.Logger
@@ -90,6 +91,31 @@ type WorkerOptions struct {
 	// workflows, or limits from openworkflow.yaml). Nil: each workflow's
 	// Spec.Limits.
 	Limits map[string]Limits
+	// AbandonStepAfter is how long a pass's user code — a step function,
+	// parallel steps ([Go]) or the workflow function's own code between
+	// steps — may go on after the pass's context ended (the run canceled,
+	// failed at its deadline or lost, or the worker stopping) before the
+	// worker abandons it. Go cannot stop a goroutine, so an abandoned
+	// pass's goroutines run on, but the worker no longer waits for them:
+	// the run is settled as if the pass had returned (failed at its
+	// deadline, handed back at shutdown, or left to whoever owns it now),
+	// nothing the code does later is recorded, and its slot is free. Each
+	// abandonment is logged (a warning naming the run, its steps still
+	// running and for how long) and counted (Worker.AbandonedSteps,
+	// telemetry.Metrics.ObserveAbandonedStep) until the code returns.
+	// Default 1 s, in real time (not Now).
+	AbandonStepAfter time.Duration
+	// MaxAbandonedSteps is how many abandoned passes (see
+	// AbandonStepAfter) whose code has not returned yet a worker tolerates:
+	// at that many it claims no run, however many slots are free, and logs
+	// an error (its claims fail with an error wrapping
+	// [ErrAbandonedSteps]) until one of them returns. It bounds the
+	// goroutines and resources that user code ignoring its context can
+	// hold in one process; the cure is to make that code return when its
+	// context is done, and meanwhile to restart the process. Default
+	// Concurrency, and at least 10, so that such code at most doubles
+	// what a worker runs.
+	MaxAbandonedSteps int
 }
 
 func (o WorkerOptions) withDefaults() WorkerOptions {
@@ -113,6 +139,12 @@ func (o WorkerOptions) withDefaults() WorkerOptions {
 		o.ClaimAhead = defaultClaimAhead
 	case o.ClaimAhead < 0:
 		o.ClaimAhead = 0
+	}
+	if o.AbandonStepAfter <= 0 {
+		o.AbandonStepAfter = defaultAbandonStepAfter
+	}
+	if o.MaxAbandonedSteps <= 0 {
+		o.MaxAbandonedSteps = max(o.Concurrency, 10)
 	}
 	if o.RunningStepAfter <= 0 {
 		o.RunningStepAfter = 50 * time.Millisecond

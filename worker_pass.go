@@ -18,8 +18,17 @@ import (
 // execute runs one execution pass of a claimed run and makes its
 // transition: complete, park, reschedule after a step failure, or fail.
 // hist is the run's step history when the claim already read it (see
-// Worker.readHistories), else nil.
-func (w *Worker) execute(run *backend.WorkflowRun, hist *[]backend.StepAttempt) {
+// Worker.readHistories), else nil. endSlot frees the pass's slot: execute
+// calls it when the pass ends, or the worker when it abandons the pass's
+// user code (worker_abandon.go), whose goroutine then returns from execute
+// only when that code does.
+func (w *Worker) execute(run *backend.WorkflowRun, hist *[]backend.StepAttempt, endSlot func()) {
+	var abandoned *abandonment
+	defer func() {
+		if abandoned == nil {
+			endSlot()
+		}
+	}()
 	workerID := *run.WorkerID
 	def, ok := w.reg.lookup(run.WorkflowName, run.Version)
 	if !ok {
@@ -54,19 +63,15 @@ func (w *Worker) execute(run *backend.WorkflowRun, hist *[]backend.StepAttempt) 
 		b: w.b, now: w.opts.Now, log: w.log, run: run, workerID: workerID,
 		ctx: ctx, cancel: cancel, info: runInfo(run),
 		commit: w.commit, writes: w.commit.NewPass(), runningStepAfter: w.opts.RunningStepAfter, tr: w.tr, span: span, m: w.m,
-	}
-	if w.m != nil {
-		defer func() {
-			w.m.ObservePass(run.WorkflowName, cmp.Or(x.outcome, telemetry.OutcomeStale), time.Since(began))
-		}()
+		endSlot: endSlot, began: began,
 	}
 	w.mu.Lock()
 	w.executing[run.ID] = x
 	w.mu.Unlock()
 	defer func() {
-		w.mu.Lock()
-		delete(w.executing, run.ID)
-		w.mu.Unlock()
+		if abandoned == nil {
+			w.passEnded(x)
+		}
 	}()
 	stopHeartbeat := w.heartbeat(x)
 	defer stopHeartbeat()
@@ -83,15 +88,43 @@ func (w *Worker) execute(run *backend.WorkflowRun, hist *[]backend.StepAttempt) 
 		w.finish(x, nil, ErrSuspended)
 		return
 	}
-	out, err := callProtected(func() (json.RawMessage, error) {
-		return def.execute(&workflowContext{Context: ctx, x: x}, run.Input)
-	})
+	var out json.RawMessage
+	var err error
+	if x.enterUser() {
+		out, err = callProtected(func() (json.RawMessage, error) {
+			return def.execute(&workflowContext{Context: ctx, x: x}, run.Input)
+		})
+	} else {
+		err = context.Cause(ctx) // ended before the workflow could start: it is lost
+	}
 	x.mu.Lock()
 	x.closed = true
 	x.mu.Unlock()
 	x.branches.Wait()
+	if abandoned = x.leaveUser(); abandoned != nil {
+		// The worker abandoned this code (it ignored the pass's ended
+		// context) and has ended the pass: the run is settled and the
+		// slot free. Nothing of it is committed.
+		w.abandonedReturned(x, abandoned)
+		return
+	}
 	x.writes.Wait()
 	w.finish(x, out, err)
+}
+
+// passEnded is the end of a pass, once its run was settled: it is no
+// longer executing, and is measured.
+func (w *Worker) passEnded(x *pass) {
+	w.mu.Lock()
+	if w.executing[x.run.ID] == x {
+		// A pass abandoned after losing its run may end after the run's
+		// next pass here began.
+		delete(w.executing, x.run.ID)
+	}
+	w.mu.Unlock()
+	if w.m != nil {
+		w.m.ObservePass(x.run.WorkflowName, cmp.Or(x.outcome, telemetry.OutcomeStale), time.Since(x.began))
+	}
 }
 
 func runInfo(run *backend.WorkflowRun) RunInfo {
@@ -146,39 +179,49 @@ func (w *Worker) loadHistory(x *pass, pre *[]backend.StepAttempt) error {
 // stop function is called; a refused renewal (canceled, lease moved)
 // cancels the pass. When the pass's context reaches the run's deadline, it
 // fails the run at once (expire), even if a step ignores its context and
-// keeps the pass from returning.
+// keeps the pass from returning. Once the pass's context ended, for any
+// cause, it watches for user code that ignores it (watchAbandon).
 func (w *Worker) heartbeat(x *pass) (stop func()) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		t := time.NewTicker(w.opts.HeartbeatInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-x.ctx.Done():
-				if context.Cause(x.ctx) == errCauseDeadline {
-					w.expire(x)
-				}
-				return
-			case <-t.C:
-			}
-			err := w.b.ExtendWorkflowRunLease(x.ctx, backend.ExtendWorkflowRunLeaseParams{
-				WorkflowRunID: x.run.ID, WorkerID: x.workerID, LeaseDuration: w.opts.LeaseDuration,
-			})
-			switch {
-			case errors.Is(err, backend.ErrNotOwner):
-				w.log.Info("openworkflow: run canceled or lease lost; stopping its pass", "run", x.run.ID)
-				x.cancel(errCauseLeaseLost)
-				return
-			case err != nil && x.ctx.Err() == nil:
-				w.log.Warn("openworkflow: heartbeat failed", "run", x.run.ID, "error", err)
-			}
+		if ended, ok := w.beat(x, done); ok {
+			w.watchAbandon(x, done, ended)
 		}
 	}()
 	return func() { close(done); <-finished }
+}
+
+// beat is heartbeat's loop: it returns when done is closed (ok false) or
+// when the pass's context ended (ok true, at about ended).
+func (w *Worker) beat(x *pass, done <-chan struct{}) (ended time.Time, ok bool) {
+	t := time.NewTicker(w.opts.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return time.Time{}, false
+		case <-x.ctx.Done():
+			ended = time.Now()
+			if context.Cause(x.ctx) == errCauseDeadline {
+				w.expire(x)
+			}
+			return ended, true
+		case <-t.C:
+		}
+		err := w.b.ExtendWorkflowRunLease(x.ctx, backend.ExtendWorkflowRunLeaseParams{
+			WorkflowRunID: x.run.ID, WorkerID: x.workerID, LeaseDuration: w.opts.LeaseDuration,
+		})
+		switch {
+		case errors.Is(err, backend.ErrNotOwner):
+			w.log.Info("openworkflow: run canceled or lease lost; stopping its pass", "run", x.run.ID)
+			x.cancel(errCauseLeaseLost)
+			return time.Now(), true
+		case err != nil && x.ctx.Err() == nil:
+			w.log.Warn("openworkflow: heartbeat failed", "run", x.run.ID, "error", err)
+		}
+	}
 }
 
 // holdUntilDue holds a pass, its history read, until the earliest of its

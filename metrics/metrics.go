@@ -29,6 +29,7 @@
 //	openworkflow_workers                               gauge: workers started in this process
 //	openworkflow_worker_slots                          gauge: their slots (concurrency), in total
 //	openworkflow_worker_slots_busy                     gauge: slots executing a run
+//	openworkflow_worker_abandoned_steps                gauge: passes whose user code ignored its canceled context and was abandoned, still running (no slot counts them)
 //	openworkflow_http_request_duration_seconds{route,method,code} histogram: HTTP API requests
 //
 // plus the Go runtime's and the process's standard metrics (go_…,
@@ -108,6 +109,7 @@ type Exporter struct {
 	workers       prometheus.Gauge
 	slots         prometheus.Gauge
 	slotsBusy     prometheus.Gauge
+	abandoned     prometheus.Gauge
 	requests      *prometheus.HistogramVec
 }
 
@@ -174,6 +176,7 @@ func New(opts Options) (*Exporter, error) {
 	e.workers = gauge("workers", "Workers started in this process.")
 	e.slots = gauge("worker_slots", "Slots (concurrency) of the workers started in this process.")
 	e.slotsBusy = gauge("worker_slots_busy", "Slots executing a run.")
+	e.abandoned = gauge("worker_abandoned_steps", "Execution passes whose user code (step functions, workflow code) went on ignoring its canceled context and was abandoned by its worker, and still runs: goroutines no slot counts. A worker claims nothing while it has WorkerOptions.MaxAbandonedSteps of them.")
 	e.requests = hist("http_request_duration_seconds", "HTTP API requests by route pattern, method and status code.", requestBuckets, "route", "method", "code")
 	if opts.Client != nil {
 		cs = append(cs, newRunCounts(opts.Client, opts.CountsMaxAge, opts.CountTimeout))
@@ -224,6 +227,15 @@ func (e *Exporter) ObserveSlot(busy bool) {
 		e.slotsBusy.Inc()
 	} else {
 		e.slotsBusy.Dec()
+	}
+}
+
+// ObserveAbandonedStep implements [telemetry.Metrics].
+func (e *Exporter) ObserveAbandonedStep(abandoned bool) {
+	if abandoned {
+		e.abandoned.Inc()
+	} else {
+		e.abandoned.Dec()
 	}
 }
 

@@ -231,6 +231,7 @@ func TestMetricsCountWhatRan(t *testing.T) {
 		{"openworkflow_workers", nil, 1},
 		{"openworkflow_worker_slots", nil, slots},
 		{"openworkflow_worker_slots_busy", nil, 0},
+		{"openworkflow_worker_abandoned_steps", nil, 0},
 		{"openworkflow_http_request_duration_seconds", []string{"route", "/v1/runs", "method", "POST", "code", "201"}, completed + failed},
 	} {
 		if got := value(fams, c.name, c.labels...); got != c.want {
@@ -351,5 +352,35 @@ func TestTwoExportersOnOneRegistryIsAnError(t *testing.T) {
 	}
 	if _, err := metrics.New(metrics.Options{Registry: m.Registry()}); err == nil {
 		t.Error("a second exporter registered its metrics in the same registry")
+	}
+}
+
+// TestTheAbandonedStepsGaugeFollowsTheWorkersReports: each abandonment a
+// worker reports raises openworkflow_worker_abandoned_steps, each return
+// of abandoned code lowers it.
+func TestTheAbandonedStepsGaugeFollowsTheWorkersReports(t *testing.T) {
+	m, err := metrics.New(metrics.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gauge := func() float64 {
+		fams, err := m.Registry().Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		byName := map[string]*dto.MetricFamily{}
+		for _, f := range fams {
+			byName[f.GetName()] = f
+		}
+		return value(byName, "openworkflow_worker_abandoned_steps")
+	}
+	for _, step := range []struct {
+		abandoned bool
+		want      float64
+	}{{true, 1}, {true, 2}, {false, 1}, {false, 0}} {
+		m.ObserveAbandonedStep(step.abandoned)
+		if got := gauge(); got != step.want {
+			t.Fatalf("after ObserveAbandonedStep(%v): gauge %v, want %v", step.abandoned, got, step.want)
+		}
 	}
 }

@@ -97,8 +97,9 @@ func New(t testing.TB, opts ow.WorkerOptions, defs ...ow.Definition) *Env {
 
 // Tick claims the runs claimable at the clock's time (as many as the
 // worker has slots) and executes one pass of each, returning when those
-// passes have ended, with the number of runs claimed. It fails the test
-// if the claim fails.
+// passes have ended (or their user code, ignoring its ended context, was
+// abandoned: see ow.WorkerOptions.AbandonStepAfter), with the number of
+// runs claimed. It fails the test if the claim fails.
 func (e *Env) Tick() int {
 	e.t.Helper()
 	n, err := testhooks.Tick(context.Background(), e.Worker)

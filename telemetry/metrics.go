@@ -51,6 +51,15 @@ type Metrics interface {
 	// ("/v1/runs/{id}"; "" for a path that matched no route), the method,
 	// the status answered and the time to serve it.
 	ObserveRequest(route, method string, status int, d time.Duration)
+	// ObserveAbandonedStep reports the user code of an execution pass
+	// (its step functions, parallel steps and the workflow function)
+	// abandoned by its worker (abandoned true) because it went on
+	// WorkerOptions.AbandonStepAfter after its context ended, and again
+	// (abandoned false) when that code returned at last. The difference
+	// of the two counts is the number of goroutines running user code
+	// that no slot counts; a worker claims nothing while it has
+	// WorkerOptions.MaxAbandonedSteps of them.
+	ObserveAbandonedStep(abandoned bool)
 }
 
 // NoMetrics is a [Metrics] that records nothing. Embed it in an
@@ -82,3 +91,6 @@ func (NoMetrics) ObserveCommit(int, int, int, time.Duration) {}
 
 // ObserveRequest does nothing.
 func (NoMetrics) ObserveRequest(string, string, int, time.Duration) {}
+
+// ObserveAbandonedStep does nothing.
+func (NoMetrics) ObserveAbandonedStep(bool) {}
