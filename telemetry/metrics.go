@@ -51,6 +51,11 @@ type Metrics interface {
 	// ("/v1/runs/{id}"; "" for a path that matched no route), the method,
 	// the status answered and the time to serve it.
 	ObserveRequest(route, method string, status int, d time.Duration)
+	// ObserveScheduleFailure reports a schedule whose fire failed in a
+	// worker's schedule loop (backend.FireReport.Failures): its name. The
+	// schedule is backed off and the others go on; the failure is also
+	// stored on the schedule (backend.Schedule.LastError).
+	ObserveScheduleFailure(schedule string)
 }
 
 // NoMetrics is a [Metrics] that records nothing. Embed it in an
@@ -82,3 +87,6 @@ func (NoMetrics) ObserveCommit(int, int, int, time.Duration) {}
 
 // ObserveRequest does nothing.
 func (NoMetrics) ObserveRequest(string, string, int, time.Duration) {}
+
+// ObserveScheduleFailure does nothing.
+func (NoMetrics) ObserveScheduleFailure(string) {}
