@@ -61,11 +61,14 @@ func asAPIError(err error, field string) *Error {
 	var e *Error
 	var tooLarge *http.MaxBytesError
 	var bad *backend.ScheduleFieldError
+	var badRun *backend.FieldError
 	switch {
 	case errors.As(err, &e):
 		return e
 	case errors.As(err, &bad):
 		return errorf(http.StatusBadRequest, CodeInvalidArgument, bad.Field, "%s", bad)
+	case errors.As(err, &badRun):
+		return errorf(http.StatusBadRequest, CodeInvalidArgument, badRun.Field, "%s", err)
 	case errors.As(err, &tooLarge):
 		return errorf(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, "", "the request body is larger than %d bytes", tooLarge.Limit)
 	case errors.Is(err, backend.ErrInvalidArgument):

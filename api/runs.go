@@ -67,11 +67,11 @@ func (req *startRunRequest) options(now time.Time) ([]ow.StartOption, error) {
 	if req.WorkflowName == "" {
 		return nil, badField("workflowName", "workflowName is required: the name the workflow was registered with")
 	}
-	if !backend.ValidText(req.WorkflowName) || len(req.WorkflowName) > 255 {
-		return nil, badField("workflowName", "workflowName must be 1 to 255 bytes of text")
+	if !backend.ValidText(req.WorkflowName) || len(req.WorkflowName) > backend.MaxWorkflowNameLength {
+		return nil, badField("workflowName", "workflowName must be 1 to %d bytes of text", backend.MaxWorkflowNameLength)
 	}
-	if req.Version != nil && !backend.ValidText(*req.Version) {
-		return nil, badField("version", "version must be text")
+	if req.Version != nil && (!backend.ValidText(*req.Version) || len(*req.Version) > backend.MaxVersionLength) {
+		return nil, badField("version", "version must be text of at most %d bytes", backend.MaxVersionLength)
 	}
 	if req.Input != nil {
 		if err := backend.ValidateJSON(req.Input); err != nil {
@@ -80,8 +80,8 @@ func (req *startRunRequest) options(now time.Time) ([]ow.StartOption, error) {
 	}
 	var opts []ow.StartOption
 	if k := req.IdempotencyKey; k != nil {
-		if *k == "" || len(*k) > 255 || !backend.ValidText(*k) {
-			return nil, badField("idempotencyKey", "idempotencyKey must be 1 to 255 bytes of text")
+		if *k == "" || len(*k) > backend.MaxIdempotencyKeyLength || !backend.ValidText(*k) {
+			return nil, badField("idempotencyKey", "idempotencyKey must be 1 to %d bytes of text", backend.MaxIdempotencyKeyLength)
 		}
 		opts = append(opts, ow.WithIdempotencyKey(*k))
 	}
