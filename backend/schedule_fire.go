@@ -215,7 +215,7 @@ func FireLockedSchedule(ctx context.Context, tx ScheduleTx, s *Schedule, now tim
 		return ScheduleFiring{Schedule: s.Name}, false, nil
 	}
 	if err := s.Check(); err != nil {
-		return ScheduleFiring{Schedule: s.Name}, false, fmt.Errorf("stored schedule %q holds a value PutSchedule refuses today (written before the check existed?): %w", s.Name, err)
+		return ScheduleFiring{Schedule: s.Name}, false, fmt.Errorf("%w (a stored value PutSchedule refuses today: put the schedule again with valid fields, or delete it)", err)
 	}
 	c, err := ParseCron(s.Cron, s.TimeZone)
 	if err != nil {
@@ -357,7 +357,7 @@ func (fr *firing) start(at time.Time) (TickResult, error) {
 // s's state.
 func TriggerLockedSchedule(ctx context.Context, tx ScheduleTx, s *Schedule, now time.Time) (*WorkflowRun, error) {
 	if err := s.Check(); err != nil {
-		return nil, fmt.Errorf("stored schedule %q holds a value PutSchedule refuses today (written before the check existed?): put it again with valid fields, or delete it: %w", s.Name, err)
+		return nil, fmt.Errorf("%w (a stored value PutSchedule refuses today: put the schedule again with valid fields, or delete it)", err)
 	}
 	at := now.UTC().Truncate(time.Millisecond)
 	run, err := tx.StartScheduledRun(ctx, scheduledRunParams(s, at, true), s.Name, at, true)
