@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 
+	ow "github.com/openworkflow-go/openworkflow"
 	"github.com/openworkflow-go/openworkflow/backend"
 )
 
@@ -26,10 +27,14 @@ const (
 	CodeRunNotFailed     Code = "run_not_failed"     // 409: only a failed run can be retried
 	CodeHookConflict     Code = "hook_conflict"      // 409: the token is held by another live hook
 	CodeStreamClosed     Code = "stream_closed"      // 409
-	CodePayloadTooLarge  Code = "payload_too_large"  // 413: body above Options.MaxBodyBytes
-	CodeNotSupported     Code = "not_supported"      // 501: the backend lacks the capability
-	CodeUnavailable      Code = "unavailable"        // 503: the backend did not answer; retry
-	CodeInternal         Code = "internal"           // 500: a fault of the server, logged
+	// CodeIdempotencyConflict (409): POST /v1/runs with an idempotency key
+	// that started a run of another input within 24 hours; the message
+	// names that run, which the start did not change.
+	CodeIdempotencyConflict Code = "idempotency_conflict"
+	CodePayloadTooLarge     Code = "payload_too_large" // 413: body above Options.MaxBodyBytes
+	CodeNotSupported        Code = "not_supported"     // 501: the backend lacks the capability
+	CodeUnavailable         Code = "unavailable"       // 503: the backend did not answer; retry
+	CodeInternal            Code = "internal"          // 500: a fault of the server, logged
 )
 
 // Error is the body of every error answer.
@@ -83,6 +88,8 @@ func asAPIError(err error, field string) *Error {
 		return errorf(http.StatusConflict, CodeRunTerminal, "", "%s", err)
 	case errors.Is(err, backend.ErrRunNotFailed):
 		return errorf(http.StatusConflict, CodeRunNotFailed, "", "%s", err)
+	case errors.Is(err, ow.ErrIdempotencyConflict):
+		return errorf(http.StatusConflict, CodeIdempotencyConflict, "idempotencyKey", "%s", err)
 	case errors.Is(err, backend.ErrHookConflict):
 		return errorf(http.StatusConflict, CodeHookConflict, "token", "%s", err)
 	case errors.Is(err, backend.ErrStreamClosed):

@@ -19,7 +19,9 @@ type startRunRequest struct {
 	// Input is the run's input, any JSON (absent: null).
 	Input json.RawMessage `json:"input"`
 	// IdempotencyKey makes a repeated start within 24 hours return the
-	// first run.
+	// first run: 200 (not 201) when its input is the same JSON value,
+	// 409 idempotency_conflict when it is not (the new input would be
+	// dropped).
 	IdempotencyKey *string `json:"idempotencyKey"`
 	// StartAt or DelaySeconds delay the start (at most one).
 	StartAt      *string  `json:"startAt"`
@@ -58,7 +60,14 @@ func (h *Handler) startRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return asAPIError(err, "")
 	}
-	writeJSON(w, http.StatusCreated, RunOf(handle.Run, false))
+	switch {
+	case handle.InputDiffers:
+		return asAPIError(handle.Conflict(), "idempotencyKey")
+	case handle.Reused:
+		writeJSON(w, http.StatusOK, RunOf(handle.Run, false)) // a replay: the run its first start made
+	default:
+		writeJSON(w, http.StatusCreated, RunOf(handle.Run, false))
+	}
 	return nil
 }
 

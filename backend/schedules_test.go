@@ -1,6 +1,8 @@
 package backend_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -81,4 +83,52 @@ func FuzzPrepareSchedule(f *testing.F) {
 			t.Fatalf("Prepare accepted name %q, workflow %q", name, workflow)
 		}
 	})
+}
+
+// FuzzSameJSON: SameJSON is reflexive and symmetric, and a value is the
+// same as itself re-encoded (key order and whitespace aside).
+func FuzzSameJSON(f *testing.F) {
+	for _, p := range [][2]string{{`{"a":1,"b":[1,2]}`, `{ "b":[1,2], "a":1 }`}, {`1e2`, `100`}, {`1.0`, `1`}, {`"\u0041"`, `"A"`}, {`null`, ``}, {`{"a":1,"a":2}`, `{"a":2}`}, {`[1]`, `[1,1]`}, {`nul`, `nul`}} {
+		f.Add([]byte(p[0]), []byte(p[1]))
+	}
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		if !backend.SameJSON(a, a) {
+			t.Fatalf("SameJSON(%q, itself) = false", a)
+		}
+		if backend.SameJSON(a, b) != backend.SameJSON(b, a) {
+			t.Fatalf("SameJSON is not symmetric on %q, %q", a, b)
+		}
+		var v any
+		dec := json.NewDecoder(bytes.NewReader(a))
+		dec.UseNumber()
+		if dec.Decode(&v) == nil && !dec.More() && utf8.Valid(a) {
+			if re, err := json.Marshal(v); err == nil && !backend.SameJSON(a, re) {
+				t.Fatalf("SameJSON(%q, its re-encoding %q) = false", a, re)
+			}
+		}
+	})
+}
+
+func TestSameJSON(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		same bool
+	}{
+		{`{"a":1,"b":[1,2]}`, `{"b": [1, 2], "a": 1}`, true},
+		{`1e2`, `100`, true},
+		{`1.50`, `1.5`, true},
+		{`0.1e1`, `1`, true},
+		{`-0`, `0.0`, true},
+		{`1e999999999`, `1e999999998`, false}, // compared without expanding them
+		{`"\u00e9"`, `"é"`, true},
+		{``, `null`, true},
+		{`{"a":1}`, `{"a":2}`, false},
+		{`[1,2]`, `[2,1]`, false},
+		{`"1"`, `1`, false},
+		{`{"a":null}`, `{}`, false},
+	} {
+		if got := backend.SameJSON(json.RawMessage(c.a), json.RawMessage(c.b)); got != c.same {
+			t.Errorf("SameJSON(%s, %s) = %v, want %v", c.a, c.b, got, c.same)
+		}
+	}
 }
