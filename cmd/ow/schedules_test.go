@@ -107,6 +107,14 @@ func TestSchedulesCommandErrors(t *testing.T) {
 	if r.code == 0 || !strings.Contains(r.stderr, `schedules[0] (n): time_zone "Europe/Pariss"`) {
 		t.Errorf("a bad time zone in the file: exit %d, stderr %q", r.code, r.stderr)
 	}
+	// Issue 19: an @every under a second is refused, not run every second.
+	if err := os.WriteFile(filepath.Join(e.dir, "openworkflow.yaml"), []byte("schedules:\n  - {name: n, workflow: w, cron: '@every 500ms'}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = e.run("schedules", "apply")
+	if r.code == 0 || !strings.Contains(r.stderr, `schedules[0] (n): cron "@every 500ms"`) || !strings.Contains(r.stderr, "at least 1s") {
+		t.Errorf("@every 500ms in the file: exit %d, stderr %q", r.code, r.stderr)
+	}
 }
 
 // TestSchedulesShowAFailingSchedulesLastError: a schedule whose row holds
