@@ -53,7 +53,8 @@ func newRequest(method, target, body string) *http.Request {
 }
 
 func FuzzStartRun(f *testing.F) {
-	for _, s := range []string{`{"workflowName":"add","input":{"A":1}}`, `{"workflowName":"x","delaySeconds":1e308}`, `{"workflowName":"x","startAt":"2026-01-01T00:00:00Z","deadlineAt":"0000-01-01T00:00:00Z"}`, `{"workflowName":"\u0000"}`, `{"workflowName":"a","idempotencyKey":"k","version":""}`, `{"input":"\ud800"}`, `nul`, `{}`} {
+	for _, s := range []string{`{"workflowName":"add","input":{"A":1}}`, `{"workflowName":"x","delaySeconds":1e308}`, `{"workflowName":"x","startAt":"2026-01-01T00:00:00Z","deadlineAt":"0000-01-01T00:00:00Z"}`, `{"workflowName":"\u0000"}`, `{"workflowName":"a","idempotencyKey":"k","version":""}`, `{"input":"\ud800"}`, `nul`, `{}`,
+		"{\"workflowName\":\"a\xff\"}", `{"workflowName":"a","idempotencyKey":"k","input":1}`, `{"workflowName":"a","idempotencyKey":"k","input":1e999999999}`} {
 		f.Add(s)
 	}
 	h := fuzzHandler(f)
