@@ -47,7 +47,17 @@ const (
 	// MaxIdempotencyKeyLength is the longest idempotency key (of a run or
 	// of a signal send).
 	MaxIdempotencyKeyLength = 255
+	// MaxNamespaceIDLength is the longest namespace id.
+	MaxNamespaceIDLength = 255
 )
+
+// ValidateNamespaceID checks a namespace id as the backends' Open do:
+// 1 to [MaxNamespaceIDLength] bytes of text ([ValidText]); every row a
+// backend writes carries it, in indexed columns. The error is a
+// *[FieldError] on "namespace".
+func ValidateNamespaceID(ns string) error {
+	return checkName("namespace", ns, MaxNamespaceIDLength, true)
+}
 
 // FieldError is the error of a run field holding a value no backend
 // accepts, from [CreateWorkflowRunParams.Validate]. It wraps

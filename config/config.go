@@ -48,6 +48,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/openworkflow-go/openworkflow/backend"
 )
 
 // FileName is the name of the configuration file searched for.
@@ -513,6 +515,9 @@ func (c *Config) applyDefaults() {
 func (c *Config) validate() error {
 	if c.Namespace == "" {
 		return fmt.Errorf("config: namespace (from %s) must not be empty", c.sources[keyNamespace])
+	}
+	if err := backend.ValidateNamespaceID(c.Namespace); err != nil {
+		return fmt.Errorf("config: namespace (from %s): %w", c.sources[keyNamespace], err)
 	}
 	if c.Schema == "" {
 		return fmt.Errorf("config: schema (from %s) must not be empty", c.sources[keySchema])
