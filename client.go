@@ -149,7 +149,7 @@ func (c *Client) StartByName(ctx context.Context, name, version string, input an
 		return nil, fmt.Errorf("start workflow %q: %w", name, err)
 	}
 	span.SetAttributes(runAttributes(run)...)
-	return &RunHandle{ID: run.ID, WorkflowName: name, Run: run, c: c}, nil
+	return c.startedHandle(name, run, p.Input), nil
 }
 
 // Handle returns the handle of an existing run, by id.
@@ -240,7 +240,40 @@ type RunHandle struct {
 	// idempotency key, the existing run the start returned); nil for a
 	// handle from [Client.Handle].
 	Run *WorkflowRun
-	c   *Client
+	// Reused is true when the start created nothing: its idempotency key
+	// matched a run started within 24 hours, which Run is (as
+	// OpenWorkflow's TypeScript SDK answers such a start). InputDiffers
+	// is true when, moreover, that run's input is not this start's
+	// (compared as JSON values: key order, whitespace and the writing of
+	// numbers aside, [backend.SameJSON]): this start's input was dropped,
+	// which is most likely a mistake (a key reused for other work) — see
+	// [ErrIdempotencyConflict]. Both are false on a handle from
+	// [Client.Handle].
+	Reused, InputDiffers bool
+	c                    *Client
+}
+
+// Conflict returns an error wrapping [ErrIdempotencyConflict], naming the
+// earlier run, when the start that made h found an earlier run of
+// another input under its idempotency key ([RunHandle.InputDiffers]);
+// nil otherwise.
+func (h *RunHandle) Conflict() error {
+	if !h.InputDiffers || h.Run == nil {
+		return nil
+	}
+	key := ""
+	if h.Run.IdempotencyKey != nil {
+		key = *h.Run.IdempotencyKey
+	}
+	return fmt.Errorf("%w: key %q already started run %s of workflow %q (created %s) with another input; this start's input was dropped: use a new key for new work",
+		ErrIdempotencyConflict, key, h.Run.ID, h.Run.WorkflowName, h.Run.CreatedAt.Format(time.RFC3339))
+}
+
+// startedHandle is the handle of the run a start of input returned.
+func (c *Client) startedHandle(name string, run *backend.WorkflowRun, input json.RawMessage) *RunHandle {
+	h := &RunHandle{ID: run.ID, WorkflowName: name, Run: run, c: c, Reused: run.Reused}
+	h.InputDiffers = run.Reused && !backend.SameJSON(run.Input, input)
+	return h
 }
 
 // resultFallbackPoll is how often Result re-reads the run when the backend
@@ -386,7 +419,7 @@ func (c *Client) StartManyByName(ctx context.Context, name, version string, inpu
 	}
 	hs := make([]*RunHandle, len(runs))
 	for i, r := range runs {
-		hs[i] = &RunHandle{ID: r.ID, WorkflowName: name, Run: r, c: c}
+		hs[i] = c.startedHandle(name, r, ps[i].Input)
 	}
 	return hs, nil
 }

@@ -321,3 +321,10 @@ func errorName(err error) string {
 	}
 	return name
 }
+
+// ErrIdempotencyConflict is the error of a keyed start whose key matched
+// an earlier run of different input, for callers that treat that case as
+// an error: the start itself succeeds, returning the earlier run with
+// [RunHandle.InputDiffers] set, and [RunHandle.Conflict] turns it into
+// this error. The HTTP API answers it with 409 idempotency_conflict.
+var ErrIdempotencyConflict = errors.New("idempotency key reused with a different input")

@@ -16,6 +16,7 @@ import (
 	"github.com/openworkflow-go/openworkflow/backend/sqlite"
 	"github.com/openworkflow-go/openworkflow/internal/pgtest"
 	"github.com/openworkflow-go/openworkflow/owtest"
+	"github.com/openworkflow-go/openworkflow/telemetry"
 )
 
 // sharedBackends opens n backends of this round's kind on one store (one
@@ -281,6 +282,13 @@ func TestScheduleSpecErrorsNameTheField(t *testing.T) {
 		{ow.ScheduleSpec{Name: "s", Workflow: "wf", Cron: "@daily", Input: func() {}}, "input", "func()"},
 		{ow.ScheduleSpec{Name: "s", Cron: "@daily"}, "workflowName", "workflow"},
 		{ow.ScheduleSpec{Name: "s", Workflow: "wf", Cron: "@daily", Priority: backend.MaxPriority + 1}, "priority", "2147483648"},
+		// Issue 19: a run's limits hold for a schedule's runs, and @every
+		// intervals robfig/cron would round to a second are refused.
+		{ow.ScheduleSpec{Name: "s", Workflow: strings.Repeat("w", 1_000_000), Cron: "@daily"}, "workflowName", "longer than the limit of 255"},
+		{ow.ScheduleSpec{Name: "s", Workflow: "bad\xffname", Cron: "@daily"}, "workflowName", "not valid text"},
+		{ow.ScheduleSpec{Name: "s", Workflow: "wf", Version: strings.Repeat("v", 256), Cron: "@daily"}, "version", "255"},
+		{ow.ScheduleSpec{Name: "s", Workflow: "wf", Cron: "@every 500ms"}, "cron", "whole number of seconds, at least 1s"},
+		{ow.ScheduleSpec{Name: "s", Workflow: "wf", Cron: "@every 0s"}, "cron", "at least 1s"},
 	} {
 		_, err := client.PutSchedule(context.Background(), c.spec)
 		var fe *backend.ScheduleFieldError
@@ -333,5 +341,58 @@ func TestScheduleRegisteredOnAWorkerIsPutAtEachStartWithoutMovingItsTick(t *test
 	ticks, err := ow.UpcomingTicks(first, 3)
 	if err != nil || len(ticks) != 3 || !ticks[2].Equal(first.NextFireAt.Add(48*time.Hour)) {
 		t.Fatalf("UpcomingTicks = %v, %v", ticks, err)
+	}
+}
+
+// failingSchedules is a backend whose FireDueSchedules reports one
+// schedule's fire as failed, as a store does when a schedule's run is
+// refused, beside another that fired.
+type failingSchedules struct {
+	backend.Backend
+	backend.ScheduleStore
+}
+
+func (f failingSchedules) FireDueSchedules(context.Context, backend.FireDueSchedulesParams) (*backend.FireReport, error) {
+	return &backend.FireReport{
+		Firings: []backend.ScheduleFiring{{Schedule: "good", Ticks: []backend.TickResult{{Outcome: backend.TickStarted, RunID: "wrun_x"}}}},
+		Failures: []backend.ScheduleFailure{{Schedule: "bad", Failures: 3, RetryAt: time.Date(2026, 1, 2, 3, 4, 8, 0, time.UTC),
+			Err: &backend.ScheduleFieldError{Schedule: "bad", Field: "workflowName", Value: "www…", Reason: "1000000 bytes, longer than the limit of 255"}}},
+	}, nil
+}
+
+// scheduleFailureMetrics records the schedules ObserveScheduleFailure
+// reports on a channel, dropping them when it is full (a metric must
+// never block the worker).
+type scheduleFailureMetrics struct {
+	telemetry.NoMetrics
+	failed chan string
+}
+
+func (m scheduleFailureMetrics) ObserveScheduleFailure(schedule string) {
+	select {
+	case m.failed <- schedule:
+	default:
+	}
+}
+
+func TestScheduleFailureIsLoggedAndCountedByTheWorker(t *testing.T) {
+	b := openTestBackend(t, nil)
+	m := scheduleFailureMetrics{failed: make(chan string, 16)}
+	var logs syncBuffer
+	startWorker(t, failingSchedules{Backend: b, ScheduleStore: b.(backend.ScheduleStore)},
+		ow.WorkerOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil)), Metrics: m, ClaimAhead: -1})
+	select {
+	case name := <-m.failed:
+		if name != "bad" {
+			t.Fatalf("ObserveScheduleFailure(%q), want bad", name)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the worker reported no schedule failure to its metrics")
+	}
+	// The log line is written before the metric is observed.
+	for _, want := range []string{"level=ERROR", "schedule=bad", "workflowName", "failures=3", "retryAt=2026-01-02T03:04:08", "ow schedules put", "other schedules go on"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Fatalf("the worker's log lacks %q:\n%s", want, logs.String())
+		}
 	}
 }

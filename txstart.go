@@ -65,7 +65,7 @@ func (c *Client) StartTx(ctx context.Context, tx any, name, version string, inpu
 		return nil, fmt.Errorf("start workflow %q in a transaction: %w", name, err)
 	}
 	span.SetAttributes(runAttributes(run)...)
-	return &RunHandle{ID: run.ID, WorkflowName: name, Run: run, c: c}, nil
+	return c.startedHandle(name, run, p.Input), nil
 }
 
 // createParams checks a start and makes its create params, under a

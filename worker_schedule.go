@@ -107,12 +107,19 @@ func (w *Worker) scheduleDelay(r *backend.FireReport, err error) time.Duration {
 	return d
 }
 
-// logFirings logs what a fire did: missed ticks as a warning (the workers
-// were down longer than the catch-up window), skipped ticks as
-// information, started runs at debug level.
+// logFirings logs what a fire did: a schedule whose fire failed as an
+// error (and in the metrics), missed ticks as a warning (the workers were
+// down longer than the catch-up window), skipped ticks as information,
+// started runs at debug level.
 func (w *Worker) logFirings(r *backend.FireReport) {
 	if r == nil {
 		return
+	}
+	for _, f := range r.Failures {
+		w.log.Error("openworkflow: a schedule failed to start its run; its ticks wait and the other schedules go on. "+
+			"Fix the field the error names with PutSchedule or `ow schedules put`, or delete the schedule; `ow schedules get` shows its last error",
+			"schedule", f.Schedule, "error", f.Err, "failures", f.Failures, "retryAt", f.RetryAt)
+		w.m.ObserveScheduleFailure(f.Schedule)
 	}
 	for _, f := range r.Firings {
 		if f.Missed > 0 {

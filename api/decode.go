@@ -9,15 +9,19 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/openworkflow-go/openworkflow/backend"
 )
 
 // decodeBody decodes r's JSON body into v. Unknown members are refused
-// (a misspelt field is a mistake to report, not to ignore); an empty body
+// (a misspelt field is a mistake to report, not to ignore), and so is a
+// body that is not UTF-8 (encoding/json would silently turn each invalid
+// byte into U+FFFD, storing a name the client never sent); an empty body
 // decodes to v's zero value when optional is true. The body must be
 // declared JSON (Content-Type application/json or */*+json); a body of
 // another type or none, or an empty body declared of another type,
@@ -45,6 +49,13 @@ func decodeBody(r *http.Request, v any, optional bool) error {
 		}
 		return badField("", "the request needs a JSON body")
 	}
+	if !utf8.Valid(body) {
+		field := invalidUTF8Member(body)
+		if field == "" {
+			return badField("", "the body is not valid UTF-8: send JSON encoded in UTF-8")
+		}
+		return badField(field, "%s is not valid UTF-8: send JSON encoded in UTF-8 (invalid bytes are refused, not replaced)", field)
+	}
 	return decodeJSON(body, v)
 }
 
@@ -60,6 +71,27 @@ func requireJSON(ct string) error {
 		got = fmt.Sprintf("Content-Type %q", ct)
 	}
 	return errorf(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType, "", "the body must be JSON sent with \"Content-Type: application/json\", not %s", got)
+}
+
+// invalidUTF8Member names the member of the JSON object body whose value
+// holds invalid UTF-8 ("" when none does: the invalid bytes are in a key,
+// or body is not an object).
+func invalidUTF8Member(body []byte) string {
+	var members map[string]json.RawMessage // raw values keep their bytes as sent
+	if json.Unmarshal(body, &members) != nil {
+		return ""
+	}
+	var bad []string
+	for k, raw := range members {
+		if !utf8.Valid(raw) {
+			bad = append(bad, k)
+		}
+	}
+	if len(bad) == 0 {
+		return ""
+	}
+	slices.Sort(bad)
+	return bad[0]
 }
 
 func decodeJSON(body []byte, v any) error {

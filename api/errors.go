@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 
+	ow "github.com/openworkflow-go/openworkflow"
 	"github.com/openworkflow-go/openworkflow/access"
 	"github.com/openworkflow-go/openworkflow/backend"
 )
@@ -17,17 +18,21 @@ type Code string
 
 // The error codes, and the HTTP status each answers with.
 const (
-	CodeInvalidArgument      Code = "invalid_argument"       // 400: bad input; field names it
-	CodeUnauthorized         Code = "unauthorized"           // 401: missing or wrong bearer token
-	CodeForbidden            Code = "forbidden"              // 403: the token's scope or namespace does not allow it, or (without a token) a foreign Host or a cross-origin request
-	CodeNotFound             Code = "not_found"              // 404: unknown route, run, step, stream or schedule
-	CodeHookNotFound         Code = "hook_not_found"         // 404: no live hook holds the token
-	CodeNotDAGRun            Code = "not_a_dag_run"          // 404: the run is not a DAG workflow run (GET /v1/runs/{id}/dag)
-	CodeMethodNotAllowed     Code = "method_not_allowed"     // 405
-	CodeRunTerminal          Code = "run_terminal"           // 409: the run is completed, failed or canceled
-	CodeRunNotFailed         Code = "run_not_failed"         // 409: only a failed run can be retried
-	CodeHookConflict         Code = "hook_conflict"          // 409: the token is held by another live hook
-	CodeStreamClosed         Code = "stream_closed"          // 409
+	CodeInvalidArgument  Code = "invalid_argument"   // 400: bad input; field names it
+	CodeUnauthorized     Code = "unauthorized"       // 401: missing or wrong bearer token
+	CodeForbidden        Code = "forbidden"          // 403: the token's scope or namespace does not allow it, or (without a token) a foreign Host or a cross-origin request
+	CodeNotFound         Code = "not_found"          // 404: unknown route, run, step, stream or schedule
+	CodeHookNotFound     Code = "hook_not_found"     // 404: no live hook holds the token
+	CodeNotDAGRun        Code = "not_a_dag_run"      // 404: the run is not a DAG workflow run (GET /v1/runs/{id}/dag)
+	CodeMethodNotAllowed Code = "method_not_allowed" // 405
+	CodeRunTerminal      Code = "run_terminal"       // 409: the run is completed, failed or canceled
+	CodeRunNotFailed     Code = "run_not_failed"     // 409: only a failed run can be retried
+	CodeHookConflict     Code = "hook_conflict"      // 409: the token is held by another live hook
+	CodeStreamClosed     Code = "stream_closed"      // 409
+	// CodeIdempotencyConflict (409): POST /v1/runs with an idempotency key
+	// that started a run of another input within 24 hours; the message
+	// names that run, which the start did not change.
+	CodeIdempotencyConflict  Code = "idempotency_conflict"
 	CodePayloadTooLarge      Code = "payload_too_large"      // 413: body above Options.MaxBodyBytes
 	CodeUnsupportedMediaType Code = "unsupported_media_type" // 415: a JSON body sent without Content-Type application/json
 	CodeTooManyRequests      Code = "too_many_requests"      // 429: too many wrong tokens; wait Retry-After seconds
@@ -66,6 +71,7 @@ func asAPIError(err error, field string) *Error {
 	var tooLarge *http.MaxBytesError
 	var bad *backend.ScheduleFieldError
 	var denied *access.Denied
+	var badRun *backend.FieldError
 	switch {
 	case errors.As(err, &e):
 		return e
@@ -74,6 +80,8 @@ func asAPIError(err error, field string) *Error {
 		return errorf(denied.Status, code, "", "%s", denied.Message)
 	case errors.As(err, &bad):
 		return errorf(http.StatusBadRequest, CodeInvalidArgument, bad.Field, "%s", bad)
+	case errors.As(err, &badRun):
+		return errorf(http.StatusBadRequest, CodeInvalidArgument, badRun.Field, "%s", err)
 	case errors.As(err, &tooLarge):
 		return errorf(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, "", "the request body is larger than %d bytes", tooLarge.Limit)
 	case errors.Is(err, backend.ErrInvalidArgument):
@@ -88,6 +96,8 @@ func asAPIError(err error, field string) *Error {
 		return errorf(http.StatusConflict, CodeRunTerminal, "", "%s", err)
 	case errors.Is(err, backend.ErrRunNotFailed):
 		return errorf(http.StatusConflict, CodeRunNotFailed, "", "%s", err)
+	case errors.Is(err, ow.ErrIdempotencyConflict):
+		return errorf(http.StatusConflict, CodeIdempotencyConflict, "idempotencyKey", "%s", err)
 	case errors.Is(err, backend.ErrHookConflict):
 		return errorf(http.StatusConflict, CodeHookConflict, "token", "%s", err)
 	case errors.Is(err, backend.ErrStreamClosed):

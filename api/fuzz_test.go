@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	ow "github.com/openworkflow-go/openworkflow"
 	"github.com/openworkflow-go/openworkflow/api"
@@ -52,7 +53,8 @@ func newRequest(method, target, body string) *http.Request {
 }
 
 func FuzzStartRun(f *testing.F) {
-	for _, s := range []string{`{"workflowName":"add","input":{"A":1}}`, `{"workflowName":"x","delaySeconds":1e308}`, `{"workflowName":"x","startAt":"2026-01-01T00:00:00Z","deadlineAt":"0000-01-01T00:00:00Z"}`, `{"workflowName":"\u0000"}`, `{"workflowName":"a","idempotencyKey":"k","version":""}`, `{"input":"\ud800"}`, `nul`, `{}`} {
+	for _, s := range []string{`{"workflowName":"add","input":{"A":1}}`, `{"workflowName":"x","delaySeconds":1e308}`, `{"workflowName":"x","startAt":"2026-01-01T00:00:00Z","deadlineAt":"0000-01-01T00:00:00Z"}`, `{"workflowName":"\u0000"}`, `{"workflowName":"a","idempotencyKey":"k","version":""}`, `{"input":"\ud800"}`, `nul`, `{}`,
+		"{\"workflowName\":\"a\xff\"}", `{"workflowName":"a","idempotencyKey":"k","input":1}`, `{"workflowName":"a","idempotencyKey":"k","input":1e999999999}`} {
 		f.Add(s)
 	}
 	h := fuzzHandler(f)
@@ -159,6 +161,35 @@ func FuzzRunRoutes(f *testing.F) {
 			if req := newRequest("GET", "/v1/runs/"+url.PathEscape(id)+suffix+"?"+query, ""); req != nil {
 				serveFuzz(t, h, req)
 			}
+		}
+	})
+}
+
+// FuzzPutSchedule: whatever the body, PUT /v1/schedules/{name} answers
+// without a 5xx, and a schedule it stores holds only values a run accepts
+// (issue 19): text of valid UTF-8 within the run's limits, never a name
+// with U+FFFD where the client sent invalid bytes.
+func FuzzPutSchedule(f *testing.F) {
+	for _, s := range []string{`{"workflowName":"add","cron":"@every 2s","input":{"A":1}}`, `{"workflowName":"x","cron":"@every 500ms"}`,
+		"{\"workflowName\":\"\xff\",\"cron\":\"@daily\"}", `{"workflowName":"\ufffd","cron":"@daily"}`, `{"workflowName":"x","version":"","cron":"* * * * * *"}`, `nul`, `{}`} {
+		f.Add(s)
+	}
+	h := fuzzHandler(f)
+	f.Fuzz(func(t *testing.T, body string) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, newRequest("PUT", "/v1/schedules/fuzz", body))
+		if rec.Code >= 500 {
+			t.Fatalf("PUT answered %d: %s", rec.Code, rec.Body)
+		}
+		if rec.Code != http.StatusOK {
+			return
+		}
+		var s api.Schedule
+		if err := json.Unmarshal(rec.Body.Bytes(), &s); err != nil {
+			t.Fatal(err)
+		}
+		if !utf8.ValidString(body) || len(s.WorkflowName) > 255 || s.WorkflowName == "" {
+			t.Fatalf("PUT %q stored %+v", body, s)
 		}
 	})
 }

@@ -19,7 +19,9 @@ type startRunRequest struct {
 	// Input is the run's input, any JSON (absent: null).
 	Input json.RawMessage `json:"input"`
 	// IdempotencyKey makes a repeated start within 24 hours return the
-	// first run.
+	// first run: 200 (not 201) when its input is the same JSON value,
+	// 409 idempotency_conflict when it is not (the new input would be
+	// dropped).
 	IdempotencyKey *string `json:"idempotencyKey"`
 	// StartAt or DelaySeconds delay the start (at most one).
 	StartAt      *string  `json:"startAt"`
@@ -58,7 +60,14 @@ func (h *Handler) startRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return asAPIError(err, "")
 	}
-	writeJSON(w, http.StatusCreated, RunOf(handle.Run, false))
+	switch {
+	case handle.InputDiffers:
+		return asAPIError(handle.Conflict(), "idempotencyKey")
+	case handle.Reused:
+		writeJSON(w, http.StatusOK, RunOf(handle.Run, false)) // a replay: the run its first start made
+	default:
+		writeJSON(w, http.StatusCreated, RunOf(handle.Run, false))
+	}
 	return nil
 }
 
@@ -67,11 +76,11 @@ func (req *startRunRequest) options(now time.Time) ([]ow.StartOption, error) {
 	if req.WorkflowName == "" {
 		return nil, badField("workflowName", "workflowName is required: the name the workflow was registered with")
 	}
-	if !backend.ValidText(req.WorkflowName) || len(req.WorkflowName) > 255 {
-		return nil, badField("workflowName", "workflowName must be 1 to 255 bytes of text")
+	if !backend.ValidText(req.WorkflowName) || len(req.WorkflowName) > backend.MaxWorkflowNameLength {
+		return nil, badField("workflowName", "workflowName must be 1 to %d bytes of text", backend.MaxWorkflowNameLength)
 	}
-	if req.Version != nil && !backend.ValidText(*req.Version) {
-		return nil, badField("version", "version must be text")
+	if req.Version != nil && (!backend.ValidText(*req.Version) || len(*req.Version) > backend.MaxVersionLength) {
+		return nil, badField("version", "version must be text of at most %d bytes", backend.MaxVersionLength)
 	}
 	if req.Input != nil {
 		if err := backend.ValidateJSON(req.Input); err != nil {
@@ -80,8 +89,8 @@ func (req *startRunRequest) options(now time.Time) ([]ow.StartOption, error) {
 	}
 	var opts []ow.StartOption
 	if k := req.IdempotencyKey; k != nil {
-		if *k == "" || len(*k) > 255 || !backend.ValidText(*k) {
-			return nil, badField("idempotencyKey", "idempotencyKey must be 1 to 255 bytes of text")
+		if *k == "" || len(*k) > backend.MaxIdempotencyKeyLength || !backend.ValidText(*k) {
+			return nil, badField("idempotencyKey", "idempotencyKey must be 1 to %d bytes of text", backend.MaxIdempotencyKeyLength)
 		}
 		opts = append(opts, ow.WithIdempotencyKey(*k))
 	}

@@ -24,10 +24,18 @@ func TestStartGetAndResolveData(t *testing.T) {
 		if string(done.Output) != "5" || string(done.Input) != `{"A":2,"B":3}` {
 			t.Fatalf("completed run: input %s output %s", done.Input, done.Output)
 		}
-		// The same idempotency key answers the first run.
-		again := s.start("add", map[string]int{"A": 9, "B": 9}, "idempotencyKey", "k-1")
+		// The same idempotency key and input (the same JSON value, written
+		// otherwise) answers 200 with the first run; another input 409,
+		// naming the run, rather than 201 and the input silently dropped
+		// (issue 19).
+		var again api.Run
+		s.must(http.StatusOK, "POST", "/v1/runs", `{"idempotencyKey":"k-1","input":{"B":3.0,"A":2},"workflowName":"add"}`).decode(t, &again)
 		if again.ID != run.ID {
 			t.Fatalf("idempotent start made run %s, want %s", again.ID, run.ID)
+		}
+		e := s.must(http.StatusConflict, "POST", "/v1/runs", map[string]any{"workflowName": "add", "input": map[string]int{"A": 9, "B": 9}, "idempotencyKey": "k-1"}).apiError(t)
+		if e.Code != api.CodeIdempotencyConflict || e.Field != "idempotencyKey" || !strings.Contains(e.Message, run.ID) || !strings.Contains(e.Message, "new key") {
+			t.Fatalf("a reused key with another input: %+v; want 409 idempotency_conflict naming run %s", e, run.ID)
 		}
 		// resolveData=none blanks input and output; an unknown value is "all".
 		var blank map[string]json.RawMessage

@@ -38,6 +38,13 @@ type Schedule struct {
 	Missed        int64           `json:"missed"`
 	CreatedAt     time.Time       `json:"createdAt"`
 	UpdatedAt     time.Time       `json:"updatedAt"`
+	// LastError, LastErrorAt, Failures and RetryAt say why and since when
+	// a failing schedule's fires fail and when it is tried again
+	// ([backend.Schedule.LastError]); null and 0 while it is not failing.
+	LastError   *string    `json:"lastError"`
+	LastErrorAt *time.Time `json:"lastErrorAt"`
+	Failures    int        `json:"failures"`
+	RetryAt     *time.Time `json:"retryAt"`
 }
 
 // UpcomingTicks is how many ticks [Schedule].Upcoming lists.
@@ -50,6 +57,7 @@ func ScheduleOf(s *backend.Schedule) Schedule {
 		Input: s.Input, Overlap: string(s.Overlap), CatchupWindow: s.CatchupWindow.String(), Priority: s.Priority, Paused: s.Paused,
 		Upcoming: []time.Time{}, BufferedAt: s.BufferedAt, LastRunID: s.LastRunID, LastFireAt: s.LastFireAt,
 		Started: s.Started, Skipped: s.Skipped, Missed: s.Missed, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
+		LastError: s.LastError, LastErrorAt: s.LastErrorAt, Failures: s.Failures, RetryAt: s.RetryAt,
 	}
 	if out.Input == nil {
 		out.Input = json.RawMessage("null")

@@ -97,14 +97,26 @@ func TestScheduleBadRequests(t *testing.T) {
 			{`{"workflowName":"echo","cron":"@daily","tz":"UTC"}`, "tz", "unknown member"},
 			{`{"workflowName":"echo","cron":"@daily","input":{"a":"\ud800"}}`, "input", "input"},
 			{``, "", "needs a JSON body"},
+			// Issue 19: a schedule holds no value a run would be refused,
+			// invalid UTF-8 is refused rather than stored as U+FFFD, and
+			// @every intervals under a second or not whole seconds are
+			// refused rather than run every second.
+			{`{"workflowName":"` + strings.Repeat("w", 1_000_000) + `","cron":"@daily"}`, "workflowName", "longer than the limit of 255"},
+			{`{"workflowName":"` + strings.Repeat("w", 256) + `","cron":"@daily"}`, "workflowName", "256 bytes"},
+			{`{"workflowName":"echo","version":"` + strings.Repeat("v", 256) + `","cron":"@daily"}`, "version", "255"},
+			{"{\"workflowName\":\"bad\xffname\",\"cron\":\"@daily\"}", "workflowName", "not valid UTF-8"},
+			{"{\"workflowName\":\"echo\",\"version\":\"v\xff\",\"cron\":\"@daily\"}", "version", "not valid UTF-8"},
+			{`{"workflowName":"echo","cron":"@every 500ms"}`, "cron", "whole number of seconds, at least 1s"},
+			{`{"workflowName":"echo","cron":"@every 0s"}`, "cron", "at least 1s"},
+			{`{"workflowName":"echo","cron":"` + strings.Repeat("*", 300) + `"}`, "cron", "longer than the limit of 255"},
 		} {
 			r := s.do("PUT", "/v1/schedules/bad", c.body)
 			if r.status != http.StatusBadRequest {
 				t.Fatalf("PUT %s answered %d, want 400: %s", c.body, r.status, r.body)
 			}
 			e := r.apiError(t)
-			if e.Code != api.CodeInvalidArgument || e.Field != c.field || !strings.Contains(e.Message, c.says) {
-				t.Errorf("PUT %s: %+v; want field %q saying %q", c.body, e, c.field, c.says)
+			if e.Code != api.CodeInvalidArgument || e.Field != c.field || !strings.Contains(e.Message, c.says) || len(e.Message) > 2000 {
+				t.Errorf("PUT %.200s: %.300v; want field %q saying %q, briefly", c.body, e, c.field, c.says)
 			}
 		}
 		s.must(http.StatusNotFound, "GET", "/v1/schedules/bad", nil)
@@ -115,5 +127,30 @@ func TestScheduleBadRequests(t *testing.T) {
 			t.Errorf("an unknown parameter: %+v", e)
 		}
 		s.must(http.StatusMethodNotAllowed, "POST", "/v1/schedules/bad", `{}`)
+	})
+}
+
+// TestStartRunRefusesInvalidUTF8: a name, key or version holding invalid
+// UTF-8 is refused with 400 naming the member, not stored with each bad
+// byte turned into U+FFFD (issue 19).
+func TestStartRunRefusesInvalidUTF8(t *testing.T) {
+	eachBackend(t, api.Options{}, func(t *testing.T, s *server) {
+		for _, c := range []struct{ body, field string }{
+			{"{\"workflowName\":\"echo\xff\"}", "workflowName"},
+			{"{\"workflowName\":\"echo\",\"version\":\"\xc3(\"}", "version"},
+			{"{\"workflowName\":\"echo\",\"idempotencyKey\":\"k\xfe\"}", "idempotencyKey"},
+			{"{\"workflowName\":\"echo\",\"input\":{\"a\":\"\xff\"}}", "input"},
+			{"{\"work\xffflowName\":\"echo\"}", ""},
+		} {
+			e := s.must(http.StatusBadRequest, "POST", "/v1/runs", c.body).apiError(t)
+			if e.Code != api.CodeInvalidArgument || e.Field != c.field || !strings.Contains(e.Message, "UTF-8") {
+				t.Errorf("POST /v1/runs %q: %+v; want 400 on field %q saying UTF-8", c.body, e, c.field)
+			}
+		}
+		var page api.List[api.Run]
+		s.must(http.StatusOK, "GET", "/v1/runs", nil).decode(t, &page)
+		if len(page.Data) != 0 {
+			t.Fatalf("%d runs stored after refused starts: %+v", len(page.Data), page.Data)
+		}
 	})
 }

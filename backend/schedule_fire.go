@@ -28,7 +28,9 @@ var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | 
 // ParseCron parses a cron expression to be read in the IANA time zone tz
 // ("" is UTC), with robfig/cron: "*/5 * * * *" (every five minutes),
 // "0 30 9 * * MON-FRI" (9:30:00 on weekdays, seconds first),
-// "@hourly", "@every 90s". A time zone prefix inside the expression
+// "@hourly", "@every 90s". An @every interval must be a whole number of
+// seconds, at least 1s ("@every 500ms" and "@every 0s" are refused rather
+// than run every second). A time zone prefix inside the expression
 // (CRON_TZ=…) is refused in favour of tz, and so is the time zone
 // "Local", which differs from one worker to the next. An expression that
 // never fires (no time matches within five years, as February 30) is
@@ -37,6 +39,12 @@ var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | 
 func ParseCron(expr, tz string) (*Cron, error) {
 	if tz == "" {
 		tz = DefaultTimeZone
+	}
+	if len(expr) > MaxCronLength {
+		return nil, &ScheduleFieldError{Field: "cron", Value: shown(expr), Reason: fmt.Sprintf("%d bytes, longer than the limit of %d", len(expr), MaxCronLength)}
+	}
+	if len(tz) > MaxScheduleNameLength || !ValidText(tz) {
+		return nil, &ScheduleFieldError{Field: "timeZone", Value: shown(tz), Reason: "not an IANA time zone name (such as UTC, Europe/Paris or America/New_York)"}
 	}
 	if tz == "Local" {
 		return nil, &ScheduleFieldError{Field: "timeZone", Value: tz, Reason: "the local time zone differs from one worker to the next: name an IANA time zone such as Europe/Paris, or UTC"}
@@ -52,6 +60,11 @@ func ParseCron(expr, tz string) (*Cron, error) {
 	if strings.HasPrefix(trimmed, "TZ=") || strings.HasPrefix(trimmed, "CRON_TZ=") {
 		return nil, &ScheduleFieldError{Field: "cron", Value: expr, Reason: "give the time zone in timeZone, not inside the expression"}
 	}
+	if rest, ok := strings.CutPrefix(trimmed, "@every "); ok {
+		if err := checkEvery(strings.TrimSpace(rest)); err != nil {
+			return nil, &ScheduleFieldError{Field: "cron", Value: expr, Reason: err.Error()}
+		}
+	}
 	sched, err := cronParser.Parse(trimmed)
 	if err != nil {
 		return nil, &ScheduleFieldError{Field: "cron", Value: expr, Reason: err.Error() +
@@ -62,6 +75,21 @@ func ParseCron(expr, tz string) (*Cron, error) {
 		return nil, &ScheduleFieldError{Field: "cron", Value: expr, Reason: "never fires: no time matches it within five years"}
 	}
 	return c, nil
+}
+
+// checkEvery refuses the interval of "@every <d>" that robfig/cron would
+// silently change: it rounds an interval down to whole seconds and makes
+// one under a second a second, so "@every 500ms" and "@every 0s" would
+// both tick every second and "@every 1.5s" every second too.
+func checkEvery(d string) error {
+	iv, err := time.ParseDuration(d)
+	if err != nil {
+		return fmt.Errorf("@every %q: not a Go duration such as 90s, 5m or 1h30m", d)
+	}
+	if iv < time.Second || iv%time.Second != 0 {
+		return fmt.Errorf("@every %v: an interval must be a whole number of seconds, at least 1s (ticks are whole seconds)", iv)
+	}
+	return nil
 }
 
 // Next returns the first tick strictly after t (UTC, whole seconds), or
@@ -178,11 +206,16 @@ const missedPerFire = 100_000
 //     being pending or running — at most [MaxTicksPerFire];
 //
 // and saves the state when anything happened. A paused schedule does
-// nothing. It returns what happened and whether ticks are still due (a
+// nothing. A schedule holding a value [PutScheduleParams.Prepare] refuses
+// ([Schedule.Check]: a row written before the check existed) fails with
+// that *[ScheduleFieldError] before anything is started. It returns what happened and whether ticks are still due (a
 // limit was reached).
 func FireLockedSchedule(ctx context.Context, tx ScheduleTx, s *Schedule, now time.Time) (ScheduleFiring, bool, error) {
 	if s.Paused {
 		return ScheduleFiring{Schedule: s.Name}, false, nil
+	}
+	if err := s.Check(); err != nil {
+		return ScheduleFiring{Schedule: s.Name}, false, fmt.Errorf("%w (a stored value PutSchedule refuses today: put the schedule again with valid fields, or delete it)", err)
 	}
 	c, err := ParseCron(s.Cron, s.TimeZone)
 	if err != nil {
@@ -323,6 +356,9 @@ func (fr *firing) start(at time.Time) (TickResult, error) {
 // [ScheduleStore.TriggerSchedule]) in tx, holding s's row lock, and saves
 // s's state.
 func TriggerLockedSchedule(ctx context.Context, tx ScheduleTx, s *Schedule, now time.Time) (*WorkflowRun, error) {
+	if err := s.Check(); err != nil {
+		return nil, fmt.Errorf("%w (a stored value PutSchedule refuses today: put the schedule again with valid fields, or delete it)", err)
+	}
 	at := now.UTC().Truncate(time.Millisecond)
 	run, err := tx.StartScheduledRun(ctx, scheduledRunParams(s, at, true), s.Name, at, true)
 	if err != nil {

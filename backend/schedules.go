@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // ErrScheduleNotFound: no schedule has that name in this namespace
@@ -50,6 +50,8 @@ const (
 	DefaultTimeZone = "UTC"
 	// MaxScheduleNameLength is the longest schedule name, in bytes.
 	MaxScheduleNameLength = 255
+	// MaxCronLength is the longest cron expression, in bytes.
+	MaxCronLength = 255
 	// MaxTicksPerFire bounds the ticks one schedule fires in one
 	// transaction (a long catch-up window after downtime may hold many);
 	// the rest are fired by the next call, at once.
@@ -122,6 +124,15 @@ type ScheduleStore interface {
 	// it runs [FireLockedSchedule] in a transaction of its own, skipping a
 	// schedule another caller is firing at the same moment. It reports
 	// what it did and when the next tick comes.
+	//
+	// A schedule whose fire fails (its run is refused, its stored fields
+	// are no longer valid: [Schedule.Check]) holds up no other: its
+	// transaction is rolled back, the failure is recorded on it
+	// ([Schedule.LastError], Failures, RetryAt [ScheduleRetryDelay] later,
+	// during which it is not fired) and listed in [FireReport.Failures],
+	// and the call goes on with the next schedule. The call fails only
+	// when the store itself does (the failure cannot be recorded, the
+	// context ends).
 	FireDueSchedules(ctx context.Context, p FireDueSchedulesParams) (*FireReport, error)
 }
 
@@ -168,6 +179,18 @@ type Schedule struct {
 	// CreatedAt and UpdatedAt are the first Put's and the latest change's
 	// times (UTC, milliseconds).
 	CreatedAt, UpdatedAt time.Time
+	// LastError is why the latest fire of the schedule failed (its run
+	// could not be started: a value the store refused, a stored field no
+	// longer valid, …), and LastErrorAt when (UTC, milliseconds); both nil
+	// while the schedule is not failing: a fire or a trigger that succeeds
+	// clears them, and so does PutSchedule. Failures counts the fires
+	// that failed in a row, and RetryAt is when the failing schedule is
+	// fired again (nil when it is not failing): until then
+	// FireDueSchedules leaves it alone, and the other schedules go on.
+	LastError   *string
+	LastErrorAt *time.Time
+	Failures    int
+	RetryAt     *time.Time
 }
 
 // PutScheduleParams are the inputs of [ScheduleStore.PutSchedule].
@@ -233,6 +256,65 @@ type FireReport struct {
 	// More is true when the call stopped at its limit (schedules or
 	// ticks) with ticks still due: call again at once.
 	More bool
+	// Failures has one entry per schedule whose fire failed in this call
+	// (recorded on the schedule: [Schedule.LastError]); the others were
+	// fired all the same.
+	Failures []ScheduleFailure
+}
+
+// ScheduleFailure is a schedule whose fire failed in one
+// [ScheduleStore.FireDueSchedules] call: nothing of the fire was
+// committed, the error is stored on the schedule ([Schedule.LastError]),
+// and the schedule is not fired again before RetryAt.
+type ScheduleFailure struct {
+	// Schedule is the schedule's name.
+	Schedule string
+	// Err is why the fire failed: a *[ScheduleFieldError] for a stored
+	// field no longer valid (a row written before a check existed), or
+	// what the store answered.
+	Err error
+	// Failures counts the failed fires in a row, this one included.
+	Failures int
+	// RetryAt is when the schedule is fired again, by the store's clock
+	// ([ScheduleRetryDelay] after the failure).
+	RetryAt time.Time
+}
+
+// ScheduleRetryDelay is how long a schedule whose fire failed failures
+// times in a row is left alone: 1 s after the first failure, doubling
+// with each next one, at most [MaxScheduleRetryDelay]. Failures under 1
+// count as 1.
+func ScheduleRetryDelay(failures int) time.Duration {
+	if failures < 1 {
+		failures = 1
+	}
+	if failures > 10 {
+		return MaxScheduleRetryDelay
+	}
+	return min(MaxScheduleRetryDelay, time.Second<<(failures-1))
+}
+
+// MaxScheduleRetryDelay is the longest a failing schedule is left alone
+// between two tries ([ScheduleRetryDelay]).
+const MaxScheduleRetryDelay = 5 * time.Minute
+
+// MaxScheduleErrorLength is the longest [Schedule.LastError] stored, in
+// bytes; a longer message is cut, ending in "…".
+const MaxScheduleErrorLength = 1024
+
+// ScheduleErrorText is err's message as a store records it in
+// [Schedule.LastError]: valid UTF-8 without U+0000, at most
+// [MaxScheduleErrorLength] bytes.
+func ScheduleErrorText(err error) string {
+	msg := strings.ReplaceAll(strings.ToValidUTF8(err.Error(), "\uFFFD"), "\x00", "")
+	if len(msg) <= MaxScheduleErrorLength {
+		return msg
+	}
+	cut := MaxScheduleErrorLength - len("…")
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + "…"
 }
 
 // ScheduleFiring is what one schedule did in one fire.
@@ -300,28 +382,31 @@ func (e *ScheduleFieldError) Unwrap() error { return ErrInvalidArgument }
 
 // Prepare applies p's defaults (time zone UTC, overlap skip, catch-up
 // window 1 min) and checks it as every ScheduleStore does before writing:
-// a name and a workflow name that are valid text ([ValidText]), a cron
-// expression and a time zone [ParseCron] accepts, an input every backend
-// stores ([ValidateJSON]), a known overlap policy, a catch-up window of at
-// least [MinCatchupWindow], a priority within ±[MaxPriority]. It returns p with its defaults and the parsed
-// cron, or a *[ScheduleFieldError] naming the first field at fault.
+// a name of valid text ([ValidText]) of at most [MaxScheduleNameLength]
+// bytes; a cron expression and a time zone [ParseCron] accepts; a known
+// overlap policy; a catch-up window of at least [MinCatchupWindow]; and
+// the fields its runs are made of (workflow name, version, input,
+// priority) checked by [CreateWorkflowRunParams.Validate], the check of
+// every run, so that a schedule never holds a value its runs would be
+// refused. It returns p with its defaults and the parsed cron, or a
+// *[ScheduleFieldError] naming the first field at fault.
 func (p PutScheduleParams) Prepare() (PutScheduleParams, *Cron, error) {
 	bad := func(field, value, reason string) error {
 		return &ScheduleFieldError{Schedule: p.Name, Field: field, Value: value, Reason: reason}
 	}
-	switch {
-	case p.Name == "":
-		return p, nil, bad("name", "", "a schedule needs a name")
-	case len(p.Name) > MaxScheduleNameLength:
-		return p, nil, &ScheduleFieldError{Field: "name", Value: strings.ToValidUTF8(p.Name[:40], "") + "…", Reason: fmt.Sprintf("longer than %d bytes", MaxScheduleNameLength)}
-	case !ValidText(p.Name):
-		return p, nil, &ScheduleFieldError{Field: "name", Value: p.Name, Reason: "not valid text (invalid UTF-8 or U+0000)"}
-	case p.WorkflowName == "":
+	if err := checkName("name", p.Name, MaxScheduleNameLength, true); err != nil {
+		fe := err.(*FieldError)
+		return p, nil, &ScheduleFieldError{Field: "name", Value: fe.Value, Reason: fe.Reason}
+	}
+	if p.WorkflowName == "" {
 		return p, nil, bad("workflowName", "", "a schedule needs the name of the workflow it starts")
-	case !ValidText(p.WorkflowName):
-		return p, nil, bad("workflowName", p.WorkflowName, "not valid text (invalid UTF-8 or U+0000)")
-	case p.Version != nil && !ValidText(*p.Version):
-		return p, nil, bad("version", *p.Version, "not valid text (invalid UTF-8 or U+0000)")
+	}
+	if err := p.runParams().Validate(); err != nil {
+		var fe *FieldError
+		if errors.As(err, &fe) {
+			return p, nil, bad(fe.Field, fe.Value, fe.Reason)
+		}
+		return p, nil, bad("workflowName", shown(p.WorkflowName), err.Error())
 	}
 	if p.TimeZone == "" {
 		p.TimeZone = DefaultTimeZone
@@ -334,9 +419,6 @@ func (p PutScheduleParams) Prepare() (PutScheduleParams, *Cron, error) {
 		}
 		return p, nil, err
 	}
-	if err := ValidateJSON(p.Input); err != nil {
-		return p, nil, bad("input", string(p.Input), err.Error())
-	}
 	if p.Overlap == "" {
 		p.Overlap = OverlapSkip
 	}
@@ -348,11 +430,30 @@ func (p PutScheduleParams) Prepare() (PutScheduleParams, *Cron, error) {
 		p.CatchupWindow = DefaultCatchupWindow
 	case p.CatchupWindow < MinCatchupWindow:
 		return p, nil, bad("catchupWindow", p.CatchupWindow.String(), fmt.Sprintf("must be at least %v (ticks fire a few milliseconds late)", MinCatchupWindow))
-	}
-	if p.Priority > MaxPriority || p.Priority < -MaxPriority {
-		return p, nil, bad("priority", strconv.Itoa(p.Priority), fmt.Sprintf("must be from %d to %d", -MaxPriority, MaxPriority))
+	case p.CatchupWindow%time.Millisecond != 0:
+		return p, nil, bad("catchupWindow", p.CatchupWindow.String(), "must be a whole number of milliseconds (it is stored in milliseconds)")
 	}
 	return p, c, nil
+}
+
+// runParams are the create params of the runs of the schedule p, for
+// [CreateWorkflowRunParams.Validate].
+func (p PutScheduleParams) runParams() CreateWorkflowRunParams {
+	return CreateWorkflowRunParams{WorkflowName: p.WorkflowName, Version: p.Version, Input: p.Input, Priority: p.Priority}
+}
+
+// Check reports why a stored schedule could not be put today, as
+// [PutScheduleParams.Prepare] would: a row written before a check existed
+// (or by hand) may hold a value no run accepts. The firing loop checks
+// every schedule before firing it and skips one that fails, reporting it
+// (see [ScheduleStore.FireDueSchedules]). The error is a
+// *[ScheduleFieldError].
+func (s *Schedule) Check() error {
+	_, _, err := PutScheduleParams{
+		Name: s.Name, WorkflowName: s.WorkflowName, Version: s.Version, Cron: s.Cron, TimeZone: s.TimeZone,
+		Input: s.Input, Overlap: s.Overlap, CatchupWindow: s.CatchupWindow, Priority: s.Priority,
+	}.Prepare()
+	return err
 }
 
 // Valid reports whether p is one of [OverlapPolicies].

@@ -157,6 +157,11 @@ type WorkflowRun struct {
 	// workflow without limits). Admitted and not finished, it holds a slot
 	// of its workflow's limits.
 	AdmittedAt *time.Time `json:"admittedAt"`
+	// Reused is set on the run a create returned because its idempotency
+	// key matched a run created within [IdempotencyPeriod]: that run, as
+	// stored, and nothing was created (the create's input, version and
+	// options were dropped). It is not stored; a read never sets it.
+	Reused bool `json:"-"`
 }
 
 // StepAttempt is one row of step_attempts: one execution attempt of one

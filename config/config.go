@@ -51,6 +51,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/openworkflow-go/openworkflow/access"
+	"github.com/openworkflow-go/openworkflow/backend"
 )
 
 // FileName is the name of the configuration file searched for.
@@ -615,6 +616,9 @@ func (c *Config) applyDefaults() {
 func (c *Config) validate() error {
 	if c.Namespace == "" {
 		return fmt.Errorf("config: namespace (from %s) must not be empty", c.sources[keyNamespace])
+	}
+	if err := backend.ValidateNamespaceID(c.Namespace); err != nil {
+		return fmt.Errorf("config: namespace (from %s): %w", c.sources[keyNamespace], err)
 	}
 	if c.Schema == "" {
 		return fmt.Errorf("config: schema (from %s) must not be empty", c.sources[keySchema])

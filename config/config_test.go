@@ -165,6 +165,7 @@ func TestLoadErrors(t *testing.T) {
 		{name: "a period that is not a duration is refused", file: "worker:\n  limits:\n    sync: {rate_limit: 3, rate_period: soon}\n", wantSub: []string{FileName}},
 		{name: "an unknown limit key is refused", file: "worker:\n  limits:\n    sync: {concurency: 3}\n", wantSub: []string{`unknown key "concurency"`}},
 		{name: "an empty namespace flag is refused", opts: Options{Overrides: Overrides{Namespace: ptr("")}}, wantSub: []string{"namespace", "flag --namespace"}},
+		{name: "a namespace longer than a run's is refused", opts: Options{Overrides: Overrides{Namespace: ptr(strings.Repeat("n", 256))}}, wantSub: []string{"namespace", "flag --namespace", "longer than the limit of 255"}},
 		{name: "a missing --config file is an error", opts: Options{File: "nope.yaml"}, wantSub: []string{"nope.yaml"}},
 	}
 	for _, tt := range tests {

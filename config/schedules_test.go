@@ -87,6 +87,16 @@ func TestABadScheduleInTheFileIsAnErrorNamingItsEntryAndKey(t *testing.T) {
 			[]string{"catchup_window \"10ms\"", "at least 1s"}},
 		{"a priority beyond 32 bits", "  - {name: nightly, workflow: wf, cron: '@daily', priority: 2147483648}",
 			[]string{"priority \"2147483648\"", "from -2147483647 to 2147483647"}},
+		// Issue 19: a run's limits hold in the file too, and @every
+		// intervals robfig/cron would round to a second are refused.
+		{"a workflow name longer than a run's", "  - {name: nightly, workflow: " + strings.Repeat("w", 300) + ", cron: '@daily'}",
+			[]string{"schedules[0] (nightly): workflow", "300 bytes, longer than the limit of 255"}},
+		{"a version longer than a run's", "  - {name: nightly, workflow: wf, version: " + strings.Repeat("v", 256) + ", cron: '@daily'}",
+			[]string{"schedules[0] (nightly): version", "longer than the limit of 255"}},
+		{"an interval under a second", "  - {name: nightly, workflow: wf, cron: '@every 500ms'}",
+			[]string{"cron \"@every 500ms\"", "whole number of seconds, at least 1s"}},
+		{"a zero interval", "  - {name: nightly, workflow: wf, cron: '@every 0s'}",
+			[]string{"cron \"@every 0s\"", "at least 1s"}},
 		{"a name taken twice", "  - {name: a, workflow: wf, cron: '@daily'}\n  - {name: a, workflow: wf, cron: '@hourly'}",
 			[]string{"schedules[1] (a): the name \"a\" is taken by schedules[0] too"}},
 		{"a misspelt key", "  - {name: a, workflow: wf, cron: '@daily', timezone: UTC}",

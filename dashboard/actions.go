@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/openworkflow-go/openworkflow/api"
 )
@@ -185,6 +188,16 @@ func (d *Dashboard) parseForm(w http.ResponseWriter, r *http.Request) bool {
 		}
 		d.fail(w, r, http.StatusBadRequest, "Bad form", "The form could not be read: "+err.Error())
 		return false
+	}
+	// Forms are sent to the API as JSON, whose encoder would turn each
+	// invalid byte into U+FFFD: a name the user never typed.
+	for _, k := range slices.Sorted(maps.Keys(r.PostForm)) {
+		for _, v := range r.PostForm[k] {
+			if !utf8.ValidString(k) || !utf8.ValidString(v) {
+				d.fail(w, r, http.StatusBadRequest, "Bad form", fmt.Sprintf("The field %q is not valid UTF-8: send the form as UTF-8.", strings.ToValidUTF8(k, "\uFFFD")))
+				return false
+			}
+		}
 	}
 	return true
 }

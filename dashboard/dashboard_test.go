@@ -156,6 +156,11 @@ func TestStartFormChecksOnTheServer(t *testing.T) {
 				t.Errorf("start with %v: no field is marked invalid", b.form)
 			}
 		}
+		// Issue 19: a form holding invalid UTF-8 is refused, naming the
+		// field, rather than sent on as JSON with U+FFFD in its place.
+		if p := s.must(c, http.StatusBadRequest, "POST", "/runs", url.Values{"workflow": {"gr\xffeet"}}); !strings.Contains(p.body, `The field &#34;workflow&#34; is not valid UTF-8`) {
+			t.Errorf("a workflow name of invalid UTF-8: the page does not say so: %.2000s", p.body)
+		}
 		page, err := s.c.ListRuns(s.ctx, backend.ListWorkflowRunsParams{})
 		if err != nil || len(page.Data) != 0 {
 			t.Fatalf("refused starts left runs: %v %v", page, err)

@@ -1,12 +1,15 @@
 package dashboard_test
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	ow "github.com/openworkflow-go/openworkflow"
+	"github.com/openworkflow-go/openworkflow/backend"
 )
 
 // TestSchedulesPage: the schedules page lists each schedule with its
@@ -96,4 +99,41 @@ func TestBrowserSchedules(t *testing.T) {
 		b.open("/schedules")
 		b.screenshot("schedules")
 	})
+}
+
+// failingScheduleStore lists its backend's schedules with the first one
+// failing, as a store does after a fire it could not commit.
+type failingScheduleStore struct {
+	backend.Backend
+	backend.ScheduleStore
+}
+
+func (f failingScheduleStore) ListSchedules(ctx context.Context, p backend.ListSchedulesParams) (*backend.Page[backend.Schedule], error) {
+	page, err := f.ScheduleStore.ListSchedules(ctx, p)
+	if err == nil && len(page.Data) > 0 {
+		msg := `schedule "nightly": workflowName "www…": 300 bytes, longer than the limit of 255`
+		at, retry := time.Now().Add(-time.Second), time.Now().Add(time.Minute)
+		page.Data[0].LastError, page.Data[0].LastErrorAt, page.Data[0].Failures, page.Data[0].RetryAt = &msg, &at, 4, &retry
+	}
+	return page, err
+}
+
+// TestSchedulesPageShowsAFailingSchedule: a schedule whose fires fail is
+// marked failing, with its last error, its failures and what to do.
+func TestSchedulesPageShowsAFailingSchedule(t *testing.T) {
+	for _, bk := range backends {
+		t.Run(bk.name, func(t *testing.T) {
+			b := bk.open(t)
+			s := newSite(t, failingScheduleStore{Backend: b, ScheduleStore: b.(backend.ScheduleStore)}, siteOptions{noWorker: true})
+			if _, err := s.c.PutSchedule(s.ctx, ow.ScheduleSpec{Name: "nightly", Workflow: "greet", Cron: "0 2 * * *"}); err != nil {
+				t.Fatal(err)
+			}
+			p := s.must(s.client(), http.StatusOK, "GET", "/schedules", nil)
+			for _, want := range []string{`data-schedule-error="nightly"`, ">failing<", "Its runs cannot be started", "300 bytes, longer than the limit of 255", "4 failed fire(s) in a row", "The other schedules go on", "ow schedules apply"} {
+				if !strings.Contains(p.body, want) {
+					t.Errorf("the page does not show %q: %.4000s", want, p.body)
+				}
+			}
+		})
+	}
 }

@@ -26,6 +26,7 @@
 //	openworkflow_commit_writes                         histogram: writes per group commit (the batch size)
 //	openworkflow_commit_groups                         histogram: write groups (passes' writes) per group commit
 //	openworkflow_commit_failed_groups_total            counter: write groups a commit refused
+//	openworkflow_schedule_failures_total{schedule}     counter: schedule fires that failed (backed off)
 //	openworkflow_workers                               gauge: workers started in this process
 //	openworkflow_worker_slots                          gauge: their slots (concurrency), in total
 //	openworkflow_worker_slots_busy                     gauge: slots executing a run
@@ -111,6 +112,7 @@ type Exporter struct {
 	slotsBusy     prometheus.Gauge
 	abandoned     prometheus.Gauge
 	requests      *prometheus.HistogramVec
+	schedFailures *prometheus.CounterVec
 }
 
 var _ telemetry.Metrics = (*Exporter)(nil)
@@ -178,6 +180,9 @@ func New(opts Options) (*Exporter, error) {
 	e.slotsBusy = gauge("worker_slots_busy", "Slots executing a run.")
 	e.abandoned = gauge("worker_abandoned_steps", "Execution passes whose user code (step functions, workflow code) went on ignoring its canceled context and was abandoned by its worker, and still runs: goroutines no slot counts. A worker claims nothing while it has WorkerOptions.MaxAbandonedSteps of them.")
 	e.requests = hist("http_request_duration_seconds", "HTTP API requests by route pattern, method and status code.", requestBuckets, "route", "method", "code")
+	e.schedFailures = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "openworkflow", Name: "schedule_failures_total",
+		Help: "Fires of a schedule that failed (its run could not be started; the schedule backs off and the others go on), by schedule."}, []string{"schedule"})
+	cs = append(cs, e.schedFailures)
 	if opts.Client != nil {
 		cs = append(cs, newRunCounts(opts.Client, opts.CountsMaxAge, opts.CountTimeout))
 	}
@@ -262,6 +267,11 @@ func (e *Exporter) ObserveCommit(groups, writes, failed int, d time.Duration) {
 	if failed > 0 {
 		e.commitFailed.Add(float64(failed))
 	}
+}
+
+// ObserveScheduleFailure implements [telemetry.Metrics].
+func (e *Exporter) ObserveScheduleFailure(schedule string) {
+	e.schedFailures.WithLabelValues(schedule).Inc()
 }
 
 // ObserveRequest implements [telemetry.Metrics]. Methods outside HTTP's

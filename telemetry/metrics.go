@@ -60,6 +60,11 @@ type Metrics interface {
 	// that no slot counts; a worker claims nothing while it has
 	// WorkerOptions.MaxAbandonedSteps of them.
 	ObserveAbandonedStep(abandoned bool)
+	// ObserveScheduleFailure reports a schedule whose fire failed in a
+	// worker's schedule loop (backend.FireReport.Failures): its name. The
+	// schedule is backed off and the others go on; the failure is also
+	// stored on the schedule (backend.Schedule.LastError).
+	ObserveScheduleFailure(schedule string)
 }
 
 // NoMetrics is a [Metrics] that records nothing. Embed it in an
@@ -94,3 +99,5 @@ func (NoMetrics) ObserveRequest(string, string, int, time.Duration) {}
 
 // ObserveAbandonedStep does nothing.
 func (NoMetrics) ObserveAbandonedStep(bool) {}
+// ObserveScheduleFailure does nothing.
+func (NoMetrics) ObserveScheduleFailure(string) {}

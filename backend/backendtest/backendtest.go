@@ -49,6 +49,11 @@ type Harness struct {
 	// older OpenWorkflow did ("sleeping", "succeeded"), to test that every
 	// backend reads those legacy statuses under their current names.
 	StoreStatus func(t testing.TB, b backend.Backend, runID, status string)
+	// StoreScheduleWorkflowName writes name as is into a stored
+	// schedule's workflow name, bypassing every check, as a row written
+	// before the checks existed may hold one, to test that the firing loop
+	// skips and reports such a schedule. Nil skips those specifications.
+	StoreScheduleWorkflowName func(t testing.TB, b backend.Backend, schedule, name string)
 	// InTx runs fn in a transaction of the kind b's
 	// [backend.TxStarter] takes, committing it when fn returns nil and
 	// rolling it back when fn returns an error, which InTx returns. Nil

@@ -190,10 +190,14 @@ func testCreateWorkflowRuns(t *testing.T, s *suite) {
 		first := create()
 		requireTimeAt(t, "created_at", &first.CreatedAt, clk.Now())
 		clk.Advance(backend.IdempotencyPeriod)
-		requireRun(t, "keyed entry at exactly 24 hours", create(), first)
+		reused := create()
+		requireRun(t, "keyed entry at exactly 24 hours", reused, first)
+		if first.Reused || !reused.Reused {
+			t.Fatalf("Reused: %v on the first create, %v on the keyed entry that returned it; want false, true", first.Reused, reused.Reused)
+		}
 		clk.Advance(time.Millisecond)
-		if again := create(); again.ID == first.ID {
-			t.Fatalf("keyed entry 24 hours and 1 ms later returned the first run")
+		if again := create(); again.ID == first.ID || again.Reused {
+			t.Fatalf("keyed entry 24 hours and 1 ms later returned the first run, or says Reused (%v)", again.Reused)
 		}
 	})
 

@@ -129,9 +129,18 @@ func testCreateWorkflowRun(t *testing.T, s *suite) {
 					b2 = s.newBackend(t)
 				}
 				second := createRun(t, b2, c.second)
+				if first.Reused {
+					t.Fatalf("the first create is Reused, want a new run")
+				}
 				if c.wantSameRun {
 					requireRun(t, "second create", second, first)
+					if !second.Reused {
+						t.Fatalf("the second create returned the first run without Reused set: a caller cannot tell its input was dropped")
+					}
 					return
+				}
+				if second.Reused {
+					t.Fatalf("a new run is Reused")
 				}
 				if second.ID == first.ID {
 					t.Fatalf("second create returned the first run %s, want a new run", first.ID)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -169,6 +170,22 @@ func testSchedules(t *testing.T, s *suite) {
 			{"overlap", backend.PutScheduleParams{Name: "kept", Cron: "@hourly", Overlap: "queue", WorkflowName: "wf"}},
 			{"catchupWindow", backend.PutScheduleParams{Name: "kept", Cron: "@hourly", CatchupWindow: 10 * time.Millisecond, WorkflowName: "wf"}},
 			{"input", backend.PutScheduleParams{Name: "kept", Cron: "@hourly", Input: json.RawMessage(`{"a":`), WorkflowName: "wf"}},
+			// The limits of a run's own fields (issue 19): a schedule
+			// never holds a value its runs would be refused.
+			{"workflowName", backend.PutScheduleParams{Name: "kept", Cron: "@hourly", WorkflowName: strings.Repeat("w", 1_000_000)}},
+			{"workflowName", backend.PutScheduleParams{Name: "kept", Cron: "@hourly", WorkflowName: strings.Repeat("w", backend.MaxWorkflowNameLength+1)}},
+			{"workflowName", backend.PutScheduleParams{Name: "kept", Cron: "@hourly", WorkflowName: "bad\xffname"}},
+			{"version", backend.PutScheduleParams{Name: "kept", Cron: "@hourly", WorkflowName: "wf", Version: ptr(strings.Repeat("v", backend.MaxVersionLength+1))}},
+			{"version", backend.PutScheduleParams{Name: "kept", Cron: "@hourly", WorkflowName: "wf", Version: ptr("v\xff")}},
+			{"name", backend.PutScheduleParams{Name: strings.Repeat("n", backend.MaxScheduleNameLength+1), Cron: "@hourly", WorkflowName: "wf"}},
+			{"cron", backend.PutScheduleParams{Name: "kept", Cron: strings.Repeat("*", backend.MaxCronLength+1), WorkflowName: "wf"}},
+			{"timeZone", backend.PutScheduleParams{Name: "kept", Cron: "@hourly", TimeZone: strings.Repeat("Z", 10_000), WorkflowName: "wf"}},
+			{"priority", backend.PutScheduleParams{Name: "kept", Cron: "@hourly", WorkflowName: "wf", Priority: backend.MaxPriority + 1}},
+			// robfig/cron would make these tick every second (issue 19, 12).
+			{"cron", backend.PutScheduleParams{Name: "kept", Cron: "@every 500ms", WorkflowName: "wf"}},
+			{"cron", backend.PutScheduleParams{Name: "kept", Cron: "@every 0s", WorkflowName: "wf"}},
+			{"cron", backend.PutScheduleParams{Name: "kept", Cron: "@every 1500ms", WorkflowName: "wf"}},
+			{"cron", backend.PutScheduleParams{Name: "kept", Cron: "@every -5s", WorkflowName: "wf"}},
 		} {
 			_, err := ss.PutSchedule(t.Context(), c.p)
 			var fe *backend.ScheduleFieldError
@@ -179,6 +196,106 @@ func testSchedules(t *testing.T, s *suite) {
 		if got := getSchedule(t, ss, "kept"); got.Cron != "@hourly" || got.WorkflowName != "wf" {
 			t.Fatalf("after refused puts the schedule is %+v, want it unchanged", got)
 		}
+		for _, ok := range []string{"@every 1s", "@every 90s", "@every 1h30m"} {
+			putSchedule(t, ss, backend.PutScheduleParams{Name: "every", Cron: ok})
+		}
+	})
+
+	t.Run("a schedule whose fire fails holds up no other, is reported, backs off, and recovers", func(t *testing.T) {
+		t.Parallel()
+		if s.h.StoreScheduleWorkflowName == nil {
+			t.Skip("Harness.StoreScheduleWorkflowName is nil")
+		}
+		clk := newClock()
+		b := s.newBackendOn(t, clk)
+		ss := scheduleStore(t, b)
+		// "bad" sorts first and is due first: before issue 19 its failure
+		// ended the whole fire, and "good" never fired.
+		putSchedule(t, ss, backend.PutScheduleParams{Name: "bad", Cron: everySecond, Overlap: backend.OverlapAllowAll})
+		clk.Advance(time.Millisecond)
+		putSchedule(t, ss, backend.PutScheduleParams{Name: "good", Cron: everySecond, Overlap: backend.OverlapAllowAll})
+		// A row written before the checks existed: a name no run accepts
+		// (PostgreSQL's index on workflow_runs refuses it, SQLite would
+		// have stored it).
+		s.h.StoreScheduleWorkflowName(t, b, "bad", strings.Repeat("w", 1_000_000))
+
+		failedAt := func(r *backend.FireReport, failures int, retryAt time.Time) {
+			t.Helper()
+			if len(r.Failures) != 1 || r.Failures[0].Schedule != "bad" || r.Failures[0].Failures != failures || !r.Failures[0].RetryAt.Equal(ms(retryAt)) {
+				t.Fatalf("failures %+v; want bad's failure %d, retried at %v", r.Failures, failures, ms(retryAt))
+			}
+			var fe *backend.ScheduleFieldError
+			if !errors.As(r.Failures[0].Err, &fe) || fe.Field != "workflowName" || len(r.Failures[0].Err.Error()) > 2000 {
+				t.Fatalf("failure error %.300v; want a short ScheduleFieldError on workflowName", r.Failures[0].Err)
+			}
+			got := getSchedule(t, ss, "bad")
+			if got.LastError == nil || !strings.Contains(*got.LastError, "workflowName") || len(*got.LastError) > backend.MaxScheduleErrorLength ||
+				got.LastErrorAt == nil || !got.LastErrorAt.Equal(ms(clk.Now())) || got.Failures != failures ||
+				got.RetryAt == nil || !got.RetryAt.Equal(ms(retryAt)) || got.Started != 0 {
+				t.Fatalf("bad after %d failures: last error %.200v at %v, failures %d, retry at %v, started %d; want the error stored, retry at %v, nothing started",
+					failures, deref(got.LastError), got.LastErrorAt, got.Failures, got.RetryAt, got.Started, ms(retryAt))
+			}
+		}
+
+		clk.Advance(time.Second) // 12:00:01.001
+		r := fire(t, ss)
+		requireOutcomes(t, r, fakeEpoch, "started@1s")
+		failedAt(r, 1, clk.Now().Add(time.Second))
+		if r.Firings[0].Schedule != "good" {
+			t.Fatalf("fired %q, want good", r.Firings[0].Schedule)
+		}
+
+		clk.Advance(time.Second) // bad's retry has come: it fails again, backing off longer
+		r = fire(t, ss)
+		requireOutcomes(t, r, fakeEpoch, "started@2s")
+		failedAt(r, 2, clk.Now().Add(2*time.Second))
+
+		clk.Advance(time.Second) // bad backs off: only good fires, no failure reported
+		r = fire(t, ss)
+		requireOutcomes(t, r, fakeEpoch, "started@3s")
+		if len(r.Failures) != 0 {
+			t.Fatalf("during bad's back-off: failures %+v, want none", r.Failures)
+		}
+		if r.NextFireAt == nil || !r.NextFireAt.Equal(fakeEpoch.Add(4*time.Second)) {
+			t.Fatalf("next fire %v, want good's next tick at +4s", r.NextFireAt)
+		}
+
+		// Fixed (as an operator's put would, without clearing anything):
+		// its next fire succeeds and clears the error.
+		s.h.StoreScheduleWorkflowName(t, b, "bad", "wf")
+		clk.Advance(time.Second) // 12:00:04.001, bad's retry time
+		r = fire(t, ss)
+		if len(r.Failures) != 0 || len(r.Firings) != 2 {
+			t.Fatalf("after the fix: fired %v, failures %+v; want both schedules fired", outcomes(r, fakeEpoch), r.Failures)
+		}
+		got := getSchedule(t, ss, "bad")
+		if got.LastError != nil || got.LastErrorAt != nil || got.Failures != 0 || got.RetryAt != nil || got.Started == 0 {
+			t.Fatalf("bad after a fire that succeeded: %+v; want no error, no back-off, runs started", got)
+		}
+	})
+
+	t.Run("Put clears a failing schedule's error and back-off", func(t *testing.T) {
+		t.Parallel()
+		if s.h.StoreScheduleWorkflowName == nil {
+			t.Skip("Harness.StoreScheduleWorkflowName is nil")
+		}
+		clk := newClock()
+		b := s.newBackendOn(t, clk)
+		ss := scheduleStore(t, b)
+		putSchedule(t, ss, backend.PutScheduleParams{Name: "s", Cron: everySecond})
+		s.h.StoreScheduleWorkflowName(t, b, "s", strings.Repeat("w", backend.MaxWorkflowNameLength+1))
+		clk.Advance(time.Second)
+		if r := fire(t, ss); len(r.Failures) != 1 {
+			t.Fatalf("failures %+v, want s's", r.Failures)
+		}
+		if _, err := ss.TriggerSchedule(t.Context(), "s"); !errors.Is(err, backend.ErrInvalidArgument) {
+			t.Fatalf("TriggerSchedule of a schedule holding an invalid name: %v, want ErrInvalidArgument", err)
+		}
+		got := putSchedule(t, ss, backend.PutScheduleParams{Name: "s", Cron: everySecond})
+		if got.LastError != nil || got.Failures != 0 || got.RetryAt != nil {
+			t.Fatalf("after Put: %+v; want the error and back-off cleared", got)
+		}
+		requireOutcomes(t, fire(t, ss), fakeEpoch, "started@1s")
 	})
 
 	t.Run("Get, List and Delete", func(t *testing.T) {
@@ -507,4 +624,12 @@ func requireSchedule(t testing.TB, what string, got, want *backend.Schedule) {
 	d.time("created at", &got.CreatedAt, &want.CreatedAt)
 	d.time("updated at", &got.UpdatedAt, &want.UpdatedAt)
 	d.fail(t, what)
+}
+
+// deref is *p, or "<nil>".
+func deref(p *string) string {
+	if p == nil {
+		return "<nil>"
+	}
+	return *p
 }

@@ -108,13 +108,13 @@ func testCreateWorkflowRunTx(t *testing.T, s *suite) {
 			if err != nil {
 				return err
 			}
-			if again.ID != first.ID {
-				t.Errorf("a second keyed start in the same transaction made run %s, want %s", again.ID, first.ID)
+			if again.ID != first.ID || first.Reused || !again.Reused {
+				t.Errorf("a second keyed start in the same transaction made run %s (Reused %v; the first's %v), want %s, Reused", again.ID, again.Reused, first.Reused, first.ID)
 			}
 			return nil
 		})
-		if got := createRun(t, b, p); got.ID != first.ID {
-			t.Fatalf("a keyed start after the commit made run %s, want the committed %s", got.ID, first.ID)
+		if got := createRun(t, b, p); got.ID != first.ID || !got.Reused {
+			t.Fatalf("a keyed start after the commit made run %s (Reused %v), want the committed %s, Reused", got.ID, got.Reused, first.ID)
 		}
 	})
 

@@ -103,6 +103,7 @@ func (b *Backend) CreateWorkflowRuns(ctx context.Context, ps []backend.CreateWor
 			existing, err := queryRun(ctx, tx, b.q.GetRunByIdempotencyKey,
 				b.namespace, p.WorkflowName, *p.IdempotencyKey, durationMs(backend.IdempotencyPeriod), b.at())
 			if err == nil {
+				existing.Reused = true
 				runs[i] = existing
 				continue
 			}

@@ -83,3 +83,17 @@ func TestBadSchemaNamesAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenRefusesANamespaceNoRowCouldCarry: a namespace id is a run's
+// field like its workflow name (issue 19): text of at most 255 bytes,
+// checked before anything is created.
+func TestOpenRefusesANamespaceNoRowCouldCarry(t *testing.T) {
+	requirePool(t)
+	for _, ns := range []string{strings.Repeat("n", backend.MaxNamespaceIDLength+1), "ns\xff", "ns\x00"} {
+		_, err := postgres.Open(context.Background(), pgtest.URL(), postgres.Options{Schema: "never_created", NamespaceID: ns})
+		var fe *backend.FieldError
+		if !errors.As(err, &fe) || fe.Field != "namespace" || !errors.Is(err, backend.ErrInvalidArgument) {
+			t.Errorf("Open with namespace %.40q: %v; want a FieldError on namespace", ns, err)
+		}
+	}
+}

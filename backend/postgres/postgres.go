@@ -53,6 +53,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.NamespaceID == "" {
 		o.NamespaceID = backend.DefaultNamespaceID
 	}
+	if err := backend.ValidateNamespaceID(o.NamespaceID); err != nil {
+		return o, fmt.Errorf("postgres options: %w", err)
+	}
 	if o.Schema == "" {
 		o.Schema = DefaultSchema
 	}

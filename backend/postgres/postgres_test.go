@@ -142,6 +142,20 @@ func storeStatus(t testing.TB, b backend.Backend, runID, status string) {
 	}
 }
 
+// storeScheduleWorkflowName writes name as is into a schedule's
+// workflow_name.
+func storeScheduleWorkflowName(t testing.TB, b backend.Backend, schedule, name string) {
+	t.Helper()
+	tag, err := requirePool(t).Exec(context.Background(),
+		`UPDATE `+table("workflow_schedules")+` SET workflow_name = $3 WHERE namespace_id = $1 AND name = $2`, b.NamespaceID(), schedule, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tag.RowsAffected() != 1 {
+		t.Fatalf("store workflow name of schedule %s: no such schedule in namespace %s", schedule, b.NamespaceID())
+	}
+}
+
 // TestConformance runs the shared backend suite, one backend per namespace
 // on the shared pool.
 func TestConformance(t *testing.T) {
@@ -150,8 +164,9 @@ func TestConformance(t *testing.T) {
 		NewBackend: func(t testing.TB, namespaceID string, now func() time.Time) backend.Backend {
 			return newBackendOn(t, namespaceID, now)
 		},
-		AgeRun:      ageRun,
-		StoreStatus: storeStatus,
+		AgeRun:                    ageRun,
+		StoreStatus:               storeStatus,
+		StoreScheduleWorkflowName: storeScheduleWorkflowName,
 		InTx: func(t testing.TB, b backend.Backend, fn func(ctx context.Context, tx any) error) error {
 			ctx := context.Background()
 			return pgx.BeginFunc(ctx, requirePool(t), func(tx pgx.Tx) error { return fn(ctx, tx) })

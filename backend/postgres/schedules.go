@@ -200,7 +200,15 @@ func (b *Backend) FireDueSchedules(ctx context.Context, p backend.FireDueSchedul
 			return err
 		})
 		if err != nil {
-			return report, fmt.Errorf("fire schedule %q: %w", name, err)
+			if ctx.Err() != nil {
+				return report, fmt.Errorf("fire schedule %q: %w", name, err)
+			}
+			failure, rerr := b.recordScheduleFailure(ctx, name, err)
+			if rerr != nil {
+				return report, fmt.Errorf("fire schedule %q: %w (and recording the failure failed: %w)", name, err, rerr)
+			}
+			report.Failures = append(report.Failures, failure)
+			continue
 		}
 		if f.Missed > 0 || len(f.Ticks) > 0 {
 			report.Firings = append(report.Firings, f)
@@ -219,6 +227,27 @@ func (b *Backend) FireDueSchedules(ctx context.Context, p backend.FireDueSchedul
 		report.NextFireAt = &at
 	}
 	return report, nil
+}
+
+// recordScheduleFailure records on schedule name that its fire failed with
+// fireErr (record_schedule_failure, after reading its failures so far),
+// backing it off by backend.ScheduleRetryDelay.
+func (b *Backend) recordScheduleFailure(ctx context.Context, name string, fireErr error) (backend.ScheduleFailure, error) {
+	f := backend.ScheduleFailure{Schedule: name, Err: fireErr}
+	err := b.inTx(ctx, func(tx pgx.Tx) error {
+		s, now, err := b.lockSchedule(ctx, tx, b.q.LockSchedule, name)
+		if err != nil {
+			return err
+		}
+		f.Failures = s.Failures + 1
+		f.RetryAt = now.Add(backend.ScheduleRetryDelay(f.Failures)).Truncate(time.Millisecond)
+		_, err = tx.Exec(ctx, b.q.RecordScheduleFailure, b.namespace, name, backend.ScheduleErrorText(fireErr), f.Failures, f.RetryAt, b.at())
+		return err
+	})
+	if errors.Is(err, backend.ErrScheduleNotFound) {
+		err = nil // deleted meanwhile: nothing to record it on
+	}
+	return f, err
 }
 
 // lockSchedule reads schedule name with one of the lock statements
@@ -312,7 +341,8 @@ func scanSchedule(row pgx.CollectableRow, extra *time.Time) (*backend.Schedule, 
 	dest := []any{&s.NamespaceID, &s.Name, &s.WorkflowName, &s.Version, &s.Cron, &s.TimeZone,
 		&input, &overlap, &windowMs, &s.Paused, &s.NextFireAt,
 		&s.BufferedAt, &s.LastRunID, &s.LastFireAt, &s.Started, &s.Skipped,
-		&s.Missed, &s.CreatedAt, &s.UpdatedAt, &s.Priority}
+		&s.Missed, &s.CreatedAt, &s.UpdatedAt, &s.Priority,
+		&s.LastError, &s.LastErrorAt, &s.Failures, &s.RetryAt}
 	switch {
 	case extra != nil:
 		dest = append(dest, extra)
@@ -327,7 +357,7 @@ func scanSchedule(row pgx.CollectableRow, extra *time.Time) (*backend.Schedule, 
 	}
 	s.Overlap, s.CatchupWindow = backend.OverlapPolicy(overlap), time.Duration(windowMs)*time.Millisecond
 	s.NextFireAt, s.CreatedAt, s.UpdatedAt = s.NextFireAt.UTC(), s.CreatedAt.UTC(), s.UpdatedAt.UTC()
-	for _, t := range []**time.Time{&s.BufferedAt, &s.LastFireAt} {
+	for _, t := range []**time.Time{&s.BufferedAt, &s.LastFireAt, &s.LastErrorAt, &s.RetryAt} {
 		if *t != nil {
 			u := (*t).UTC()
 			*t = &u

@@ -127,6 +127,7 @@ func (b *Backend) createInTx(ctx context.Context, tx pgx.Tx, p backend.CreateWor
 		existing, err := queryRun(ctx, tx, b.q.GetRunByIdempotencyKey,
 			b.namespace, p.WorkflowName, *p.IdempotencyKey, durationMs(backend.IdempotencyPeriod), b.at())
 		if err == nil {
+			existing.Reused = true
 			return existing, true, nil
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -81,5 +82,18 @@ func TestInMemoryDatabaseWorks(t *testing.T) {
 	done, err := backendtest.Single(b).CompleteWorkflowRun(t.Context(), backendtest.CompleteWorkflowRunParams{WorkflowRunID: r.ID, WorkerID: "w"})
 	if err != nil || done.Status != backend.RunCompleted || string(done.Output) != "null" {
 		t.Fatalf("complete = %+v, %v", done, err)
+	}
+}
+
+// TestOpenRefusesANamespaceNoRowCouldCarry: a namespace id is a run's
+// field like its workflow name (issue 19): text of at most 255 bytes.
+func TestOpenRefusesANamespaceNoRowCouldCarry(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ow.db")
+	for _, ns := range []string{strings.Repeat("n", backend.MaxNamespaceIDLength+1), "ns\xff", "ns\x00"} {
+		_, err := Open(context.Background(), path, Options{NamespaceID: ns})
+		var fe *backend.FieldError
+		if !errors.As(err, &fe) || fe.Field != "namespace" || !errors.Is(err, backend.ErrInvalidArgument) {
+			t.Errorf("Open with namespace %.40q: %v; want a FieldError on namespace", ns, err)
+		}
 	}
 }

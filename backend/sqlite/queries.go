@@ -125,18 +125,19 @@ type queries struct {
 	GetDefinition   string `sql:"get_definition"`
 	ListDefinitions string `sql:"list_definitions"`
 	// schedules.sql
-	PutSchedule       string `sql:"put_schedule"`
-	GetSchedule       string `sql:"get_schedule"`
-	ListSchedules     string `sql:"list_schedules"`
-	DeleteSchedule    string `sql:"delete_schedule"`
-	PauseSchedule     string `sql:"pause_schedule"`
-	ResumeSchedule    string `sql:"resume_schedule"`
-	DueSchedules      string `sql:"due_schedules"`
-	NextScheduleFire  string `sql:"next_schedule_fire"`
-	RunActive         string `sql:"run_active"`
-	TickStarted       string `sql:"tick_started"`
-	InsertScheduleRun string `sql:"insert_schedule_run"`
-	SaveScheduleState string `sql:"save_schedule_state"`
+	PutSchedule           string `sql:"put_schedule"`
+	GetSchedule           string `sql:"get_schedule"`
+	ListSchedules         string `sql:"list_schedules"`
+	DeleteSchedule        string `sql:"delete_schedule"`
+	PauseSchedule         string `sql:"pause_schedule"`
+	ResumeSchedule        string `sql:"resume_schedule"`
+	DueSchedules          string `sql:"due_schedules"`
+	NextScheduleFire      string `sql:"next_schedule_fire"`
+	RunActive             string `sql:"run_active"`
+	TickStarted           string `sql:"tick_started"`
+	InsertScheduleRun     string `sql:"insert_schedule_run"`
+	SaveScheduleState     string `sql:"save_schedule_state"`
+	RecordScheduleFailure string `sql:"record_schedule_failure"`
 }
 
 // hot returns the statements of the worker's and client's hot paths,

@@ -73,6 +73,7 @@ func (b *Backend) createRun(ctx context.Context, tx *txn, now time.Time, ev *eve
 			sql.Named("since", timeArg(now.Add(-backend.IdempotencyPeriod))))
 		existing, err := scanRun(row)
 		if err == nil {
+			existing.Reused = true
 			return existing, nil
 		}
 		if !errors.Is(err, sql.ErrNoRows) {

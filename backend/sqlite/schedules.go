@@ -222,7 +222,15 @@ func (b *Backend) FireDueSchedules(ctx context.Context, p backend.FireDueSchedul
 			return err
 		})
 		if err != nil {
-			return report, fmt.Errorf("fire schedule %q: %w", name, err)
+			if ctx.Err() != nil {
+				return report, fmt.Errorf("fire schedule %q: %w", name, err)
+			}
+			failure, rerr := b.recordScheduleFailure(ctx, name, err)
+			if rerr != nil {
+				return report, fmt.Errorf("fire schedule %q: %w (and recording the failure failed: %w)", name, err, rerr)
+			}
+			report.Failures = append(report.Failures, failure)
+			continue
 		}
 		if f.Missed > 0 || len(f.Ticks) > 0 {
 			report.Firings = append(report.Firings, f)
@@ -240,6 +248,29 @@ func (b *Backend) FireDueSchedules(ctx context.Context, p backend.FireDueSchedul
 		return report, fmt.Errorf("next schedule tick: %w", err)
 	}
 	return report, nil
+}
+
+// recordScheduleFailure records on schedule name that its fire failed with
+// fireErr (record_schedule_failure, in a write of its own after reading
+// its failures so far), backing it off by backend.ScheduleRetryDelay.
+func (b *Backend) recordScheduleFailure(ctx context.Context, name string, fireErr error) (backend.ScheduleFailure, error) {
+	f := backend.ScheduleFailure{Schedule: name, Err: fireErr}
+	err := b.write(ctx, func(tx *txn, now time.Time, ev *events) error {
+		s, err := b.getSchedule(ctx, tx, name)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil // deleted meanwhile: nothing to record it on
+		}
+		if err != nil {
+			return err
+		}
+		f.Failures = s.Failures + 1
+		f.RetryAt = now.Add(backend.ScheduleRetryDelay(f.Failures)).Truncate(time.Millisecond)
+		_, err = tx.ExecContext(ctx, b.q.RecordScheduleFailure, sql.Named("ns", b.ns), sql.Named("name", name),
+			sql.Named("error", backend.ScheduleErrorText(fireErr)), sql.Named("failures", f.Failures),
+			sql.Named("retry_at", timeArg(f.RetryAt)), sql.Named("now", timeArg(now)))
+		return err
+	})
+	return f, err
 }
 
 // getSchedule reads schedule name in tx.
@@ -318,11 +349,13 @@ func scanSchedule(row scanner) (*backend.Schedule, error) {
 		windowMs               int64
 		next, created, updated string
 		buffered, lastFire     sql.NullString
+		lastErrorAt, retryAt   sql.NullString
 	)
 	err := row.Scan(&s.NamespaceID, &s.Name, &s.WorkflowName, &s.Version, &s.Cron, &s.TimeZone,
 		&input, &overlap, &windowMs, &s.Paused, &next,
 		&buffered, &s.LastRunID, &lastFire, &s.Started, &s.Skipped,
-		&s.Missed, &created, &updated, &s.Priority)
+		&s.Missed, &created, &updated, &s.Priority,
+		&s.LastError, &lastErrorAt, &s.Failures, &retryAt)
 	if err != nil {
 		return nil, err
 	}
@@ -343,6 +376,12 @@ func scanSchedule(row scanner) (*backend.Schedule, error) {
 	}
 	if s.LastFireAt, err = parseNullTime(lastFire); err != nil {
 		return nil, fmt.Errorf("schedule %q: last_fire_at: %w", s.Name, err)
+	}
+	if s.LastErrorAt, err = parseNullTime(lastErrorAt); err != nil {
+		return nil, fmt.Errorf("schedule %q: last_error_at: %w", s.Name, err)
+	}
+	if s.RetryAt, err = parseNullTime(retryAt); err != nil {
+		return nil, fmt.Errorf("schedule %q: retry_at: %w", s.Name, err)
 	}
 	return &s, nil
 }

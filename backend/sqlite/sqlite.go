@@ -144,6 +144,9 @@ func open(ctx context.Context, path string, opts Options, share bool) (*Backend,
 		return nil, err
 	}
 	opts = opts.withDefaults()
+	if err := backend.ValidateNamespaceID(opts.NamespaceID); err != nil {
+		return nil, fmt.Errorf("open sqlite backend: %w", err)
+	}
 	switch opts.Synchronous {
 	case "FULL", "NORMAL":
 	default:

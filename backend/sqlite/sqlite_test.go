@@ -27,8 +27,9 @@ func TestConformance(t *testing.T) {
 			}
 			return b
 		},
-		AgeRun:      ageRun,
-		StoreStatus: storeStatus,
+		AgeRun:                    ageRun,
+		StoreStatus:               storeStatus,
+		StoreScheduleWorkflowName: storeScheduleWorkflowName,
 		InTx: func(t testing.TB, b backend.Backend, fn func(ctx context.Context, tx any) error) error {
 			return b.(*Backend).InTx(context.Background(), func(ctx context.Context, tx *sql.Tx) error { return fn(ctx, tx) })
 		},
@@ -46,6 +47,21 @@ func storeStatus(t testing.TB, b backend.Backend, runID, status string) {
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
 		t.Fatalf("store status of run %s: no such run in namespace %s", runID, sb.ns)
+	}
+}
+
+// storeScheduleWorkflowName writes name as is into a schedule's
+// workflow_name.
+func storeScheduleWorkflowName(t testing.TB, b backend.Backend, schedule, name string) {
+	t.Helper()
+	sb := b.(*Backend)
+	res, err := sb.db.ExecContext(context.Background(),
+		`UPDATE "workflow_schedules" SET "workflow_name" = ? WHERE "namespace_id" = ? AND "name" = ?`, name, sb.ns, schedule)
+	if err != nil {
+		t.Fatalf("store workflow name of schedule %s: %v", schedule, err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		t.Fatalf("store workflow name of schedule %s: no such schedule in namespace %s", schedule, sb.ns)
 	}
 }
 

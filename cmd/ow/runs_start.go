@@ -105,22 +105,29 @@ if it failed or was canceled).
 			if err != nil {
 				return err
 			}
+			if err := h.Conflict(); err != nil {
+				return err // the key started a run of another input: this one's was dropped
+			}
+			verb := "started run"
+			if h.Reused {
+				verb = "the key already started run" // a replay: nothing new was started
+			}
 			if !wait {
 				if a.jsonOut {
 					return a.printJSON(h.Run)
 				}
-				fmt.Fprintf(a.stdout, "started run %s (%s)\n", h.ID, args[0])
+				fmt.Fprintf(a.stdout, "%s %s (%s)\n", verb, h.ID, args[0])
 				fmt.Fprintf(a.stderr, "follow it with: ow runs get %s\n", h.ID)
 				return nil
 			}
-			fmt.Fprintf(a.stderr, "started run %s (%s); waiting for it to finish (Ctrl-C stops waiting, not the run)\n", h.ID, args[0])
+			fmt.Fprintf(a.stderr, "%s %s (%s); waiting for it to finish (Ctrl-C stops waiting, not the run)\n", verb, h.ID, args[0])
 			return a.printResult(cmd, h)
 		},
 	}
 	f := c.Flags()
 	f.StringVar(&input, "input", "", "the run's JSON input (default null)")
 	f.StringVar(&version, "version", "", "the workflow version (default: unversioned)")
-	f.StringVar(&key, "idempotency-key", "", "a repeated start with this key within 24 h returns the first run")
+	f.StringVar(&key, "idempotency-key", "", "a repeated start with this key within 24 h returns the first run (an error if its input differs)")
 	f.DurationVar(&delay, "delay", 0, "start after this duration, e.g. 90s")
 	f.StringVar(&startAt, "start-at", "", "start at this RFC 3339 time")
 	f.StringVar(&deadline, "deadline", "", "fail the run if it has not finished by this RFC 3339 time")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -93,14 +94,14 @@ func (a *app) printSchedules(page api.List[api.Schedule], next string) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tWORKFLOW\tCRON\tTIME ZONE\tOVERLAP\tNEXT TICK\tSTARTED\tSKIPPED\tMISSED")
+	fmt.Fprintln(tw, "NAME\tWORKFLOW\tCRON\tTIME ZONE\tOVERLAP\tNEXT TICK\tSTARTED\tSKIPPED\tMISSED\tLAST ERROR")
 	for _, s := range page.Data {
 		wf := s.WorkflowName
 		if s.Version != nil {
 			wf += "@" + *s.Version
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\n", s.Name, wf, s.Cron, s.TimeZone, s.Overlap,
-			nextTick(s), s.Started, s.Skipped, s.Missed)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", s.Name, wf, s.Cron, s.TimeZone, s.Overlap,
+			nextTick(s), s.Started, s.Skipped, s.Missed, lastErrorCell(s))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -109,6 +110,20 @@ func (a *app) printSchedules(page api.List[api.Schedule], next string) error {
 		fmt.Fprintf(a.stdout, "\nnext page: %s --cursor %s\n", next, *page.Cursor)
 	}
 	return nil
+}
+
+// lastErrorCell is a failing schedule's last error for the list, on one
+// line and cut to 80 characters ('ow schedules get' shows it whole), or
+// "-".
+func lastErrorCell(s api.Schedule) string {
+	if s.LastError == nil {
+		return "-"
+	}
+	msg := strings.Join(strings.Fields(*s.LastError), " ")
+	if r := []rune(msg); len(r) > 80 {
+		msg = string(r[:79]) + "…"
+	}
+	return msg
 }
 
 // nextTick is a schedule's next tick in its time zone, or "paused".
@@ -190,6 +205,18 @@ func (a *app) printSchedule(s api.Schedule) {
 	}
 	fmt.Fprintf(tw, "ticks\t%s started, %d skipped (overlap), %d missed (older than the catch-up window)\n",
 		count(int(s.Started), "run"), s.Skipped, s.Missed)
+	if s.LastError != nil {
+		at := ""
+		if s.LastErrorAt != nil {
+			at = " at " + inZone(*s.LastErrorAt, s.TimeZone)
+		}
+		fmt.Fprintf(tw, "last error\t%s\n", strings.Join(strings.Fields(*s.LastError), " "))
+		fmt.Fprintf(tw, "failing\t%s in a row, the latest%s", count(s.Failures, "failed fire"), at)
+		if s.RetryAt != nil {
+			fmt.Fprintf(tw, "; tried again at %s", inZone(*s.RetryAt, s.TimeZone))
+		}
+		fmt.Fprintf(tw, "\n\tthe other schedules go on; fix the field the error names ('ow schedules apply', or PUT /v1/schedules/%s) or 'ow schedules delete %s'\n", s.Name, s.Name)
+	}
 	_ = tw.Flush()
 	if len(s.Upcoming) > 0 {
 		fmt.Fprintln(a.stdout, "next ticks:")

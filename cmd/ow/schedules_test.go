@@ -1,12 +1,16 @@
 package main
 
 import (
+	"context"
+	"database/sql"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openworkflow-go/openworkflow/api"
+	"github.com/openworkflow-go/openworkflow/backend"
 )
 
 const schedulesFile = `
@@ -103,4 +107,68 @@ func TestSchedulesCommandErrors(t *testing.T) {
 	if r.code == 0 || !strings.Contains(r.stderr, `schedules[0] (n): time_zone "Europe/Pariss"`) {
 		t.Errorf("a bad time zone in the file: exit %d, stderr %q", r.code, r.stderr)
 	}
+	// Issue 19: an @every under a second is refused, not run every second.
+	if err := os.WriteFile(filepath.Join(e.dir, "openworkflow.yaml"), []byte("schedules:\n  - {name: n, workflow: w, cron: '@every 500ms'}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = e.run("schedules", "apply")
+	if r.code == 0 || !strings.Contains(r.stderr, `schedules[0] (n): cron "@every 500ms"`) || !strings.Contains(r.stderr, "at least 1s") {
+		t.Errorf("@every 500ms in the file: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestSchedulesShowAFailingSchedulesLastError: a schedule whose row holds
+// a value no run accepts (written before issue 19's checks) fails to
+// fire; list and get say so and what to do, and the other schedule fired.
+func TestSchedulesShowAFailingSchedulesLastError(t *testing.T) {
+	bothEnvs(t, func(t *testing.T, e *env) {
+		if err := os.WriteFile(filepath.Join(e.dir, "openworkflow.yaml"), []byte(schedulesFile), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		e.ok("schedules", "apply")
+		e.ok("schedules", "resume", "heartbeat")
+		long := strings.Repeat("w", 300)
+		if e.db != "" {
+			db, err := sql.Open("sqlite", "file:"+e.db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = db.Exec(`UPDATE "workflow_schedules" SET "workflow_name" = ? WHERE "name" = 'nightly'`, long)
+			db.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+		} else if _, err := adminPool(t).Exec(context.Background(),
+			`UPDATE `+e.flags[3]+`.workflow_schedules SET workflow_name = $1 WHERE name = 'nightly'`, long); err != nil {
+			t.Fatal(err)
+		}
+		// A worker a day from now: both schedules are due.
+		b, err := e.openAt(context.Background(), func() time.Time { return time.Now().Add(24 * time.Hour) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		r, err := b.(backend.ScheduleStore).FireDueSchedules(context.Background(), backend.FireDueSchedulesParams{})
+		if err != nil || len(r.Failures) != 1 || len(r.Firings) != 1 || r.Firings[0].Schedule != "heartbeat" {
+			t.Fatalf("fire: %+v, %v; want nightly failed and heartbeat fired", r, err)
+		}
+
+		list := e.ok("schedules", "list").stdout
+		mustContain(t, "list", list, "LAST ERROR", "workflowName")
+		get := e.ok("schedules", "get", "nightly").stdout
+		mustContain(t, "get", get, "last error", "workflowName", "300 bytes, longer than the limit of 255", "1 failed fire in a row", "tried again at",
+			"the other schedules go on", "ow schedules delete nightly")
+		if len(get) > 4000 {
+			t.Fatalf("get prints %d bytes: the stored error must be short", len(get))
+		}
+		got := decode[api.Schedule](t, e.ok("schedules", "get", "nightly", "--json"))
+		if got.LastError == nil || got.Failures != 1 || got.RetryAt == nil || got.LastErrorAt == nil {
+			t.Fatalf("get --json: %+v; want the last error, 1 failure, a retry time", got)
+		}
+		// Applying the file again fixes the row and clears the error.
+		e.ok("schedules", "apply")
+		if got := decode[api.Schedule](t, e.ok("schedules", "get", "nightly", "--json")); got.LastError != nil || got.Failures != 0 || got.RetryAt != nil {
+			t.Fatalf("after apply: %+v; want the error cleared", got)
+		}
+	})
 }

@@ -11,7 +11,8 @@
 s."namespace_id", s."name", s."workflow_name", s."version", s."cron", s."time_zone",
   s."input", s."overlap", s."catchup_window_ms", s."paused", s."next_fire_at",
   s."buffered_at", s."last_run_id", s."last_fire_at", s."started", s."skipped",
-  s."missed", s."created_at", s."updated_at", s."priority"
+  s."missed", s."created_at", s."updated_at", s."priority",
+  s."last_error", s."last_error_at", s."failures", s."retry_at"
 
 -- fragment: schedule_changed
 -- pg_notify announcing that schedule "s" changed (kind 'schedule'), so idle
@@ -26,7 +27,9 @@ pg_notify('openworkflow', json_build_object(
 -- next_fire_at ($11, the cron's first tick after now) and the buffered
 -- tick are kept unless the cron ($5) or the time zone ($6) changed; paused
 -- ($10) applies only to a new schedule (an operator's pause survives a
--- redeploy). Every SET expression reads the row as it was.
+-- redeploy). A put clears the last error and the back-off (go migration
+-- 9): the schedule, fixed, fires when due. Every SET expression reads the
+-- row as it was.
 INSERT INTO {{schema}}."workflow_schedules" AS s (
   "namespace_id", "name", "workflow_name", "version", "cron", "time_zone", "input",
   "overlap", "catchup_window_ms", "paused", "next_fire_at", "started", "skipped", "missed",
@@ -46,7 +49,8 @@ ON CONFLICT ("namespace_id", "name") DO UPDATE SET
     THEN s."buffered_at" END,
   "cron" = EXCLUDED."cron",
   "time_zone" = EXCLUDED."time_zone",
-  "updated_at" = EXCLUDED."updated_at"
+  "updated_at" = EXCLUDED."updated_at",
+  "last_error" = NULL, "last_error_at" = NULL, "failures" = 0, "retry_at" = NULL
 RETURNING {{schedule_columns}}, {{schedule_changed}} AS "notified"
 
 -- name: get_schedule
@@ -105,13 +109,16 @@ RETURNING {{schedule_columns}}, {{schedule_changed}} AS "notified"
 -- Up to $2 running schedules of namespace $1 with something to fire: the
 -- next tick has come (next_fire_idx's range), or a buffered tick's
 -- blocking run (last_run_id, probed by primary key) is no longer pending
--- or running.
+-- or running. A failing schedule backing off (retry_at to come) is left
+-- out, so that it holds up neither itself nor the others.
 (SELECT s."name" FROM {{schema}}."workflow_schedules" AS s
  WHERE s."namespace_id" = $1 AND NOT s."paused" AND s."next_fire_at" <= {{clock($3)}}
+   AND (s."retry_at" IS NULL OR s."retry_at" <= {{clock($3)}})
  ORDER BY s."next_fire_at" LIMIT $2)
 UNION
 (SELECT s."name" FROM {{schema}}."workflow_schedules" AS s
  WHERE s."namespace_id" = $1 AND NOT s."paused" AND s."buffered_at" IS NOT NULL
+   AND (s."retry_at" IS NULL OR s."retry_at" <= {{clock($3)}})
    AND NOT EXISTS (
      SELECT 1 FROM {{schema}}."workflow_runs" AS wr
      WHERE wr."namespace_id" = s."namespace_id" AND wr."id" = s."last_run_id"
@@ -119,10 +126,11 @@ UNION
  LIMIT $2)
 
 -- name: next_schedule_fire
--- The earliest next tick of namespace $1's running schedules (an index
--- MIN of next_fire_idx), whether one holds a buffered tick, and the
--- statement's clock.
-SELECT min(s."next_fire_at"), COALESCE(bool_or(s."buffered_at" IS NOT NULL), FALSE), {{clock($2)}}
+-- The earliest next tick of namespace $1's running schedules (a failing
+-- one's no earlier than its retry_at), whether one not backing off holds
+-- a buffered tick, and the statement's clock.
+SELECT min(GREATEST(s."next_fire_at", s."retry_at")),
+  COALESCE(bool_or(s."buffered_at" IS NOT NULL AND s."retry_at" IS NULL), FALSE), {{clock($2)}}
 FROM {{schema}}."workflow_schedules" AS s
 WHERE s."namespace_id" = $1 AND NOT s."paused"
 
@@ -148,8 +156,18 @@ INSERT INTO {{schema}}."workflow_schedule_runs"
 VALUES ($1, $2, $3, $4, $5, {{now($6)}})
 
 -- name: save_schedule_state
--- Writes what a fire or a trigger changed of schedule $2.
+-- Writes what a fire or a trigger changed of schedule $2; it succeeded, so
+-- the last error and the back-off are cleared.
 UPDATE {{schema}}."workflow_schedules" AS s
 SET "next_fire_at" = $3, "buffered_at" = $4, "last_run_id" = $5, "last_fire_at" = $6,
-    "started" = $7, "skipped" = $8, "missed" = $9, "updated_at" = {{now($10)}}
+    "started" = $7, "skipped" = $8, "missed" = $9, "updated_at" = {{now($10)}},
+    "last_error" = NULL, "last_error_at" = NULL, "failures" = 0, "retry_at" = NULL
+WHERE s."namespace_id" = $1 AND s."name" = $2
+
+-- name: record_schedule_failure
+-- Records that a fire of schedule $2 failed: message $3, failures in a row
+-- $4, not fired again before $5 (the back-off), at the clock $6. Nothing
+-- else of the schedule changes: its ticks wait for the retry.
+UPDATE {{schema}}."workflow_schedules" AS s
+SET "last_error" = $3, "last_error_at" = {{now($6)}}, "failures" = $4, "retry_at" = $5
 WHERE s."namespace_id" = $1 AND s."name" = $2

@@ -11,15 +11,17 @@
 "namespace_id", "name", "workflow_name", "version", "cron", "time_zone",
   "input", "overlap", "catchup_window_ms", "paused", "next_fire_at",
   "buffered_at", "last_run_id", "last_fire_at", "started", "skipped",
-  "missed", "created_at", "updated_at", "priority"
+  "missed", "created_at", "updated_at", "priority",
+  "last_error", "last_error_at", "failures", "retry_at"
 
 -- name: put_schedule
 -- Creates schedule :name, or updates it: the workflow, input, overlap,
 -- catch-up window and priority are replaced; next_fire_at (:next_fire_at, the cron's
 -- first tick after now) and the buffered tick are kept unless the cron or
 -- the time zone changed; :paused applies only to a new schedule (an
--- operator's pause survives a redeploy). Every SET expression reads the
--- row as it was.
+-- operator's pause survives a redeploy). A put clears the last error and
+-- the back-off (go migration 9). Every SET expression reads the row as it
+-- was.
 INSERT INTO "workflow_schedules" AS s (
   "namespace_id", "name", "workflow_name", "version", "cron", "time_zone", "input",
   "overlap", "catchup_window_ms", "paused", "next_fire_at", "started", "skipped", "missed",
@@ -40,7 +42,8 @@ ON CONFLICT ("namespace_id", "name") DO UPDATE SET
     THEN s."buffered_at" END,
   "cron" = excluded."cron",
   "time_zone" = excluded."time_zone",
-  "updated_at" = excluded."updated_at"
+  "updated_at" = excluded."updated_at",
+  "last_error" = NULL, "last_error_at" = NULL, "failures" = 0, "retry_at" = NULL
 RETURNING {{schedule_columns}}
 
 -- name: get_schedule
@@ -78,16 +81,19 @@ RETURNING {{schedule_columns}}
 -- name: due_schedules
 -- Up to :limit running schedules with something to fire: the next tick
 -- has come (next_fire_idx's range), or a buffered tick's blocking run
--- (last_run_id) is no longer pending or running.
+-- (last_run_id) is no longer pending or running. A failing schedule
+-- backing off (retry_at to come) is left out.
 SELECT "name" FROM (
   SELECT "name" FROM "workflow_schedules"
   WHERE "namespace_id" = :ns AND "paused" = 0 AND "next_fire_at" <= :now
+    AND ("retry_at" IS NULL OR "retry_at" <= :now)
   ORDER BY "next_fire_at" LIMIT :limit
 )
 UNION
 SELECT "name" FROM (
   SELECT s."name" FROM "workflow_schedules" AS s
   WHERE s."namespace_id" = :ns AND s."paused" = 0 AND s."buffered_at" IS NOT NULL
+    AND (s."retry_at" IS NULL OR s."retry_at" <= :now)
     AND NOT EXISTS (
       SELECT 1 FROM "workflow_runs" AS wr
       WHERE wr."namespace_id" = s."namespace_id" AND wr."id" = s."last_run_id"
@@ -96,9 +102,11 @@ SELECT "name" FROM (
 )
 
 -- name: next_schedule_fire
--- The earliest next tick of the running schedules (an index MIN of
--- next_fire_idx) and whether one holds a buffered tick.
-SELECT min("next_fire_at"), COALESCE(max("buffered_at" IS NOT NULL), 0)
+-- The earliest next tick of the running schedules (a failing one's no
+-- earlier than its retry_at; the times are text of one layout, so max
+-- orders them) and whether one not backing off holds a buffered tick.
+SELECT min(max("next_fire_at", COALESCE("retry_at", ''))),
+  COALESCE(max("buffered_at" IS NOT NULL AND "retry_at" IS NULL), 0)
 FROM "workflow_schedules"
 WHERE "namespace_id" = :ns AND "paused" = 0
 
@@ -124,9 +132,19 @@ INSERT INTO "workflow_schedule_runs"
 VALUES (:ns, :name, :run_id, :scheduled_at, :triggered, :now)
 
 -- name: save_schedule_state
--- Writes what a fire or a trigger changed of schedule :name.
+-- Writes what a fire or a trigger changed of schedule :name; it
+-- succeeded, so the last error and the back-off are cleared.
 UPDATE "workflow_schedules"
 SET "next_fire_at" = :next_fire_at, "buffered_at" = :buffered_at, "last_run_id" = :last_run_id,
     "last_fire_at" = :last_fire_at, "started" = :started, "skipped" = :skipped, "missed" = :missed,
-    "updated_at" = :now
+    "updated_at" = :now,
+    "last_error" = NULL, "last_error_at" = NULL, "failures" = 0, "retry_at" = NULL
+WHERE "namespace_id" = :ns AND "name" = :name
+
+-- name: record_schedule_failure
+-- Records that a fire of schedule :name failed: message :error, failures
+-- in a row :failures, not fired again before :retry_at (the back-off).
+-- Nothing else of the schedule changes: its ticks wait for the retry.
+UPDATE "workflow_schedules"
+SET "last_error" = :error, "last_error_at" = :now, "failures" = :failures, "retry_at" = :retry_at
 WHERE "namespace_id" = :ns AND "name" = :name
