@@ -129,10 +129,12 @@ type WorkflowCap struct {
 }
 
 // ClaimCandidate is a run a claim may take, with what orders it: the
-// claim's candidates are ordered by Rank (0 pending, 1 due running, 2 due
-// legacy sleeping, 3 parked runs due within the lookahead), then, among
-// pending runs only, by Priority (higher first), then At, CreatedAt and ID
-// (FIFO). Backends build them; [PlanClaim] chooses among them.
+// claim's candidates are ordered by Rank (0 due, 1 parked runs due only
+// within the lookahead), then by Priority (higher first), then At (when
+// the run became claimable), CreatedAt and ID. Due runs are ordered alike
+// whatever their status: a run handed back, with an expired lease or
+// woken from a sleep keeps its place ahead of the runs that became due
+// after it. Backends build them; [PlanClaim] chooses among them.
 type ClaimCandidate struct {
 	ID           string
 	WorkflowName string
@@ -152,10 +154,8 @@ func compareClaim(a, b ClaimCandidate) int {
 	if c := cmp.Compare(a.Rank, b.Rank); c != 0 {
 		return c
 	}
-	if a.Rank == 0 {
-		if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
-			return c
-		}
+	if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
+		return c
 	}
 	if c := a.At.Compare(b.At); c != 0 {
 		return c

@@ -88,6 +88,7 @@ func Run(t *testing.T, h Harness) {
 		{"Legacy statuses", testLegacyStatuses},
 		{"Write groups", testWriteGroups},
 		{"ClaimWorkflowRuns", testClaimWorkflowRuns},
+		{"Claim order", testClaimOrder},
 		{"NextDueAt", testNextDueAt},
 		{"ExtendWorkflowRunLease", testExtendWorkflowRunLease},
 		{"ReleaseWorkflowRuns", testReleaseWorkflowRuns},

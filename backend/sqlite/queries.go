@@ -99,6 +99,7 @@ type queries struct {
 	OpenWorkflowMigrationVersion string `sql:"openworkflow_migration_version"`
 	CreateDeadlineIndex          string `sql:"create_deadline_index"`
 	CreatePriorityIndex          string `sql:"create_priority_index"`
+	DropPendingPriorityIndex     string `sql:"drop_pending_priority_index"`
 	CreateQueueIndex             string `sql:"create_queue_index"`
 	CreateQueueKeyIndex          string `sql:"create_queue_key_index"`
 	CreateAdmittedIndex          string `sql:"create_admitted_index"`
