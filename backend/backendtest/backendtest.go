@@ -120,6 +120,7 @@ func Run(t *testing.T, h Harness) {
 		{"Schedules", testSchedules},
 		{"Priorities", testPriorities},
 		{"Limits", testLimits},
+		{"Limit audit", testLimitAudit},
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {

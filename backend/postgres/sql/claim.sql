@@ -58,8 +58,8 @@ expired AS (
       "error" = {{deadline_error}},
       "worker_id" = NULL,
       "available_at" = NULL,
-      "finished_at" = {{now({{at}})}},
-      "updated_at" = {{now({{at}})}},
+      "finished_at" = {{stamp({{at}})}},
+      "updated_at" = {{stamp({{at}})}},
       "go_queued_at" = NULL
   WHERE wr."namespace_id" = {{ns}}
     AND wr."status" IN ('pending', 'running', 'sleeping')

@@ -251,7 +251,7 @@ claimed AS (
       "started_at" = COALESCE(wr."started_at", {{now($6)}}),
       "updated_at" = {{now($6)}},
       "go_queued_at" = CASE WHEN c."admit" THEN NULL ELSE wr."go_queued_at" END,
-      "go_admitted_at" = CASE WHEN c."admit" THEN {{now($6)}} ELSE wr."go_admitted_at" END
+      "go_admitted_at" = CASE WHEN c."admit" THEN {{stamp($6)}} ELSE wr."go_admitted_at" END
   FROM chosen AS c
   WHERE wr."namespace_id" = c."namespace_id" AND wr."id" = c."id"
     AND (NOT c."admit" OR (wr."status" = 'pending' AND wr."go_queued_at" IS NOT NULL)) IS TRUE
@@ -259,7 +259,7 @@ claimed AS (
 ),
 started AS (
   INSERT INTO {{schema}}."workflow_limit_starts" ("namespace_id", "workflow_name", "concurrency_key", "started_at", "workflow_run_id")
-  SELECT cl."namespace_id", cl."workflow_name", COALESCE(cl."go_concurrency_key", ''), {{now($6)}}, cl."id"
+  SELECT cl."namespace_id", cl."workflow_name", COALESCE(cl."go_concurrency_key", ''), cl."go_admitted_at", cl."id"
   FROM claimed AS cl
   JOIN {{schema}}."workflow_limits" AS l ON l."namespace_id" = cl."namespace_id" AND l."workflow_name" = cl."workflow_name"
   WHERE cl.admitted AND l."rate_limit" IS NOT NULL
@@ -405,7 +405,7 @@ claimed AS (
       "started_at" = COALESCE(wr."started_at", {{now($12)}}),
       "updated_at" = {{now($12)}},
       "go_queued_at" = CASE WHEN slot."admit" THEN NULL ELSE wr."go_queued_at" END,
-      "go_admitted_at" = CASE WHEN slot."admit" THEN {{now($12)}} ELSE wr."go_admitted_at" END
+      "go_admitted_at" = CASE WHEN slot."admit" THEN {{stamp($12)}} ELSE wr."go_admitted_at" END
   FROM slot JOIN worker ON worker."n" = slot."n"
   WHERE wr."namespace_id" = slot."namespace_id" AND wr."id" = slot."id"
     AND (NOT slot."admit" OR (wr."status" = 'pending' AND wr."go_queued_at" IS NOT NULL)) IS TRUE
@@ -413,7 +413,7 @@ claimed AS (
 ),
 started AS (
   INSERT INTO {{schema}}."workflow_limit_starts" ("namespace_id", "workflow_name", "concurrency_key", "started_at", "workflow_run_id")
-  SELECT cl."namespace_id", cl."workflow_name", COALESCE(cl."go_concurrency_key", ''), {{now($12)}}, cl."id"
+  SELECT cl."namespace_id", cl."workflow_name", COALESCE(cl."go_concurrency_key", ''), cl."go_admitted_at", cl."id"
   FROM claimed AS cl
   JOIN lim AS l ON l."workflow_name" = cl."workflow_name"
   WHERE cl.admitted AND l."rate_limit" IS NOT NULL
