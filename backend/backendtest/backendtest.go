@@ -121,6 +121,7 @@ func Run(t *testing.T, h Harness) {
 		{"Priorities", testPriorities},
 		{"Limits", testLimits},
 		{"Limit audit", testLimitAudit},
+		{"Limit backlog", testLimitBacklog},
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {

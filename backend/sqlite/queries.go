@@ -44,19 +44,21 @@ type queries struct {
 	ExtendLease       string `sql:"extend_lease"`
 	ReleaseWorkerRuns string `sql:"release_worker_runs"`
 	// limits.sql
-	PutLimits          string `sql:"put_limits"`
-	DeleteLimits       string `sql:"delete_limits"`
-	ForgetLimitStarts  string `sql:"forget_limit_starts"`
-	ReleaseQueuedRuns  string `sql:"release_queued_runs"`
-	UnqueueRun         string `sql:"unqueue_run"`
-	ListLimits         string `sql:"list_limits"`
-	AdmissionLimits    string `sql:"admission_limits"`
-	AdmissionWindow    string `sql:"admission_window"`
-	AdmissionNextKey   string `sql:"admission_next_key"`
-	AdmissionKeyHead   string `sql:"admission_key_head"`
-	AdmissionKeyCounts string `sql:"admission_key_counts"`
-	InsertLimitStart   string `sql:"insert_limit_start"`
-	PruneLimitStarts   string `sql:"prune_limit_starts"`
+	PutLimits           string `sql:"put_limits"`
+	QueueBacklog        string `sql:"queue_backlog"`
+	CountStartedBacklog string `sql:"count_started_backlog"`
+	DeleteLimits        string `sql:"delete_limits"`
+	ForgetLimitStarts   string `sql:"forget_limit_starts"`
+	ReleaseQueuedRuns   string `sql:"release_queued_runs"`
+	UnqueueRun          string `sql:"unqueue_run"`
+	ListLimits          string `sql:"list_limits"`
+	AdmissionLimits     string `sql:"admission_limits"`
+	AdmissionWindow     string `sql:"admission_window"`
+	AdmissionNextKey    string `sql:"admission_next_key"`
+	AdmissionKeyHead    string `sql:"admission_key_head"`
+	AdmissionKeyCounts  string `sql:"admission_key_counts"`
+	InsertLimitStart    string `sql:"insert_limit_start"`
+	PruneLimitStarts    string `sql:"prune_limit_starts"`
 	// steps.sql
 	GetStep           string `sql:"get_step"`
 	ListSteps         string `sql:"list_steps"`

@@ -1,4 +1,4 @@
--- go 9 · the claim by due time (issue 19: a run handed back after an
+-- go 9 · the claim by due time, and limits' declarations (issue 19: a run handed back after an
 -- outage, or woken from a sleep, waited behind runs that became due after
 -- it). The claim now orders every due run — pending, handed back, with an
 -- expired lease, woken — by priority, then available_at, created_at and
@@ -16,6 +16,20 @@ ON {{schema}}."workflow_runs" ("namespace_id", "go_priority" DESC, "available_at
 WHERE "status" IN ('pending', 'running', 'sleeping') AND "go_priority" <> 0;
 
 DROP INDEX IF EXISTS {{schema}}."workflow_runs_go_priority_idx";
+
+-- And limits that apply to the backlog and show a conflicting
+-- declaration (issue 19: two worker versions declaring different limits
+-- flipped them at each restart without a word). workflow_limits is this
+-- SDK's own table:
+--   - declared_by: the worker that last wrote the limits (its id and the
+--     versions it registered); NULL when written otherwise.
+--   - replaced: the different limits the last change replaced, with who
+--     had declared them, as JSON ({"concurrency", "concurrencyPerKey",
+--     "rateLimit", "ratePeriodMs", "declaredBy"}); replaced_at when.
+ALTER TABLE {{schema}}."workflow_limits"
+  ADD COLUMN IF NOT EXISTS "declared_by" TEXT,
+  ADD COLUMN IF NOT EXISTS "replaced" TEXT,
+  ADD COLUMN IF NOT EXISTS "replaced_at" TIMESTAMPTZ;
 
 INSERT INTO {{schema}}."openworkflow_go_migrations" ("version")
 VALUES (9)
