@@ -132,6 +132,7 @@ var routeTable = []Route{
 	{"POST", "/v1/schedules/{name}/pause", "pauseSchedule", (*Handler).pauseSchedule},
 	{"POST", "/v1/schedules/{name}/resume", "resumeSchedule", (*Handler).resumeSchedule},
 	{"POST", "/v1/schedules/{name}/trigger", "triggerSchedule", (*Handler).triggerSchedule},
+	{"GET", "/v1/limits", "listLimits", (*Handler).listLimits},
 }
 
 // New returns the API handler over c. Its operations are those of c (and
