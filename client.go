@@ -111,15 +111,14 @@ func WithConcurrencyKey(key string) StartOption {
 	}
 }
 
-// WithPriority sets the run's priority: claims take pending runs of a
-// higher priority first, and runs of one priority in the order they became
-// due (FIFO). Default 0, the priority of every run the TypeScript SDK
-// starts; negative priorities go after them. A run that has started and
-// waits (a sleep, a child, a signal) resumes in the order it became due,
-// whatever its priority, after the due pending runs, so priorities never
-// hold up runs already under way any more than new work does (see
-// docs/architecture.md, "Limits and priorities"). At most 2^31−1 in
-// absolute value.
+// WithPriority sets the run's priority: claims take due runs of a higher
+// priority first, and runs of one priority in the order they became due
+// (FIFO), whether they are new, handed back or woken from a wait (a
+// sleep, a child, a signal): a run of priority 10 that slept wakes ahead
+// of the runs of priority 0 (see docs/architecture.md, "Limits and
+// priorities"). Default 0, the priority of every run the TypeScript SDK
+// starts; negative priorities go after them. At most 2^31−1 in absolute
+// value.
 func WithPriority(priority int) StartOption {
 	return func(o *startOptions) { o.priority = priority }
 }

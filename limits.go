@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/openworkflow-go/openworkflow/backend"
@@ -138,11 +139,25 @@ func (w *Worker) startLimits(ctx context.Context) error {
 		if !ok {
 			return fmt.Errorf("openworkflow: workflow %q declares limits, but the backend (%T) cannot store them (backend.LimitStore): %w", name, w.b, backend.ErrNotSupported)
 		}
-		changed, err := ls.PutWorkflowLimits(ctx, name, l.Stored())
+		var replaced *backend.ReplacedLimits
+		var changed bool
+		by := w.limitsDeclarer(name)
+		if d, ok := w.b.(backend.LimitDeclarer); ok {
+			replaced, changed, err = d.DeclareWorkflowLimits(ctx, name, l.Stored(), by)
+		} else {
+			changed, err = ls.PutWorkflowLimits(ctx, name, l.Stored())
+		}
 		if err != nil {
 			return fmt.Errorf("openworkflow: store the limits of workflow %q: %w", name, err)
 		}
-		if changed {
+		switch {
+		case replaced != nil:
+			// Two deployments declaring different limits replace each
+			// other's at every start: say so, naming both.
+			w.log.Warn("openworkflow: this worker declares limits of a workflow other than the stored ones, and replaced them; workers declaring different limits replace each other's at every start, so make them agree (`ow limits list` shows the last replacement)",
+				"workflow", name, "limits", fmt.Sprintf("%+v", l.Stored()), "declared_by", by,
+				"replaced", fmt.Sprintf("%+v", replaced.Limits), "replaced_declared_by", replaced.DeclaredBy)
+		case changed:
 			w.log.Info("openworkflow: stored the limits of a workflow", "workflow", name, "limits", fmt.Sprintf("%+v", l.Stored()))
 		}
 	}
@@ -158,6 +173,26 @@ func (w *Worker) startLimits(ctx context.Context) error {
 		w.noteStoredLimits(stored, declared, true)
 	}
 	return nil
+}
+
+// limitsDeclarer names this worker as the declarer of workflow name's
+// limits (backend.WorkflowLimits.DeclaredBy): its id and the versions of
+// name it registered.
+func (w *Worker) limitsDeclarer(name string) string {
+	var versions []string
+	w.reg.mu.RLock()
+	for _, d := range w.reg.defs {
+		if s := d.Spec(); s.Name == name {
+			v := s.Version
+			if v == "" {
+				v = "unversioned"
+			}
+			versions = append(versions, v)
+		}
+	}
+	w.reg.mu.RUnlock()
+	slices.Sort(versions)
+	return fmt.Sprintf("worker %s (%s %s)", w.opts.ID, name, strings.Join(versions, ", "))
 }
 
 // noteStoredLimits sets the workflows the worker admits: those it

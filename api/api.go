@@ -207,6 +207,7 @@ var routeTable = []Route{
 	{"POST", "/v1/schedules/{name}/pause", "pauseSchedule", write, (*Handler).pauseSchedule},
 	{"POST", "/v1/schedules/{name}/resume", "resumeSchedule", write, (*Handler).resumeSchedule},
 	{"POST", "/v1/schedules/{name}/trigger", "triggerSchedule", write, (*Handler).triggerSchedule},
+	{"GET", "/v1/limits", "listLimits", read, (*Handler).listLimits},
 }
 
 // New returns the API handler over c. Its operations are those of c (and

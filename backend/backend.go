@@ -122,8 +122,12 @@ type Worker interface {
 	// ClaimWorkflowRuns first fails every non-terminal run of the namespace
 	// whose deadline has passed (error [DeadlineExceededError]), then
 	// atomically claims up to len(p.WorkerIDs) runs that are pending or
-	// running with available_at <= now and no passed deadline, ordered
-	// pending first, then by available_at, then created_at. The i-th
+	// running with available_at <= now and no passed deadline, ordered by
+	// priority (higher first), then by available_at (when each became
+	// claimable), created_at and id, whatever their status: a run handed
+	// back, with an expired lease or woken keeps its place ahead of the runs
+	// that became due after it. (OpenWorkflow's claim takes pending runs
+	// first; with every due run pending the orders agree.) The i-th
 	// claimed run gets worker_id p.WorkerIDs[i], status running,
 	// attempts+1, available_at = now + p.LeaseDuration and started_at =
 	// COALESCE(started_at, now). With p.Lookahead, parked runs due within

@@ -73,6 +73,42 @@ type WorkflowLimits struct {
 	Limits
 	// UpdatedAt is when they were last written (UTC, milliseconds).
 	UpdatedAt time.Time `json:"updatedAt"`
+	// DeclaredBy names the worker that last wrote them
+	// ([LimitDeclarer]: its id and the workflow versions it registered);
+	// "" when they were written otherwise (PutWorkflowLimits).
+	DeclaredBy string `json:"declaredBy,omitempty"`
+	// Replaced, when set, are the different limits the last change
+	// replaced, and who had declared them: two deployments declaring
+	// different limits replace each other's at every start, and this
+	// shows it (`ow limits list`, the dashboard's workers page).
+	Replaced *ReplacedLimits `json:"replaced,omitempty"`
+}
+
+// ReplacedLimits are stored limits that a later write replaced with
+// different ones.
+type ReplacedLimits struct {
+	// Limits are the limits replaced.
+	Limits
+	// DeclaredBy is who had declared them ([WorkflowLimits.DeclaredBy]).
+	DeclaredBy string `json:"declaredBy,omitempty"`
+	// At is when they were replaced (UTC, milliseconds).
+	At time.Time `json:"at"`
+}
+
+// LimitDeclarer is an optional capability of a [LimitStore], which both
+// built-in backends implement: storing the limits a worker declares,
+// with who declared them, and reporting the different limits they
+// replace, so that two deployments declaring different limits for one
+// workflow are seen rather than flipping the limits silently at each
+// start.
+type LimitDeclarer interface {
+	// DeclareWorkflowLimits is PutWorkflowLimits (non-zero limits only:
+	// zero limits fail with [ErrInvalidArgument], a worker declaring none
+	// never removes stored ones) that records declaredBy
+	// ([WorkflowLimits.DeclaredBy]). When it replaces different stored
+	// limits it records them ([WorkflowLimits.Replaced]) and returns them;
+	// replaced is nil when there were none or they were the same.
+	DeclareWorkflowLimits(ctx context.Context, workflowName string, l Limits, declaredBy string) (replaced *ReplacedLimits, changed bool, err error)
 }
 
 // LimitStore is an optional capability of a [Backend]: the limits of the
@@ -81,9 +117,16 @@ type WorkflowLimits struct {
 // client starts from then on (CreateWorkflowRun and CreateWorkflowRuns
 // look the name up in the same statement as the insert) waits for
 // admission, unclaimable by OpenWorkflow's claim query and by a claim that
-// does not admit that workflow ([ClaimWorkflowRunsParams.Admit]). Runs
-// started by the TypeScript SDK are never limited. Both built-in backends
-// implement it.
+// does not admit that workflow ([ClaimWorkflowRunsParams.Admit]).
+//
+// Storing limits for a workflow that had none, or changing them, applies
+// them to the workflow's backlog in the same transaction: its pending
+// runs that never started (whoever started them, the TypeScript SDK
+// included) wait for admission from then on, and its runs already
+// started and not finished are counted as admitted (from their
+// started_at), so the limit holds from the moment it is stored. Runs the
+// TypeScript SDK starts later are not limited (its inserts do not look
+// the limits up). Both built-in backends implement it.
 type LimitStore interface {
 	// PutWorkflowLimits stores the limits of workflowName (replacing any),
 	// or, for zero limits, removes them as DeleteWorkflowLimits does.
@@ -129,10 +172,12 @@ type WorkflowCap struct {
 }
 
 // ClaimCandidate is a run a claim may take, with what orders it: the
-// claim's candidates are ordered by Rank (0 pending, 1 due running, 2 due
-// legacy sleeping, 3 parked runs due within the lookahead), then, among
-// pending runs only, by Priority (higher first), then At, CreatedAt and ID
-// (FIFO). Backends build them; [PlanClaim] chooses among them.
+// claim's candidates are ordered by Rank (0 due, 1 parked runs due only
+// within the lookahead), then by Priority (higher first), then At (when
+// the run became claimable), CreatedAt and ID. Due runs are ordered alike
+// whatever their status: a run handed back, with an expired lease or
+// woken from a sleep keeps its place ahead of the runs that became due
+// after it. Backends build them; [PlanClaim] chooses among them.
 type ClaimCandidate struct {
 	ID           string
 	WorkflowName string
@@ -152,10 +197,8 @@ func compareClaim(a, b ClaimCandidate) int {
 	if c := cmp.Compare(a.Rank, b.Rank); c != 0 {
 		return c
 	}
-	if a.Rank == 0 {
-		if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
-			return c
-		}
+	if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
+		return c
 	}
 	if c := a.At.Compare(b.At); c != 0 {
 		return c

@@ -441,3 +441,25 @@ func TestSearchByRunID(t *testing.T) {
 		s.must(c, http.StatusNotFound, "GET", "/runs/wrun_nothing", nil)
 	})
 }
+
+// TestWorkersPageShowsAReplacedLimitsDeclaration: the workers page lists
+// the workflows' stored limits and who declared them, and says when a
+// declaration replaced different limits, naming both (issue 19, item 11).
+func TestWorkersPageShowsAReplacedLimitsDeclaration(t *testing.T) {
+	eachBackend(t, siteOptions{noWorker: true}, func(t *testing.T, s *site) {
+		d := s.b.(backend.LimitDeclarer)
+		if _, _, err := d.DeclareWorkflowLimits(s.ctx, "contested", backend.Limits{Concurrency: 2}, "worker old (contested v1)"); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := d.DeclareWorkflowLimits(s.ctx, "contested", backend.Limits{Concurrency: 5, RateLimit: 3, RatePeriod: time.Second}, "worker new (contested v2)"); err != nil {
+			t.Fatal(err)
+		}
+		p := s.must(s.client(), http.StatusOK, "GET", "/workers", nil)
+		for _, want := range []string{"Workflow limits", "contested", "concurrency 5, 3 per 1s", "worker new (contested v2)",
+			"these limits replaced <strong>concurrency 2</strong>, declared by <span class=\"mono\">worker old (contested v1)</span>"} {
+			if !strings.Contains(p.body, want) {
+				t.Errorf("the workers page does not show %q: %.4000s", want, p.body)
+			}
+		}
+	})
+}

@@ -28,6 +28,65 @@ type workersData struct {
 	// Truncated: more running runs exist than the page read.
 	Truncated bool
 	Read      int
+	// Limits are the workflows' stored limits (none when the backend
+	// keeps none).
+	Limits []limitView
+}
+
+// limitView is a workflow's stored limits in words, and the different
+// limits the last declaration replaced (Replaced "" when none): two
+// deployments declaring different limits replace each other's at every
+// start, which this makes visible.
+type limitView struct {
+	Workflow, Limits, DeclaredBy string
+	UpdatedAt                    time.Time
+	Replaced, ReplacedBy         string
+	ReplacedAt                   time.Time
+}
+
+// limitsText is l in words: "concurrency 2, per key 1, 5 per 1s".
+func limitsText(l api.LimitValues) string {
+	var parts []string
+	if l.Concurrency != nil {
+		parts = append(parts, "concurrency "+strconv.Itoa(*l.Concurrency))
+	}
+	if l.ConcurrencyPerKey != nil {
+		parts = append(parts, "per key "+strconv.Itoa(*l.ConcurrencyPerKey))
+	}
+	if l.RateLimit != nil && l.RatePeriodMs != nil {
+		parts = append(parts, strconv.Itoa(*l.RateLimit)+" per "+(time.Duration(*l.RatePeriodMs)*time.Millisecond).String())
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// loadLimits reads the stored limits; a backend that keeps none (501)
+// has none to show.
+func (d *Dashboard) loadLimits(ctx context.Context) ([]limitView, error) {
+	var page api.List[api.WorkflowLimits]
+	if err := d.api.get(ctx, "/v1/limits", nil, &page); err != nil {
+		if apiCode(err) == api.CodeNotSupported {
+			return nil, nil
+		}
+		return nil, err
+	}
+	text := func(s *string) string {
+		if s == nil {
+			return "-"
+		}
+		return *s
+	}
+	var out []limitView
+	for _, l := range page.Data {
+		v := limitView{Workflow: l.WorkflowName, Limits: limitsText(l.LimitValues), DeclaredBy: text(l.DeclaredBy), UpdatedAt: l.UpdatedAt}
+		if r := l.Replaced; r != nil {
+			v.Replaced, v.ReplacedBy, v.ReplacedAt = limitsText(r.LimitValues), text(r.DeclaredBy), r.At
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
 
 type workerView struct {
@@ -55,6 +114,10 @@ func (d *Dashboard) workersPage(w http.ResponseWriter, r *http.Request) {
 	data, err := d.loadWorkers(r.Context(), time.Now())
 	if err != nil {
 		d.failAPI(w, r, "The running runs could not be listed", err)
+		return
+	}
+	if data.Limits, err = d.loadLimits(r.Context()); err != nil {
+		d.failAPI(w, r, "The workflows' limits could not be listed", err)
 		return
 	}
 	d.render(w, r, http.StatusOK, "workers", d.view(r, "Workers", "workers", data))

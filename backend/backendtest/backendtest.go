@@ -93,6 +93,7 @@ func Run(t *testing.T, h Harness) {
 		{"Legacy statuses", testLegacyStatuses},
 		{"Write groups", testWriteGroups},
 		{"ClaimWorkflowRuns", testClaimWorkflowRuns},
+		{"Claim order", testClaimOrder},
 		{"NextDueAt", testNextDueAt},
 		{"ExtendWorkflowRunLease", testExtendWorkflowRunLease},
 		{"ReleaseWorkflowRuns", testReleaseWorkflowRuns},
@@ -125,6 +126,8 @@ func Run(t *testing.T, h Harness) {
 		{"Schedules", testSchedules},
 		{"Priorities", testPriorities},
 		{"Limits", testLimits},
+		{"Limit audit", testLimitAudit},
+		{"Limit backlog", testLimitBacklog},
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {

@@ -78,7 +78,7 @@ func testClaimWorkflowRuns(t *testing.T, s *suite) {
 		requireNothingClaimable(t, a)
 	})
 
-	t.Run("claims pending runs by available_at then created_at, before expired leases and due parked runs", func(t *testing.T) {
+	t.Run("claims due runs by available_at then created_at, pending, expired leases and due parked runs alike", func(t *testing.T) {
 		t.Parallel()
 		clk := newClock()
 		b := s.newBackendOn(t, clk)
@@ -102,7 +102,9 @@ func testClaimWorkflowRuns(t *testing.T, s *suite) {
 		pending3hFirst := create(&same)
 		pending3hSecond := create(&same)
 
-		want := []string{pending3hFirst.ID, pending3hSecond.ID, pending2h.ID, pending1h.ID, pendingNow.ID, parked.ID, expired.ID}
+		// parked is due at now-1s and expired at now-1ms, both before
+		// pendingNow (created after now) and after the others.
+		want := []string{pending3hFirst.ID, pending3hSecond.ID, pending2h.ID, pending1h.ID, parked.ID, expired.ID, pendingNow.ID}
 		var got []string
 		for range want {
 			runs := claim(t, b, longLease, newWorkerID())
@@ -190,7 +192,7 @@ func testClaimWorkflowRuns(t *testing.T, s *suite) {
 
 		workers := []string{newWorkerID(), newWorkerID(), newWorkerID(), newWorkerID(), newWorkerID(), newWorkerID()}
 		got := claim(t, b, time.Minute, workers...)
-		requireIDs(t, fmt.Sprintf("claim order (%s, due in an hour, waits)", future.ID), runIDs(got), []string{early.ID, late.ID, now1.ID, now2.ID, parked.ID})
+		requireIDs(t, fmt.Sprintf("claim order (%s, due in an hour, waits)", future.ID), runIDs(got), []string{parked.ID, early.ID, late.ID, now1.ID, now2.ID})
 		for i, r := range got {
 			if r.WorkerID == nil || *r.WorkerID != workers[i] || r.Status != backend.RunRunning {
 				t.Fatalf("claimed run %d = {worker %v, status %s}, want {%s, running}", i, r.WorkerID, r.Status, workers[i])

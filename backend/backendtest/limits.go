@@ -12,11 +12,11 @@ import (
 	"github.com/openworkflow-go/openworkflow/backend"
 )
 
-// Priorities: pending runs are claimed higher priority first, FIFO within
-// a priority; runs already started (due parked runs, expired leases) keep
-// their place after the due pending runs whatever their priority.
+// Priorities: due runs are claimed higher priority first, then by the
+// time they became due (FIFO), pending runs and runs already started (due
+// parked runs, expired leases) alike (testClaimOrder has more).
 func testPriorities(t *testing.T, s *suite) {
-	t.Run("claims pending runs by priority, then FIFO, then due running runs whatever their priority", func(t *testing.T) {
+	t.Run("claims due runs by priority, then FIFO, a parked run of its priority as a pending one", func(t *testing.T) {
 		t.Parallel()
 		clk := newClock()
 		b := s.newBackendOn(t, clk)
@@ -33,7 +33,7 @@ func testPriorities(t *testing.T, s *suite) {
 		fiveB := create("five-b", 5)
 		zeroB := create("zero-b", 0)
 		ten := create("ten", 10)
-		want := []string{ten.ID, fiveA.ID, fiveB.ID, zeroA.ID, zeroB.ID, low.ID, parked.ID}
+		want := []string{parked.ID, ten.ID, fiveA.ID, fiveB.ID, zeroA.ID, zeroB.ID, low.ID}
 
 		var one []string
 		for range want {

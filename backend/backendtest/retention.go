@@ -124,6 +124,12 @@ func testRetention(t *testing.T, s *suite) {
 		liveOwner := newWorkerID()
 		live := claimRun(t, b, liveOwner, longLease, pending.ID)
 		createHook(t, b, live, liveOwner, "approval", "live-"+ns)
+		// Leased past the clock's advance below: an expired lease is due
+		// and would be claimed (in due-time order) by finishedRun's claim.
+		if err := b.ExtendWorkflowRunLease(t.Context(), backend.ExtendWorkflowRunLeaseParams{
+			WorkflowRunID: live.ID, WorkerID: liveOwner, LeaseDuration: 100 * retention}); err != nil {
+			t.Fatal(err)
+		}
 		later := clk.Now().Add(100 * retention) // not claimable by the claims below
 		stillPending := createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: "other", AvailableAt: &later})
 		elsewhere := finishedRun(t, other, "other", backend.RunCompleted)

@@ -197,6 +197,10 @@ func testSendSignal(t *testing.T, s *suite) {
 		first := startWaiter(t, b, "approve", false)
 		key := ptr("send-1")
 		requireIDs(t, "first keyed send", sendSignalKeyed(t, b, "approve", `"first"`, key), []string{first.run.ID})
+		// The send woke the first run; claim it, so that the namespace is
+		// idle again for startWaiter (a woken run is due before a run
+		// created after it).
+		claimRun(t, b, newWorkerID(), longLease, first.run.ID)
 		second := startWaiter(t, b, "approve", false)
 		requireIDs(t, "repeated keyed send", sendSignalKeyed(t, b, "approve", `"second"`, key), []string{first.run.ID})
 		requireDelivery(t, b, first.wait.ID, json.RawMessage(`"first"`))

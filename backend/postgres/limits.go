@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -14,7 +15,8 @@ import (
 var _ backend.LimitStore = (*Backend)(nil)
 
 // PutWorkflowLimits implements [backend.LimitStore]: one upsert that
-// returns a row only when the stored limits changed.
+// returns a row only when the stored limits changed, and brings the
+// workflow's backlog under them (put_limits).
 func (b *Backend) PutWorkflowLimits(ctx context.Context, workflowName string, l backend.Limits) (bool, error) {
 	if err := checkLimits(workflowName, l); err != nil {
 		return false, err
@@ -23,19 +25,87 @@ func (b *Backend) PutWorkflowLimits(ctx context.Context, workflowName string, l 
 		removed, _, err := b.deleteLimits(ctx, workflowName)
 		return removed, err
 	}
-	rows, err := b.pool.Query(ctx, b.q.PutLimits, b.namespace, workflowName,
-		nullInt(l.Concurrency), nullInt(l.ConcurrencyPerKey), nullInt(l.RateLimit), nullPeriod(l), b.at())
+	_, changed, err := b.putLimits(ctx, workflowName, l, nil)
+	return changed, err
+}
+
+var _ backend.LimitDeclarer = (*Backend)(nil)
+
+// DeclareWorkflowLimits implements [backend.LimitDeclarer].
+func (b *Backend) DeclareWorkflowLimits(ctx context.Context, workflowName string, l backend.Limits, declaredBy string) (*backend.ReplacedLimits, bool, error) {
+	if err := checkLimits(workflowName, l); err != nil {
+		return nil, false, err
+	}
+	if l.IsZero() {
+		return nil, false, fmt.Errorf("declare limits of workflow %q: %w: no limits (a declaration never removes stored limits; DeleteWorkflowLimits does)", workflowName, backend.ErrInvalidArgument)
+	}
+	if !backend.ValidText(declaredBy) {
+		return nil, false, fmt.Errorf("declare limits of workflow %q: %w: declared by %q is not valid text", workflowName, backend.ErrInvalidArgument, declaredBy)
+	}
+	return b.putLimits(ctx, workflowName, l, &declaredBy)
+}
+
+// putLimits stores l for workflowName under the workflow's admission lock
+// (lock_admission then put_limits, one round trip and one implicit
+// transaction), so that no claim admits its runs while put_limits brings
+// the backlog under the new limits. It returns the different limits it
+// replaced, if any.
+func (b *Backend) putLimits(ctx context.Context, workflowName string, l backend.Limits, declaredBy *string) (*backend.ReplacedLimits, bool, error) {
+	batch := &pgx.Batch{}
+	batch.Queue(b.q.LockAdmission, []string{b.admissionLockKey(workflowName)})
+	batch.Queue(b.q.PutLimits, b.namespace, workflowName,
+		nullInt(l.Concurrency), nullInt(l.ConcurrencyPerKey), nullInt(l.RateLimit), nullPeriod(l), declaredBy, b.at())
+	br := b.pool.SendBatch(ctx, batch)
+	_, err := br.Exec()
+	var replaced *backend.ReplacedLimits
+	changed := false
+	if err == nil {
+		var rows pgx.Rows
+		if rows, err = br.Query(); err == nil {
+			for rows.Next() {
+				changed = true
+				var text *string
+				var at *time.Time
+				var queued, counted int64
+				if err = rows.Scan(&text, &at, &queued, &counted); err != nil {
+					break
+				}
+				if text != nil && at != nil {
+					replaced, err = parseReplaced(*text, *at)
+				}
+			}
+			rows.Close()
+			if err == nil {
+				err = rows.Err()
+			}
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
-		return false, fmt.Errorf("put limits of workflow %q: %w", workflowName, err)
+		return nil, false, fmt.Errorf("put limits of workflow %q: %w", workflowName, err)
 	}
-	n := 0
-	for rows.Next() {
-		n++
+	return replaced, changed, nil
+}
+
+// parseReplaced decodes workflow_limits.replaced (see go migration 10).
+func parseReplaced(text string, at time.Time) (*backend.ReplacedLimits, error) {
+	var v struct {
+		Concurrency       *int32  `json:"concurrency"`
+		ConcurrencyPerKey *int32  `json:"concurrencyPerKey"`
+		RateLimit         *int32  `json:"rateLimit"`
+		RatePeriodMs      *int64  `json:"ratePeriodMs"`
+		DeclaredBy        *string `json:"declaredBy"`
 	}
-	if err := rows.Err(); err != nil {
-		return false, fmt.Errorf("put limits of workflow %q: %w", workflowName, err)
+	if err := json.Unmarshal([]byte(text), &v); err != nil {
+		return nil, fmt.Errorf("the limits replaced (%q): %w", text, err)
 	}
-	return n > 0, nil
+	r := &backend.ReplacedLimits{Limits: limitsOf(v.Concurrency, v.ConcurrencyPerKey, v.RateLimit, v.RatePeriodMs), At: at.UTC()}
+	if v.DeclaredBy != nil {
+		r.DeclaredBy = *v.DeclaredBy
+	}
+	return r, nil
 }
 
 // DeleteWorkflowLimits implements [backend.LimitStore].
@@ -67,11 +137,23 @@ func (b *Backend) ListWorkflowLimits(ctx context.Context) ([]backend.WorkflowLim
 		var w backend.WorkflowLimits
 		var conc, perKey, rate *int32
 		var period *int64
-		if err := row.Scan(&w.WorkflowName, &conc, &perKey, &rate, &period, &w.UpdatedAt); err != nil {
+		var declaredBy, replaced *string
+		var replacedAt *time.Time
+		if err := row.Scan(&w.WorkflowName, &conc, &perKey, &rate, &period, &w.UpdatedAt, &declaredBy, &replaced, &replacedAt); err != nil {
 			return w, err
 		}
 		w.Limits = limitsOf(conc, perKey, rate, period)
 		w.UpdatedAt = w.UpdatedAt.UTC()
+		if declaredBy != nil {
+			w.DeclaredBy = *declaredBy
+		}
+		if replaced != nil && replacedAt != nil {
+			r, err := parseReplaced(*replaced, *replacedAt)
+			if err != nil {
+				return w, fmt.Errorf("limits of workflow %q: %w", w.WorkflowName, err)
+			}
+			w.Replaced = r
+		}
 		return w, nil
 	})
 	if err != nil {

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/openworkflow-go/openworkflow/backend"
@@ -262,5 +264,167 @@ func TestPlanKeepsAStepsWritesInOrder(t *testing.T) {
 	want := [][]int{{0}, {1, 3}, {2}}
 	if fmt.Sprint(order) != fmt.Sprint(want) {
 		t.Fatalf("statements cover writes %v, want %v (the finish of s1, the other inserts together, then s1's insert in place)", order, want)
+	}
+}
+
+// TestClaimOrderIsIndexed checks the plans of the claim's statements
+// (claim.sql's claim_candidates: priority, then due time, for pending,
+// handed-back and woken runs alike) with 100,000 live runs, before any
+// ANALYZE and after one: every candidate part reads an index in claim
+// order and stops at the claim's size, so no node sorts more than a few
+// times the claim's size (the merge of the parts), none reads
+// workflow_runs sequentially, and the statement reads a few hundred pages
+// at most. A claim that sorted the due backlog would sort 50,000 rows.
+func TestClaimOrderIsIndexed(t *testing.T) {
+	const n = 10
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	pool, schema := scratchSchema(t, "ow_claimplan_")
+	if err := Migrate(ctx, pool, schema); err != nil {
+		t.Fatal(err)
+	}
+	// 50,000 pending runs due (priority 0); 20,000 running under a lease;
+	// 20,000 parked until tomorrow; 9,000 handed back, due (running, no
+	// worker); 500 parked runs of priority 5 due tomorrow (not due: the
+	// priority part skips them in the index); 10 woken runs of priority 10,
+	// due; 490 pending runs of priority -1, due.
+	if _, err := pool.Exec(ctx, withSchema(`
+ALTER TABLE {{schema}}."workflow_runs" SET (autovacuum_enabled = false);
+INSERT INTO {{schema}}."workflow_runs" (
+  "namespace_id", "id", "workflow_name", "status", "config", "attempts", "worker_id",
+  "available_at", "started_at", "created_at", "updated_at", "go_priority")
+SELECT 'n', 'r' || lpad(g::text, 6, '0'), 'wf-' || (g % 7), s.status, '{}'::jsonb, s.attempts, s.worker,
+  s.at, CASE WHEN s.status = 'pending' THEN NULL ELSE NOW() END, NOW() - INTERVAL '2 hours' + g * INTERVAL '1 millisecond', NOW(), s.priority
+FROM generate_series(1, 100000) AS g
+CROSS JOIN LATERAL (SELECT
+  CASE WHEN g <= 50000 OR g > 99500 THEN 'pending' ELSE 'running' END AS status,
+  CASE WHEN g <= 50000 OR g > 99500 THEN 0 ELSE 1 END AS attempts,
+  CASE WHEN g > 50000 AND g <= 70000 THEN 'w' || g END AS worker,
+  CASE WHEN g > 50000 AND g <= 70000 THEN NOW() + INTERVAL '1 hour'
+       WHEN g > 70000 AND g <= 90000 THEN NOW() + INTERVAL '1 day'
+       WHEN g > 99000 AND g <= 99490 THEN NOW() + INTERVAL '1 day'
+       ELSE NOW() - INTERVAL '1 hour' + g * INTERVAL '1 millisecond' END AS at,
+  CASE WHEN g > 99000 AND g <= 99490 THEN 5 WHEN g > 99490 AND g <= 99500 THEN 10 WHEN g > 99500 THEN -1 ELSE 0 END AS priority
+) AS s`, schema)); err != nil {
+		t.Fatal(err)
+	}
+	q := mustLoadQueries(t, schema)
+	workers := make([]string, n)
+	for i := range workers {
+		workers[i] = fmt.Sprint("x", i)
+	}
+	var noClock *time.Time
+	cases := []struct {
+		name string
+		sql  string
+		args []any
+	}{
+		{"claim", q.ClaimRuns, []any{"n", workers, int64(60000), []string(nil), []*string(nil), int64(0), noClock}},
+		{"claim with a lookahead", q.ClaimRuns, []any{"n", workers, int64(60000), []string(nil), []*string(nil), int64(5000), noClock}},
+		{"claim candidates, locked", q.ClaimCandidatesLocked, []any{"n", n, []string(nil), []*string(nil), int64(0), []string(nil), noClock}},
+		{"admitting claim", q.ClaimAdmitting, []any{"n", workers, int64(60000), []string(nil), []*string(nil), int64(0), []string(nil),
+			[]string{"limited"}, []string{"wf-3"}, []int32{2}, int64(23), noClock}},
+	}
+	for _, analyzed := range []bool{false, true} {
+		if analyzed {
+			if _, err := pool.Exec(ctx, withSchema(`ANALYZE {{schema}}."workflow_runs"`, schema)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, c := range cases {
+			t.Run(fmt.Sprintf("%s, analyzed %v", c.name, analyzed), func(t *testing.T) {
+				plan := explainPlan(t, ctx, pool, c.sql, c.args)
+				var sorted, seq []string
+				var pages int
+				indexes := map[string]bool{}
+				walkPlan(plan, func(node map[string]any) {
+					rows, _ := node["Actual Rows"].(float64)
+					if name, ok := node["Index Name"].(string); ok {
+						indexes[name] = true
+					}
+					switch node["Node Type"] {
+					case "Sort", "Incremental Sort":
+						if rows > 4*n {
+							sorted = append(sorted, fmt.Sprintf("%s of %v rows (%v)", node["Node Type"], rows, node["Sort Key"]))
+						}
+					case "Seq Scan", "Bitmap Heap Scan":
+						if node["Relation Name"] == "workflow_runs" {
+							seq = append(seq, fmt.Sprintf("%s of workflow_runs (%v rows)", node["Node Type"], rows))
+						}
+					}
+				})
+				hit, _ := plan["Shared Hit Blocks"].(float64)
+				read, _ := plan["Shared Read Blocks"].(float64)
+				pages = int(hit + read)
+				rows, _ := plan["Actual Rows"].(float64)
+				t.Logf("%d pages, %v rows", pages, rows)
+				if int(rows) != n {
+					t.Errorf("the statement returned %v rows, want %d", rows, n)
+				}
+				if len(sorted) > 0 || len(seq) > 0 {
+					t.Errorf("the claim sorts or scans the backlog: %v %v", sorted, seq)
+				}
+				// About 30 pages per run claimed: its update inserts an entry
+				// in each index of workflow_runs. Reading the backlog would
+				// be thousands.
+				if pages > 800 {
+					t.Errorf("read %d pages for a claim of %d: it reads the backlog, not an index range", pages, n)
+				}
+				if !indexes["workflow_runs_go_claim_priority_idx"] || !indexes["workflow_runs_status_available_at_created_at_idx"] {
+					t.Errorf("indexes read: %v; want the claim's priority index and OpenWorkflow's claim index", indexes)
+				}
+			})
+		}
+	}
+	// And the order: the woken runs of priority 10 first, then the due
+	// runs of priority 0 by due time (handed-back runs among pending ones).
+	rows, err := pool.Query(ctx, q.ClaimRuns, "n", workers, int64(60000), []string(nil), []*string(nil), int64(0), noClock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, err := pgx.CollectRows(rows, scanRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range runs {
+		got = append(got, r.ID)
+	}
+	want := []string{"r099491", "r099492", "r099493", "r099494", "r099495", "r099496", "r099497", "r099498", "r099499", "r099500"}
+	if !slices.Equal(got, want) {
+		t.Errorf("claimed %v, want the ten woken runs of priority 10 %v", got, want)
+	}
+}
+
+// explainPlan runs sql under EXPLAIN (ANALYZE, BUFFERS) in a transaction
+// it rolls back and returns the top node of its plan.
+func explainPlan(t *testing.T, ctx context.Context, pool *pgxpool.Pool, sql string, args []any) map[string]any {
+	t.Helper()
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	var out []byte
+	if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+sql, args...).Scan(&out); err != nil {
+		t.Fatal(err)
+	}
+	var plans []struct {
+		Plan map[string]any `json:"Plan"`
+	}
+	if err := json.Unmarshal(out, &plans); err != nil || len(plans) != 1 {
+		t.Fatalf("EXPLAIN output %s: %v", out, err)
+	}
+	return plans[0].Plan
+}
+
+// walkPlan calls f on node and every node below it.
+func walkPlan(node map[string]any, f func(map[string]any)) {
+	f(node)
+	children, _ := node["Plans"].([]any)
+	for _, c := range children {
+		if m, ok := c.(map[string]any); ok {
+			walkPlan(m, f)
+		}
 	}
 }

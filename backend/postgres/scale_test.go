@@ -93,7 +93,7 @@ func TestScalePlans(t *testing.T) {
 	}
 	var plans []plan
 	add := func(name string, sql string, args []any) { plans = append(plans, plan{name, sql, args}) }
-	add("claim 10 runs", b.q.ClaimRuns, []any{b.namespace, workers, int64(60000), []string(nil), []*string(nil), int64(0)})
+	add("claim 10 runs", b.q.ClaimRuns, []any{b.namespace, workers, int64(60000), []string(nil), []*string(nil), int64(0), (*time.Time)(nil)})
 	for _, c := range []struct {
 		name          string
 		p             backend.ListWorkflowRunsParams

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -15,18 +16,53 @@ var _ backend.LimitStore = (*Backend)(nil)
 
 // PutWorkflowLimits implements [backend.LimitStore].
 func (b *Backend) PutWorkflowLimits(ctx context.Context, workflowName string, l backend.Limits) (bool, error) {
+	if err := checkLimits(workflowName, l); err != nil {
+		return false, err
+	}
+	_, changed, err := b.putLimits(ctx, workflowName, l, nil)
+	return changed, err
+}
+
+var _ backend.LimitDeclarer = (*Backend)(nil)
+
+// DeclareWorkflowLimits implements [backend.LimitDeclarer].
+func (b *Backend) DeclareWorkflowLimits(ctx context.Context, workflowName string, l backend.Limits, declaredBy string) (*backend.ReplacedLimits, bool, error) {
+	if err := checkLimits(workflowName, l); err != nil {
+		return nil, false, err
+	}
+	if l.IsZero() {
+		return nil, false, fmt.Errorf("declare limits of workflow %q: %w: no limits (a declaration never removes stored limits; DeleteWorkflowLimits does)", workflowName, backend.ErrInvalidArgument)
+	}
+	if !backend.ValidText(declaredBy) {
+		return nil, false, fmt.Errorf("declare limits of workflow %q: %w: declared by %q is not valid text", workflowName, backend.ErrInvalidArgument, declaredBy)
+	}
+	return b.putLimits(ctx, workflowName, l, &declaredBy)
+}
+
+// checkLimits validates what PutWorkflowLimits stores.
+func checkLimits(workflowName string, l backend.Limits) error {
 	if workflowName == "" {
-		return false, fmt.Errorf("put workflow limits: %w: empty workflow name", backend.ErrInvalidArgument)
+		return fmt.Errorf("put workflow limits: %w: empty workflow name", backend.ErrInvalidArgument)
 	}
 	if !backend.ValidText(workflowName) {
-		return false, fmt.Errorf("put workflow limits: %w: workflow name %q is not valid text", backend.ErrInvalidArgument, workflowName)
+		return fmt.Errorf("put workflow limits: %w: workflow name %q is not valid text", backend.ErrInvalidArgument, workflowName)
 	}
 	if err := l.Validate(); err != nil {
-		return false, fmt.Errorf("put limits of workflow %q: %w", workflowName, err)
+		return fmt.Errorf("put limits of workflow %q: %w", workflowName, err)
 	}
+	return nil
+}
+
+// putLimits stores l (zero: removes the limits) in one write
+// transaction, which every admitting claim also takes: when the limits
+// are new or changed, the workflow's backlog comes under them
+// (queue_backlog, count_started_backlog). It returns the different limits
+// it replaced, if any.
+func (b *Backend) putLimits(ctx context.Context, workflowName string, l backend.Limits, declaredBy *string) (*backend.ReplacedLimits, bool, error) {
 	var changed bool
+	var replaced *backend.ReplacedLimits
 	err := b.write(ctx, func(tx *txn, now time.Time, ev *events) error {
-		changed = false
+		changed, replaced = false, nil
 		if l.IsZero() {
 			removed, _, err := b.deleteLimits(ctx, tx, now, ev, workflowName)
 			changed = removed
@@ -36,22 +72,80 @@ func (b *Backend) PutWorkflowLimits(ctx context.Context, workflowName string, l 
 		if l.RateLimit > 0 {
 			period = l.RatePeriod.Milliseconds()
 		}
+		var by any
+		if declaredBy != nil {
+			by = *declaredBy
+		}
 		rows, err := tx.QueryContext(ctx, b.q.PutLimits,
 			sql.Named("ns", b.ns), sql.Named("workflow_name", workflowName),
 			sql.Named("concurrency", nullInt(l.Concurrency)), sql.Named("per_key", nullInt(l.ConcurrencyPerKey)),
 			sql.Named("rate_limit", nullInt(l.RateLimit)), sql.Named("rate_period_ms", period),
-			sql.Named("now", timeArg(now)))
+			sql.Named("declared_by", by), sql.Named("now", timeArg(now)))
 		if err != nil {
 			return err
 		}
-		changed = rows.Next()
+		var text, at sql.NullString
+		for rows.Next() {
+			changed = true
+			if err := rows.Scan(&text, &at); err != nil {
+				rows.Close()
+				return err
+			}
+		}
 		rows.Close()
-		return rows.Err()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if !changed {
+			return nil
+		}
+		if text.Valid && at.Valid {
+			if replaced, err = parseReplaced(text.String, at.String); err != nil {
+				return err
+			}
+		}
+		args := []any{sql.Named("ns", b.ns), sql.Named("workflow_name", workflowName), sql.Named("now", timeArg(now))}
+		if _, err := tx.ExecContext(ctx, b.q.QueueBacklog, args...); err != nil {
+			return fmt.Errorf("queue the runs waiting before the limits: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, b.q.CountStartedBacklog, args...); err != nil {
+			return fmt.Errorf("count the runs started before the limits: %w", err)
+		}
+		return nil
 	})
 	if err != nil {
-		return false, fmt.Errorf("put limits of workflow %q: %w", workflowName, err)
+		return nil, false, fmt.Errorf("put limits of workflow %q: %w", workflowName, err)
 	}
-	return changed, nil
+	return replaced, changed, nil
+}
+
+// parseReplaced decodes workflow_limits.replaced (see go migration 10).
+func parseReplaced(text, at string) (*backend.ReplacedLimits, error) {
+	var v struct {
+		Concurrency       *int64  `json:"concurrency"`
+		ConcurrencyPerKey *int64  `json:"concurrencyPerKey"`
+		RateLimit         *int64  `json:"rateLimit"`
+		RatePeriodMs      *int64  `json:"ratePeriodMs"`
+		DeclaredBy        *string `json:"declaredBy"`
+	}
+	if err := json.Unmarshal([]byte(text), &v); err != nil {
+		return nil, fmt.Errorf("the limits replaced (%q): %w", text, err)
+	}
+	n := func(p *int64) sql.NullInt64 {
+		if p == nil {
+			return sql.NullInt64{}
+		}
+		return sql.NullInt64{Int64: *p, Valid: true}
+	}
+	t, err := backend.ParseTime(at)
+	if err != nil {
+		return nil, fmt.Errorf("the limits replaced: replaced_at: %w", err)
+	}
+	r := &backend.ReplacedLimits{Limits: limitsOf(n(v.Concurrency), n(v.ConcurrencyPerKey), n(v.RateLimit), n(v.RatePeriodMs)), At: t}
+	if v.DeclaredBy != nil {
+		r.DeclaredBy = *v.DeclaredBy
+	}
+	return r, nil
 }
 
 // DeleteWorkflowLimits implements [backend.LimitStore].
@@ -125,12 +219,19 @@ func (b *Backend) ListWorkflowLimits(ctx context.Context) ([]backend.WorkflowLim
 			var w backend.WorkflowLimits
 			var conc, perKey, rate, period sql.NullInt64
 			var updated string
-			if err := rows.Scan(&w.WorkflowName, &conc, &perKey, &rate, &period, &updated); err != nil {
+			var declaredBy, replaced, replacedAt sql.NullString
+			if err := rows.Scan(&w.WorkflowName, &conc, &perKey, &rate, &period, &updated, &declaredBy, &replaced, &replacedAt); err != nil {
 				return err
 			}
 			w.Limits = limitsOf(conc, perKey, rate, period)
 			if w.UpdatedAt, err = backend.ParseTime(updated); err != nil {
 				return fmt.Errorf("limits of workflow %q: updated_at: %w", w.WorkflowName, err)
+			}
+			w.DeclaredBy = declaredBy.String
+			if replaced.Valid && replacedAt.Valid {
+				if w.Replaced, err = parseReplaced(replaced.String, replacedAt.String); err != nil {
+					return fmt.Errorf("limits of workflow %q: %w", w.WorkflowName, err)
+				}
 			}
 			out = append(out, w)
 		}

@@ -96,9 +96,9 @@ func (b *Backend) migrate(ctx context.Context) error {
 		if _, err := tx.ExecContext(ctx, b.q.CreateDeadlineIndex); err != nil {
 			return fmt.Errorf("create workflow_runs_go_deadline_idx: %w", err)
 		}
-		for _, stmt := range []string{b.q.CreatePriorityIndex, b.q.CreateQueueIndex, b.q.CreateQueueKeyIndex, b.q.CreateAdmittedIndex} {
+		for _, stmt := range []string{b.q.CreatePriorityIndex, b.q.DropPendingPriorityIndex, b.q.CreateQueueIndex, b.q.CreateQueueKeyIndex, b.q.CreateAdmittedIndex} {
 			if _, err := tx.ExecContext(ctx, stmt); err != nil {
-				return fmt.Errorf("create the indexes of go migration 8: %w", err)
+				return fmt.Errorf("create the indexes of go migration 8 (and the claim's priority index): %w", err)
 			}
 		}
 		return nil

@@ -45,19 +45,21 @@ type queries struct {
 	ExtendLease       string `sql:"extend_lease"`
 	ReleaseWorkerRuns string `sql:"release_worker_runs"`
 	// limits.sql
-	PutLimits          string `sql:"put_limits"`
-	DeleteLimits       string `sql:"delete_limits"`
-	ForgetLimitStarts  string `sql:"forget_limit_starts"`
-	ReleaseQueuedRuns  string `sql:"release_queued_runs"`
-	UnqueueRun         string `sql:"unqueue_run"`
-	ListLimits         string `sql:"list_limits"`
-	AdmissionLimits    string `sql:"admission_limits"`
-	AdmissionWindow    string `sql:"admission_window"`
-	AdmissionNextKey   string `sql:"admission_next_key"`
-	AdmissionKeyHead   string `sql:"admission_key_head"`
-	AdmissionKeyCounts string `sql:"admission_key_counts"`
-	InsertLimitStart   string `sql:"insert_limit_start"`
-	PruneLimitStarts   string `sql:"prune_limit_starts"`
+	PutLimits           string `sql:"put_limits"`
+	QueueBacklog        string `sql:"queue_backlog"`
+	CountStartedBacklog string `sql:"count_started_backlog"`
+	DeleteLimits        string `sql:"delete_limits"`
+	ForgetLimitStarts   string `sql:"forget_limit_starts"`
+	ReleaseQueuedRuns   string `sql:"release_queued_runs"`
+	UnqueueRun          string `sql:"unqueue_run"`
+	ListLimits          string `sql:"list_limits"`
+	AdmissionLimits     string `sql:"admission_limits"`
+	AdmissionWindow     string `sql:"admission_window"`
+	AdmissionNextKey    string `sql:"admission_next_key"`
+	AdmissionKeyHead    string `sql:"admission_key_head"`
+	AdmissionKeyCounts  string `sql:"admission_key_counts"`
+	InsertLimitStart    string `sql:"insert_limit_start"`
+	PruneLimitStarts    string `sql:"prune_limit_starts"`
 	// steps.sql
 	GetStep           string `sql:"get_step"`
 	ListSteps         string `sql:"list_steps"`
@@ -101,6 +103,7 @@ type queries struct {
 	OpenWorkflowMigrationVersion string `sql:"openworkflow_migration_version"`
 	CreateDeadlineIndex          string `sql:"create_deadline_index"`
 	CreatePriorityIndex          string `sql:"create_priority_index"`
+	DropPendingPriorityIndex     string `sql:"drop_pending_priority_index"`
 	CreateQueueIndex             string `sql:"create_queue_index"`
 	CreateQueueKeyIndex          string `sql:"create_queue_key_index"`
 	CreateAdmittedIndex          string `sql:"create_admitted_index"`

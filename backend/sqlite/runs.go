@@ -171,7 +171,8 @@ func (b *Backend) CountWorkflowRuns(ctx context.Context) (backend.RunCounts, err
 
 // ClaimWorkflowRuns fails the namespace's runs whose deadline has passed
 // (publishing EventRunFinished for each, and waking their parked parents),
-// then claims up to len(p.WorkerIDs) claimable runs, pending first, in one
+// then claims up to len(p.WorkerIDs) claimable runs in claim order (by
+// priority, then when each became due: see sql/claim.sql), in one
 // BEGIN IMMEDIATE transaction. The i-th claimed run is leased to
 // p.WorkerIDs[i] until now + p.LeaseDuration (30 s when <= 0). With no
 // WorkerIDs it only fails the expired runs. A claim that admits runs of

@@ -19,7 +19,11 @@ func (a *app) limitsCommand() *cobra.Command {
 		Long: `List the concurrency and rate limits stored for the namespace's workflows.
 Workers store them when they start with workflows that declare limits
 (ow.Spec.Limits, or worker.limits in openworkflow.yaml) and enforce them
-in every claim; a worker's per-worker limit is its own and not stored.`,
+in every claim; a worker's per-worker limit is its own and not stored.
+DECLARED BY names the worker that stored them (its id and the versions it
+registered); when its declaration replaced different limits, they are
+shown below the table with who had declared them: workers declaring
+different limits replace each other's at every start.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			_, b, err := a.openBackend(cmd)
@@ -42,12 +46,29 @@ in every claim; a worker's per-worker limit is its own and not stored.`,
 				return nil
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "WORKFLOW\tCONCURRENCY\tPER KEY\tRATE\tUPDATED")
+			fmt.Fprintln(tw, "WORKFLOW\tCONCURRENCY\tPER KEY\tRATE\tUPDATED\tDECLARED BY\tREPLACED")
+			var replaced []backend.WorkflowLimits
 			for _, l := range ls {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", l.WorkflowName, limitText(l.Concurrency), limitText(l.ConcurrencyPerKey),
-					rateText(l.Limits), l.UpdatedAt.Format("2006-01-02 15:04:05"))
+				rep := "-"
+				if l.Replaced != nil {
+					rep = "see below"
+					replaced = append(replaced, l)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.WorkflowName, limitText(l.Concurrency), limitText(l.ConcurrencyPerKey),
+					rateText(l.Limits), l.UpdatedAt.Format("2006-01-02 15:04:05"), orDash(&l.DeclaredBy), rep)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			// The last change of each workflow's limits that replaced
+			// other ones: two deployments declaring different limits
+			// replace each other's at every start.
+			for _, l := range replaced {
+				fmt.Fprintf(a.stdout, "\n%s: at %s the limits %s (declared by %s) were replaced by %s (declared by %s); workers declaring different limits replace each other's at every start\n",
+					l.WorkflowName, l.Replaced.At.Format("2006-01-02 15:04:05"), limitsText(l.Replaced.Limits), orDash(&l.Replaced.DeclaredBy),
+					limitsText(l.Limits), orDash(&l.DeclaredBy))
+			}
+			return nil
 		},
 	}
 	del := &cobra.Command{
@@ -78,6 +99,24 @@ declared stores them again.`,
 		},
 	}
 	return groupCommand("limits", "List and remove the concurrency and rate limits of workflows", list, del)
+}
+
+// limitsText is l in words: "concurrency 2, per key 1, rate 5 per 1s".
+func limitsText(l backend.Limits) string {
+	var parts []string
+	if l.Concurrency > 0 {
+		parts = append(parts, fmt.Sprint("concurrency ", l.Concurrency))
+	}
+	if l.ConcurrencyPerKey > 0 {
+		parts = append(parts, fmt.Sprint("per key ", l.ConcurrencyPerKey))
+	}
+	if l.RateLimit > 0 {
+		parts = append(parts, "rate "+rateText(l))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }
 
 func limitText(n int) string {

@@ -53,4 +53,19 @@ func TestLimitsListAndDelete(t *testing.T) {
 		t.Errorf("after delete the run is %+v, %v; want an ordinary pending run", r, err)
 	}
 	mustContain(t, "list after delete", e.ok("limits", "list").stdout, "no workflow has stored limits")
+
+	// Two declarations that differ: the list names who declared each.
+	d := c.Backend().(backend.LimitDeclarer)
+	if _, _, err := d.DeclareWorkflowLimits(ctx, "sync-account", backend.Limits{Concurrency: 2}, "worker a (sync-account v1)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := d.DeclareWorkflowLimits(ctx, "sync-account", backend.Limits{Concurrency: 4}, "worker b (sync-account v2)"); err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, "list after a conflicting declaration", e.ok("limits", "list").stdout, "DECLARED BY", "REPLACED",
+		"the limits concurrency 2 (declared by worker a (sync-account v1)) were replaced by concurrency 4 (declared by worker b (sync-account v2))")
+	got = decode[[]backend.WorkflowLimits](t, e.ok("limits", "list", "--json"))
+	if len(got) != 1 || got[0].Replaced == nil || got[0].Replaced.Concurrency != 2 || got[0].DeclaredBy != "worker b (sync-account v2)" {
+		t.Errorf("list --json after a conflicting declaration = %+v", got)
+	}
 }

@@ -94,9 +94,15 @@ WHERE "namespace_id" = $1 AND "id" = $2
 	}
 }
 
-// The claim order is the same in both SDKs: pending runs first, then by
-// available_at, then created_at (Go adds id as the last tie-break).
-func TestClaimOrderIsTheSameInBothSDKs(t *testing.T) {
+// The claim orders of the two SDKs. TypeScript's claim takes pending runs
+// first, then by available_at, then created_at. Go's claims every due run
+// by priority, then by the time it became due (available_at), created_at
+// and id, pending or not (issue 19: a run handed back after an outage, or
+// woken, keeps its place ahead of the runs that became due after it).
+// With every run of priority 0 and every due run pending, the two are the
+// same; a TypeScript worker in the namespace still takes pending runs
+// before due running ones, as it always did.
+func TestClaimOrdersOfBothSDKs(t *testing.T) {
 	setup(t)
 	base := time.Now().Add(-time.Minute).UTC().Truncate(time.Millisecond)
 	// name, status to force, available_at offset
@@ -112,7 +118,8 @@ func TestClaimOrderIsTheSameInBothSDKs(t *testing.T) {
 		{"p2", "pending", 20 * time.Second},
 		{"future", "pending", 2 * time.Minute}, // not yet claimable
 	}
-	want := []string{"p1", "p2", "p3", "r1", "s1"}
+	wantTS := []string{"p1", "p2", "p3", "r1", "s1"}
+	wantGo := []string{"r1", "s1", "p1", "p2", "p3"}
 	seed := func(e *env) {
 		for _, l := range layout {
 			at := base.Add(l.at)
@@ -147,8 +154,8 @@ func TestClaimOrderIsTheSameInBothSDKs(t *testing.T) {
 		}
 		goOrder = append(goOrder, runs[0].WorkflowName)
 	}
-	if !reflect.DeepEqual(tsOrder, want) || !reflect.DeepEqual(goOrder, want) {
-		t.Errorf("claim order: TS %v, Go %v, want %v", tsOrder, goOrder, want)
+	if !reflect.DeepEqual(tsOrder, wantTS) || !reflect.DeepEqual(goOrder, wantGo) {
+		t.Errorf("claim order: TS %v, Go %v; want TS %v (pending first), Go %v (by due time)", tsOrder, goOrder, wantTS, wantGo)
 	}
 }
 

@@ -58,8 +58,8 @@ expired AS (
       "error" = {{deadline_error}},
       "worker_id" = NULL,
       "available_at" = NULL,
-      "finished_at" = {{now({{at}})}},
-      "updated_at" = {{now({{at}})}},
+      "finished_at" = {{stamp({{at}})}},
+      "updated_at" = {{stamp({{at}})}},
       "go_queued_at" = NULL
   WHERE wr."namespace_id" = {{ns}}
     AND wr."status" IN ('pending', 'running', 'sleeping')
@@ -72,45 +72,59 @@ expired AS (
 -- The claim's candidates, CTEs ending in "candidate": up to {{n}}
 -- claimable runs of namespace {{ns}}, locked FOR UPDATE SKIP LOCKED, of
 -- the workflows {{names}}/{{versions}} (NULL: any) and not of the names
--- {{exclude}} (NULL: none). In claim order: due pending runs (of priority
--- above 0, then 0, then below, each by priority and then FIFO), due
--- running ones (expired leases, parked runs), due runs of the legacy
--- status sleeping, then parked runs due within {{ahead}} ms (the
--- lookahead, 0 for none); those last three FIFO whatever their priority,
--- so a woken run keeps the place it had among runs due before and after
--- it. Each part reads one index in order and stops at its limit (what
--- the parts before it left of {{n}}): runs of priority 0, nearly all,
--- read OpenWorkflow's claim index (namespace, status, available_at,
--- created_at); the others the partial index workflow_runs_go_priority_idx
--- (go migration 8), empty unless priorities are used. So a claim costs
--- the same with 5 or 500,000 runs waiting: a single query ordered by a
--- CASE on the status had to sort every due run on every claim (21 ms
--- with 5,000 pending), as did one over status IN ('running', 'sleeping')
--- (47 ms with 100,000 due parked runs, against 0.09 ms for status =
--- 'running').
-{{claim_priority_candidate(pending_high, c."go_priority" > 0, {{n}}, {{ns}}, {{names}}, {{versions}}, {{at}}, {{exclude}})}},
+-- {{exclude}} (NULL: none). In claim order: the due runs — pending, handed
+-- back or with an expired lease, woken from a sleep, of the legacy status
+-- sleeping, all alike — by priority (higher first), then by the time they
+-- became claimable (available_at), created_at and id; then the parked runs
+-- due within {{ahead}} ms (the lookahead, 0 for none). So a run handed
+-- back after an outage, or woken, keeps its place ahead of the runs that
+-- became due after it, and a run of priority 10 that slept wakes ahead of
+-- the runs of priority 0.
+--
+-- Each part reads one index in order and stops at its limit: the due
+-- runs of a priority above 0, then those of priority 0, then below 0, each
+-- taking what the ones before it left of {{n}}. Runs of priority 0, nearly
+-- all, are read from OpenWorkflow's claim index (namespace, status,
+-- available_at, created_at), one range per status, merged by due time
+-- (each range takes up to what is left of {{n}}; the merge keeps the
+-- first); the others from the partial index workflow_runs_go_claim_priority_idx
+-- (go migration 10: all three claimable statuses in one index order),
+-- empty unless priorities are used. So a claim costs the same with 5 or
+-- 500,000 runs waiting: what it sorts is at most a few times {{n}} rows,
+-- never the backlog. A single query over several statuses, or ordered by a
+-- CASE on the status, had to sort every due run on every claim (21 ms
+-- with 5,000 pending; 47 ms with 100,000 due parked runs).
+--
+-- The merge locks up to {{n}} rows per status of priority 0 and keeps
+-- {{n}} of them: the rows it leaves are locked until the claim's
+-- statement ends, and a concurrent claim skips them as it skips rows
+-- being claimed.
+{{claim_priority_candidate(high, c."go_priority" > 0, {{n}}, {{ns}}, {{names}}, {{versions}}, {{at}}, {{exclude}})}},
 {{claim_candidate(pending_normal, 'pending', 0, c."go_priority" = 0 AND c."available_at" <= {{clock({{at}})}},
-  {{n}} - (SELECT count(*) FROM pending_high), {{ns}}, {{names}}, {{versions}}, {{at}}, {{exclude}})}},
-{{claim_priority_candidate(pending_low, c."go_priority" < 0,
-  {{n}} - (SELECT count(*) FROM pending_high) - (SELECT count(*) FROM pending_normal),
-  {{ns}}, {{names}}, {{versions}}, {{at}}, {{exclude}})}},
-pending_candidate AS (
-  SELECT * FROM pending_high
-  UNION ALL SELECT * FROM pending_normal
-  UNION ALL SELECT * FROM pending_low
+  {{n}} - (SELECT count(*) FROM high), {{ns}}, {{names}}, {{versions}}, {{at}}, {{exclude}})}},
+{{claim_candidate(running_normal, 'running', 0, c."go_priority" = 0 AND c."available_at" <= {{clock({{at}})}},
+  {{n}} - (SELECT count(*) FROM high), {{ns}}, {{names}}, {{versions}}, {{at}}, {{exclude}})}},
+{{claim_candidate(sleeping_normal, 'sleeping', 0, c."go_priority" = 0 AND c."available_at" <= {{clock({{at}})}},
+  {{n}} - (SELECT count(*) FROM high), {{ns}}, {{names}}, {{versions}}, {{at}}, {{exclude}})}},
+normal AS (
+  SELECT * FROM (
+    SELECT * FROM pending_normal
+    UNION ALL SELECT * FROM running_normal
+    UNION ALL SELECT * FROM sleeping_normal
+  ) AS m
+  ORDER BY m."available_at", m."created_at", m."id"
+  LIMIT {{n}} - (SELECT count(*) FROM high)
 ),
-{{claim_candidate(running_candidate, 'running', 1, c."available_at" <= {{clock({{at}})}},
-  {{n}} - (SELECT count(*) FROM pending_candidate), {{ns}}, {{names}}, {{versions}}, {{at}}, {{exclude}})}},
-{{claim_candidate(sleeping_candidate, 'sleeping', 2, c."available_at" <= {{clock({{at}})}},
-  {{n}} - (SELECT count(*) FROM pending_candidate) - (SELECT count(*) FROM running_candidate),
+{{claim_priority_candidate(low, c."go_priority" < 0,
+  {{n}} - (SELECT count(*) FROM high) - (SELECT count(*) FROM normal),
   {{ns}}, {{names}}, {{versions}}, {{at}}, {{exclude}})}},
-{{claim_candidate(early_candidate, 'running', 3, {{due_within_lookahead({{ahead}}, {{at}})}},
-  {{n}} - (SELECT count(*) FROM pending_candidate) - (SELECT count(*) FROM running_candidate)
-    - (SELECT count(*) FROM sleeping_candidate), {{ns}}, {{names}}, {{versions}}, {{at}}, {{exclude}})}},
+{{claim_candidate(early_candidate, 'running', 1, {{due_within_lookahead({{ahead}}, {{at}})}},
+  {{n}} - (SELECT count(*) FROM high) - (SELECT count(*) FROM normal) - (SELECT count(*) FROM low),
+  {{ns}}, {{names}}, {{versions}}, {{at}}, {{exclude}})}},
 candidate AS (
-  SELECT * FROM pending_candidate
-  UNION ALL SELECT * FROM running_candidate
-  UNION ALL SELECT * FROM sleeping_candidate
+  SELECT * FROM high
+  UNION ALL SELECT * FROM normal
+  UNION ALL SELECT * FROM low
   UNION ALL SELECT * FROM early_candidate
 )
 
@@ -118,8 +132,10 @@ candidate AS (
 -- One of the claim's candidate CTEs: up to {{limit}} runs of one status,
 -- due as {{due}} says and not past their deadline, of the workflows
 -- {{names}}/{{versions}} when set and not of {{exclude}}, FIFO in
--- claim-index order, locked and skipping rows other claimers hold. Their
--- priority is not read: 0 for the claim's order.
+-- claim-index order, locked and skipping rows other claimers hold. Rank
+-- {{rank}}: 0 due, 1 due only within the lookahead. Their priority is not
+-- read: 0 for the claim's order (the early ones' priority is not
+-- weighed: they are few and none is due yet).
 {{name}} AS (
   SELECT c."namespace_id", c."id", c."workflow_name", {{rank}} AS "rank", 0 AS "priority",
          c."available_at", c."created_at"
@@ -134,19 +150,21 @@ candidate AS (
 )
 
 -- fragment: claim_priority_candidate(name, priority, limit, ns, names, versions, at, exclude)
--- claim_candidate for due pending runs of a priority other than 0 (those
--- {{priority}} selects), by priority and then FIFO, from the partial
--- index workflow_runs_go_priority_idx (its predicate is repeated so that
--- the planner may use it).
+-- claim_candidate for the due runs of a priority other than 0 (those
+-- {{priority}} selects) of every claimable status, by priority and then
+-- due time, from the partial index workflow_runs_go_claim_priority_idx
+-- (its predicate is repeated so that the planner may use it). Its runs
+-- not yet due (leased, parked) are skipped inside the index scan: an
+-- index condition, no heap read.
 {{name}} AS (
   SELECT c."namespace_id", c."id", c."workflow_name", 0 AS "rank", c."go_priority" AS "priority",
          c."available_at", c."created_at"
   FROM {{schema}}."workflow_runs" AS c
   WHERE c."namespace_id" = {{ns}}
-    AND c."status" = 'pending' AND c."go_priority" <> 0 AND {{priority}}
+    AND c."status" IN ('pending', 'running', 'sleeping') AND c."go_priority" <> 0 AND {{priority}}
     AND c."available_at" <= {{clock({{at}})}}
     AND {{claim_filters({{names}}, {{versions}}, {{at}}, {{exclude}})}}
-  ORDER BY c."go_priority" DESC, c."available_at", c."created_at"
+  ORDER BY c."go_priority" DESC, c."available_at", c."created_at", c."id"
   LIMIT {{limit}}
   FOR UPDATE SKIP LOCKED
 )

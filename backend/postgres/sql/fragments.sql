@@ -38,6 +38,20 @@ COALESCE({{at}}::timestamptz, NOW())
 -- The present truncated to milliseconds, as every timestamp is stored.
 date_trunc('milliseconds', {{clock({{at}})}})
 
+-- fragment: stamp(at)
+-- now(at), read from the database's clock when the row is written
+-- (clock_timestamp()) rather than at the transaction's start (NOW()): the
+-- times that prove a limit, a run's admission (go_admitted_at, and its row
+-- of workflow_limit_starts) and a run's end (finished_at, with its
+-- updated_at). An admission is written by a statement whose snapshot was
+-- taken after the admission lock, and it frees a slot only for a finish
+-- that committed before that snapshot, so the admission's stamp is never
+-- earlier than the finish's: an audit of the stored intervals sees the
+-- limit kept. NOW() was the claim's start, before it waited for the lock:
+-- admitted runs seemed to start up to 100 ms before the runs whose slots
+-- they took had finished. The injected clock, when set, as everywhere.
+date_trunc('milliseconds', COALESCE({{at}}::timestamptz, clock_timestamp()))
+
 -- fragment: run_columns
 -- The workflow_runs columns, read as "wr", in the order scanRun reads them.
 wr."namespace_id", wr."id", wr."workflow_name", wr."version", wr."status",
@@ -138,8 +152,8 @@ owned_run AS (
     "error" = CASE WHEN {{past_deadline({{at}})}} THEN {{deadline_error}} ELSE NULL END,
     "worker_id" = CASE WHEN {{past_deadline({{at}})}} THEN NULL ELSE wr."worker_id" END,
     "available_at" = NULL,
-    "finished_at" = {{now({{at}})}},
-    "updated_at" = {{now({{at}})}}
+    "finished_at" = {{stamp({{at}})}},
+    "updated_at" = {{stamp({{at}})}}
 
 -- fragment: wake_now(at)
 -- The available_at of a parked run woken by a child's end, a signal or a

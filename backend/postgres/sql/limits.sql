@@ -5,22 +5,61 @@
 
 -- name: put_limits
 -- Stores the limits of workflow $2 ($3 concurrency, $4 per key, $5 rate,
--- $6 rate period in ms; NULL for none), returning a row only when they
--- changed (a new row, or other values).
-INSERT INTO {{schema}}."workflow_limits" AS l (
-  "namespace_id", "workflow_name", "concurrency", "concurrency_per_key", "rate_limit", "rate_period_ms",
-  "created_at", "updated_at"
+-- $6 rate period in ms; NULL for none) declared by $7 (NULL: not by a
+-- worker), returning a row only when they changed (a new row, or other
+-- values): the limits replaced (NULL for a new row) and when. Runs after
+-- lock_admission in the same transaction. When they changed, the
+-- workflow's backlog comes under them at once (backend.LimitStore):
+-- its pending runs that never started wait for admission, from the time
+-- they were due (queued), and its runs started and not finished, which
+-- no admission counted, hold slots from their start (counted); both take
+-- the key '' when they have none, as a limited run started without one.
+-- A claim
+-- admitting the workflow holds its admission lock while it counts, so it
+-- sees all of this or none of it.
+WITH up AS (
+  INSERT INTO {{schema}}."workflow_limits" AS l (
+    "namespace_id", "workflow_name", "concurrency", "concurrency_per_key", "rate_limit", "rate_period_ms",
+    "declared_by", "created_at", "updated_at"
+  )
+  VALUES ($1, $2, $3, $4, $5, $6, $7, {{now($8)}}, {{now($8)}})
+  ON CONFLICT ("namespace_id", "workflow_name") DO UPDATE
+  SET "concurrency" = EXCLUDED."concurrency",
+      "concurrency_per_key" = EXCLUDED."concurrency_per_key",
+      "rate_limit" = EXCLUDED."rate_limit",
+      "rate_period_ms" = EXCLUDED."rate_period_ms",
+      "declared_by" = EXCLUDED."declared_by",
+      "updated_at" = EXCLUDED."updated_at",
+      "replaced" = json_build_object('concurrency', l."concurrency", 'concurrencyPerKey', l."concurrency_per_key",
+        'rateLimit', l."rate_limit", 'ratePeriodMs', l."rate_period_ms", 'declaredBy', l."declared_by")::text,
+      "replaced_at" = EXCLUDED."updated_at"
+  WHERE (l."concurrency", l."concurrency_per_key", l."rate_limit", l."rate_period_ms")
+    IS DISTINCT FROM (EXCLUDED."concurrency", EXCLUDED."concurrency_per_key", EXCLUDED."rate_limit", EXCLUDED."rate_period_ms")
+  RETURNING (xmax = 0) AS "inserted", l."replaced", l."replaced_at"
+),
+queued AS (
+  UPDATE {{schema}}."workflow_runs" AS wr
+  SET "go_queued_at" = wr."available_at",
+      "available_at" = NULL,
+      "go_concurrency_key" = COALESCE(wr."go_concurrency_key", ''),
+      "updated_at" = {{now($8)}}
+  WHERE wr."namespace_id" = $1 AND wr."workflow_name" = $2 AND EXISTS (SELECT 1 FROM up)
+    AND wr."status" = 'pending' AND wr."attempts" = 0 AND wr."started_at" IS NULL
+    AND wr."go_queued_at" IS NULL AND wr."available_at" IS NOT NULL
+  RETURNING 1
+),
+counted AS (
+  UPDATE {{schema}}."workflow_runs" AS wr
+  SET "go_admitted_at" = COALESCE(wr."started_at", {{now($8)}}),
+      "go_concurrency_key" = COALESCE(wr."go_concurrency_key", '')
+  WHERE wr."namespace_id" = $1 AND wr."workflow_name" = $2 AND EXISTS (SELECT 1 FROM up)
+    AND wr."status" IN ('pending', 'running', 'sleeping') AND (wr."attempts" > 0 OR wr."started_at" IS NOT NULL)
+    AND wr."go_admitted_at" IS NULL AND wr."go_queued_at" IS NULL
+  RETURNING 1
 )
-VALUES ($1, $2, $3, $4, $5, $6, {{now($7)}}, {{now($7)}})
-ON CONFLICT ("namespace_id", "workflow_name") DO UPDATE
-SET "concurrency" = EXCLUDED."concurrency",
-    "concurrency_per_key" = EXCLUDED."concurrency_per_key",
-    "rate_limit" = EXCLUDED."rate_limit",
-    "rate_period_ms" = EXCLUDED."rate_period_ms",
-    "updated_at" = EXCLUDED."updated_at"
-WHERE (l."concurrency", l."concurrency_per_key", l."rate_limit", l."rate_period_ms")
-  IS DISTINCT FROM (EXCLUDED."concurrency", EXCLUDED."concurrency_per_key", EXCLUDED."rate_limit", EXCLUDED."rate_period_ms")
-RETURNING 1
+SELECT CASE WHEN up."inserted" THEN NULL ELSE up."replaced" END, up."replaced_at",
+       (SELECT count(*) FROM queued), (SELECT count(*) FROM counted)
+FROM up
 
 -- name: delete_limits
 -- Removes the limits of workflow $2, forgets its admissions, and releases
@@ -48,7 +87,8 @@ released AS (
 SELECT (SELECT count(*) FROM removed) > 0, (SELECT count(*) FROM released WHERE waited)::int
 
 -- name: list_limits
-SELECT l."workflow_name", l."concurrency", l."concurrency_per_key", l."rate_limit", l."rate_period_ms", l."updated_at"
+SELECT l."workflow_name", l."concurrency", l."concurrency_per_key", l."rate_limit", l."rate_period_ms", l."updated_at",
+       l."declared_by", l."replaced", l."replaced_at"
 FROM {{schema}}."workflow_limits" AS l
 WHERE l."namespace_id" = $1
 ORDER BY l."workflow_name"
@@ -251,7 +291,7 @@ claimed AS (
       "started_at" = COALESCE(wr."started_at", {{now($6)}}),
       "updated_at" = {{now($6)}},
       "go_queued_at" = CASE WHEN c."admit" THEN NULL ELSE wr."go_queued_at" END,
-      "go_admitted_at" = CASE WHEN c."admit" THEN {{now($6)}} ELSE wr."go_admitted_at" END
+      "go_admitted_at" = CASE WHEN c."admit" THEN {{stamp($6)}} ELSE wr."go_admitted_at" END
   FROM chosen AS c
   WHERE wr."namespace_id" = c."namespace_id" AND wr."id" = c."id"
     AND (NOT c."admit" OR (wr."status" = 'pending' AND wr."go_queued_at" IS NOT NULL)) IS TRUE
@@ -259,7 +299,7 @@ claimed AS (
 ),
 started AS (
   INSERT INTO {{schema}}."workflow_limit_starts" ("namespace_id", "workflow_name", "concurrency_key", "started_at", "workflow_run_id")
-  SELECT cl."namespace_id", cl."workflow_name", COALESCE(cl."go_concurrency_key", ''), {{now($6)}}, cl."id"
+  SELECT cl."namespace_id", cl."workflow_name", COALESCE(cl."go_concurrency_key", ''), cl."go_admitted_at", cl."id"
   FROM claimed AS cl
   JOIN {{schema}}."workflow_limits" AS l ON l."namespace_id" = cl."namespace_id" AND l."workflow_name" = cl."workflow_name"
   WHERE cl.admitted AND l."rate_limit" IS NOT NULL
@@ -405,7 +445,7 @@ claimed AS (
       "started_at" = COALESCE(wr."started_at", {{now($12)}}),
       "updated_at" = {{now($12)}},
       "go_queued_at" = CASE WHEN slot."admit" THEN NULL ELSE wr."go_queued_at" END,
-      "go_admitted_at" = CASE WHEN slot."admit" THEN {{now($12)}} ELSE wr."go_admitted_at" END
+      "go_admitted_at" = CASE WHEN slot."admit" THEN {{stamp($12)}} ELSE wr."go_admitted_at" END
   FROM slot JOIN worker ON worker."n" = slot."n"
   WHERE wr."namespace_id" = slot."namespace_id" AND wr."id" = slot."id"
     AND (NOT slot."admit" OR (wr."status" = 'pending' AND wr."go_queued_at" IS NOT NULL)) IS TRUE
@@ -413,7 +453,7 @@ claimed AS (
 ),
 started AS (
   INSERT INTO {{schema}}."workflow_limit_starts" ("namespace_id", "workflow_name", "concurrency_key", "started_at", "workflow_run_id")
-  SELECT cl."namespace_id", cl."workflow_name", COALESCE(cl."go_concurrency_key", ''), {{now($12)}}, cl."id"
+  SELECT cl."namespace_id", cl."workflow_name", COALESCE(cl."go_concurrency_key", ''), cl."go_admitted_at", cl."id"
   FROM claimed AS cl
   JOIN lim AS l ON l."workflow_name" = cl."workflow_name"
   WHERE cl.admitted AND l."rate_limit" IS NOT NULL

@@ -109,8 +109,8 @@ WITH canceled AS (
   SET "status" = 'canceled',
       "worker_id" = NULL,
       "available_at" = NULL,
-      "finished_at" = {{now($3)}},
-      "updated_at" = {{now($3)}},
+      "finished_at" = {{stamp($3)}},
+      "updated_at" = {{stamp($3)}},
       "go_queued_at" = NULL
   WHERE wr."namespace_id" = $1 AND wr."id" = $2
     AND (wr."status" IN ('pending', 'running', 'sleeping')) IS TRUE

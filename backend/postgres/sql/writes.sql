@@ -122,11 +122,11 @@ RETURNING wr."id", wr."parent_step_attempt_namespace_id", wr."parent_step_attemp
 UPDATE {{schema}}."workflow_runs" AS wr
 SET "status" = 'failed',
     "available_at" = NULL,
-    "finished_at" = {{now($5)}},
+    "finished_at" = {{stamp($5)}},
     "error" = $4,
     "worker_id" = NULL,
     "started_at" = NULL,
-    "updated_at" = {{now($5)}}
+    "updated_at" = {{stamp($5)}}
 WHERE wr."namespace_id" = $1 AND wr."id" = $2
   AND (wr."status" = 'running') IS TRUE AND wr."worker_id" = $3
 RETURNING wr."parent_step_attempt_namespace_id", wr."parent_step_attempt_id"

@@ -24,18 +24,22 @@ WHERE "namespace_id" = :ns
 RETURNING {{parent_link}}
 
 -- name: claim_candidates
--- Picks the runs to claim, in claim order: due pending runs first (of
--- priority above 0, then 0, then below; by priority, then FIFO), then due
--- running ones (expired leases, parked runs), due runs of the legacy
--- status sleeping, and last the parked runs due by :ahead (the claim's
--- lookahead) but not yet; those last three FIFO (available_at then
--- created_at) whatever their priority. Each part reads one index in order
--- — OpenWorkflow's claim index (namespace, status, available_at,
--- created_at), or for pending runs of a priority other than 0 the partial
--- index workflow_runs_go_priority_idx — and stops at :limit, so a claim
--- costs the same with 5 or 500,000 runs waiting: one query over several
--- statuses, or ordered by a CASE on the status, sorts every due run on
--- every claim. Only the ids: an ordinary claim takes the runs as they come.
+-- Picks the runs to claim, in claim order: the due runs — pending, handed
+-- back or with an expired lease, woken, of the legacy status sleeping, all
+-- alike — by priority (higher first), then by the time they became
+-- claimable (available_at), created_at and id; then the parked runs due by
+-- :ahead (the claim's lookahead) but not yet. So a run handed back after
+-- an outage, or woken, keeps its place ahead of the runs that became due
+-- after it, and a run of priority 10 that slept wakes ahead of the runs of
+-- priority 0. Each part reads one index in order and stops at :limit —
+-- for runs of priority 0 OpenWorkflow's claim index (namespace, status,
+-- available_at, created_at), one range per status; for the others the
+-- partial index workflow_runs_go_claim_priority_idx, all claimable
+-- statuses in claim order — so a claim sorts at most a few times :limit
+-- rows and costs the same with 5 or 500,000 runs waiting: one query over
+-- several statuses, or ordered by a CASE on the status, sorts every due
+-- run on every claim. Only the ids: an ordinary claim takes the runs as
+-- they come.
 SELECT "id" FROM (
 {{claim_candidate_parts(1)}})
 ORDER BY "rank", "priority" DESC, "available_at", "created_at", "id"
@@ -53,22 +57,24 @@ ORDER BY "rank", "priority" DESC, "available_at", "created_at", "id"
 LIMIT :limit
 
 -- fragment: claim_candidate_parts(extra)
--- The parts of claim_candidates, each also filtered by {{extra}}.
+-- The parts of claim_candidates, each also filtered by {{extra}}: rank 0
+-- the due runs, rank 1 those due only within the lookahead.
 {{claim_priority_candidate("go_priority" > 0, {{extra}})}}
   UNION ALL
 {{claim_candidate(0, 'pending', "go_priority" = 0 AND "available_at" <= :now, {{extra}})}}
   UNION ALL
+{{claim_candidate(0, 'running', "go_priority" = 0 AND "available_at" <= :now, {{extra}})}}
+  UNION ALL
+{{claim_candidate(0, 'sleeping', "go_priority" = 0 AND "available_at" <= :now, {{extra}})}}
+  UNION ALL
 {{claim_priority_candidate("go_priority" < 0, {{extra}})}}
   UNION ALL
-{{claim_candidate(1, 'running', "available_at" <= :now, {{extra}})}}
-  UNION ALL
-{{claim_candidate(2, 'sleeping', "available_at" <= :now, {{extra}})}}
-  UNION ALL
-{{claim_candidate(3, 'running', "available_at" > :now AND "available_at" <= :ahead AND "worker_id" IS NULL, {{extra}})}}
+{{claim_candidate(1, 'running', "available_at" > :now AND "available_at" <= :ahead AND "worker_id" IS NULL, {{extra}})}}
 
 -- fragment: claim_candidate(rank, status, due, extra)
 -- One part of claim_candidates: up to :limit runs of one status, due as
--- {{due}} says, FIFO in claim-index order; priority 0 in the claim's order.
+-- {{due}} says, FIFO in claim-index order; priority 0 in the claim's order
+-- (the early ones' priority is not weighed: they are few, none due yet).
   SELECT * FROM (
     SELECT "id", "workflow_name", {{rank}} AS "rank", 0 AS "priority", "available_at", "created_at"
     FROM "workflow_runs"
@@ -80,18 +86,18 @@ LIMIT :limit
     LIMIT :limit)
 
 -- fragment: claim_priority_candidate(priority, extra)
--- The part of claim_candidates for due pending runs of a priority other
--- than 0 ({{priority}} says which), by priority then FIFO, from the
--- partial index workflow_runs_go_priority_idx (whose predicate is
--- repeated, as SQLite requires to use it).
+-- The part of claim_candidates for due runs of a priority other than 0
+-- ({{priority}} says which) of every claimable status, by priority then
+-- due time, from the partial index workflow_runs_go_claim_priority_idx
+-- (whose predicate is repeated, as SQLite requires to use it).
   SELECT * FROM (
     SELECT "id", "workflow_name", 0 AS "rank", "go_priority" AS "priority", "available_at", "created_at"
     FROM "workflow_runs"
     WHERE "namespace_id" = :ns
-      AND "status" = 'pending' AND "go_priority" <> 0 AND {{priority}}
+      AND "status" IN {{non_terminal_statuses}} AND "go_priority" <> 0 AND {{priority}}
       AND "available_at" <= :now
       AND {{claim_filters}} AND {{extra}}
-    ORDER BY "go_priority" DESC, "available_at", "created_at"
+    ORDER BY "go_priority" DESC, "available_at", "created_at", "id"
     LIMIT :limit)
 
 -- fragment: claim_filters

@@ -7,23 +7,52 @@
 
 -- name: put_limits
 -- Stores the limits of :workflow_name (NULL columns limit nothing),
--- returning a row only when they changed.
+-- declared by :declared_by (NULL: not by a worker), returning a row only
+-- when they changed: the limits replaced (NULL for a new row, as JSON:
+-- see go migration 10) and when.
 INSERT INTO "workflow_limits" AS l (
   "namespace_id", "workflow_name", "concurrency", "concurrency_per_key", "rate_limit", "rate_period_ms",
-  "created_at", "updated_at"
+  "declared_by", "created_at", "updated_at"
 )
-VALUES (:ns, :workflow_name, :concurrency, :per_key, :rate_limit, :rate_period_ms, :now, :now)
+VALUES (:ns, :workflow_name, :concurrency, :per_key, :rate_limit, :rate_period_ms, :declared_by, :now, :now)
 ON CONFLICT ("namespace_id", "workflow_name") DO UPDATE
 SET "concurrency" = excluded."concurrency",
     "concurrency_per_key" = excluded."concurrency_per_key",
     "rate_limit" = excluded."rate_limit",
     "rate_period_ms" = excluded."rate_period_ms",
-    "updated_at" = excluded."updated_at"
+    "declared_by" = excluded."declared_by",
+    "updated_at" = excluded."updated_at",
+    "replaced" = json_object('concurrency', l."concurrency", 'concurrencyPerKey', l."concurrency_per_key",
+      'rateLimit', l."rate_limit", 'ratePeriodMs', l."rate_period_ms", 'declaredBy', l."declared_by"),
+    "replaced_at" = excluded."updated_at"
 WHERE l."concurrency" IS NOT excluded."concurrency"
    OR l."concurrency_per_key" IS NOT excluded."concurrency_per_key"
    OR l."rate_limit" IS NOT excluded."rate_limit"
    OR l."rate_period_ms" IS NOT excluded."rate_period_ms"
-RETURNING 1
+RETURNING "replaced", "replaced_at"
+
+-- name: queue_backlog
+-- When the limits of :workflow_name were stored or changed: its pending
+-- runs that never started wait for admission from when they were due
+-- (backend.LimitStore), with the key '' when they have none.
+UPDATE "workflow_runs"
+SET "go_queued_at" = "available_at",
+    "available_at" = NULL,
+    "go_concurrency_key" = COALESCE("go_concurrency_key", ''),
+    "updated_at" = :now
+WHERE "namespace_id" = :ns AND "workflow_name" = :workflow_name
+  AND "status" = 'pending' AND "attempts" = 0 AND "started_at" IS NULL
+  AND "go_queued_at" IS NULL AND "available_at" IS NOT NULL
+
+-- name: count_started_backlog
+-- And its runs started and not finished, which no admission counted,
+-- hold slots from their start.
+UPDATE "workflow_runs"
+SET "go_admitted_at" = COALESCE("started_at", :now),
+    "go_concurrency_key" = COALESCE("go_concurrency_key", '')
+WHERE "namespace_id" = :ns AND "workflow_name" = :workflow_name
+  AND "status" IN {{non_terminal_statuses}} AND ("attempts" > 0 OR "started_at" IS NOT NULL)
+  AND "go_admitted_at" IS NULL AND "go_queued_at" IS NULL
 
 -- name: delete_limits
 DELETE FROM "workflow_limits"
@@ -51,7 +80,8 @@ UPDATE "workflow_runs" SET "go_queued_at" = NULL
 WHERE "namespace_id" = :ns AND "id" = :run_id AND "status" <> 'pending'
 
 -- name: list_limits
-SELECT "workflow_name", "concurrency", "concurrency_per_key", "rate_limit", "rate_period_ms", "updated_at"
+SELECT "workflow_name", "concurrency", "concurrency_per_key", "rate_limit", "rate_period_ms", "updated_at",
+       "declared_by", "replaced", "replaced_at"
 FROM "workflow_limits"
 WHERE "namespace_id" = :ns
 ORDER BY "workflow_name"

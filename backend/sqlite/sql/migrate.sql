@@ -41,11 +41,18 @@ SELECT "version" FROM "openworkflow_go_migrations"
 -- partial, so runs without a priority, limits or admission have no entry
 -- (PostgreSQL's go migration 8 says what each serves). Their predicates
 -- are repeated, term for term, by the statements that use them, as SQLite
--- requires. This one: the claim's pending runs of a priority other than
--- 0, in claim order.
-CREATE INDEX IF NOT EXISTS "workflow_runs_go_priority_idx"
-ON "workflow_runs" ("namespace_id", "status", "go_priority" DESC, "available_at", "created_at")
-WHERE "status" = 'pending' AND "go_priority" <> 0
+-- requires. This one: the claim's due runs of a priority other than 0,
+-- of every claimable status, in claim order (priority, then due time), so
+-- that a run of priority 10 woken from a sleep is read before the runs of
+-- priority 0 (as PostgreSQL's go migration 10).
+CREATE INDEX IF NOT EXISTS "workflow_runs_go_claim_priority_idx"
+ON "workflow_runs" ("namespace_id", "go_priority" DESC, "available_at", "created_at", "id")
+WHERE "status" IN {{non_terminal_statuses}} AND "go_priority" <> 0
+
+-- name: drop_pending_priority_index
+-- The index create_priority_index made before the claim ordered runs
+-- already started by priority: pending runs only. Dropped at open.
+DROP INDEX IF EXISTS "workflow_runs_go_priority_idx"
 
 -- name: create_queue_index
 -- The runs waiting for admission of one workflow, in claim order: those
