@@ -99,5 +99,6 @@ func (NoMetrics) ObserveRequest(string, string, int, time.Duration) {}
 
 // ObserveAbandonedStep does nothing.
 func (NoMetrics) ObserveAbandonedStep(bool) {}
+
 // ObserveScheduleFailure does nothing.
 func (NoMetrics) ObserveScheduleFailure(string) {}
