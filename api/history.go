@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -44,9 +45,6 @@ func History(run *backend.WorkflowRun, attempts []backend.StepAttempt, first, la
 	var evs []Event
 	if first {
 		evs = append(evs, Event{Type: "run_created", At: run.CreatedAt, Data: data(run.Input)})
-		if run.StartedAt != nil {
-			evs = append(evs, Event{Type: "run_started", At: *run.StartedAt})
-		}
 	}
 	for i := range attempts {
 		a := &attempts[i]
@@ -93,7 +91,27 @@ func History(run *backend.WorkflowRun, attempts []backend.StepAttempt, first, la
 	}
 	// Stable: events at the same millisecond keep the order of the rows.
 	sort.SliceStable(evs, func(i, j int) bool { return evs[i].At.Before(evs[j].At) })
+	if first && run.StartedAt != nil {
+		evs = insertRunStarted(evs, *run.StartedAt)
+	}
 	return evs
+}
+
+// insertRunStarted puts the run_started event at started into evs (in time
+// order). A manual retry or a fork starts the run again, so its start
+// follows the last retry or fork mark at or before it even in the same
+// millisecond, where time alone cannot order the two.
+func insertRunStarted(evs []Event, started time.Time) []Event {
+	p := 0
+	for i, e := range evs {
+		if (e.Type == "run_retried" || e.Type == "run_forked") && !e.At.After(started) {
+			p = i + 1
+		}
+	}
+	for p < len(evs) && (evs[p].At.Before(started) || evs[p].Type == "run_created") {
+		p++
+	}
+	return slices.Insert(evs, p, Event{Type: "run_started", At: started})
 }
 
 func (h *Handler) getHistory(w http.ResponseWriter, r *http.Request) error {
