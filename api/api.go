@@ -107,7 +107,9 @@ type Options struct {
 	// (exact matches, or "*"); none by default, so no CORS headers are
 	// sent and browsers refuse cross-origin calls. Without a token, the
 	// origins listed exactly may also make cross-origin changes past the
-	// guard; "*" lets browsers read but trusts no origin to change.
+	// guard; "*" lets browsers read but trusts no origin to change, and
+	// only with a token: without one it is ignored (server.Serve refuses
+	// it), since every web page could then read the runs.
 	CORSOrigins []string
 	// Logger receives one structured access log line per request (method,
 	// path pattern, status, duration, bytes); nil logs nothing.
@@ -354,7 +356,9 @@ func (h *Handler) corsHeaders(w http.ResponseWriter, r *http.Request) {
 	if origin == "" || len(h.opts.CORSOrigins) == 0 {
 		return
 	}
-	if slices.Contains(h.opts.CORSOrigins, "*") {
+	// A wildcard only with tokens: without one it would let every web page
+	// read what a loopback API serves (server.CheckExposure refuses it).
+	if slices.Contains(h.opts.CORSOrigins, "*") && h.keys != nil && !h.keys.Open() {
 		w.Header().Set("Access-Control-Allow-Origin", "*")
 	} else if slices.Contains(h.opts.CORSOrigins, origin) {
 		w.Header().Set("Access-Control-Allow-Origin", origin)

@@ -85,6 +85,27 @@ func TestHealthCheckTellsTheDatabaseOnlyToTheLogAndTokenHolders(t *testing.T) {
 // TestServeRefusesAShortToken: a token shorter than access.MinTokenLength
 // is refused before the server listens, saying how to make a good one;
 // server.token and scoped tokens alike.
+// TestServeRefusesAWildcardOriginWithoutAToken: cors_origins "*" on a
+// server without a token would let every web page read its runs through
+// CORS, past the guard that keeps other sites out; it is refused at start,
+// and taken once a token is set.
+func TestServeRefusesAWildcardOriginWithoutAToken(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	err = server.Serve(context.Background(), ow.NewClient(openSQLite(t)), server.Options{Listener: ln, API: api.Options{CORSOrigins: []string{"*"}}})
+	if !errors.Is(err, server.ErrTokenRequired) || !strings.Contains(err.Error(), "cors_origins") {
+		t.Fatalf("Serve = %v, want ErrTokenRequired naming cors_origins", err)
+	}
+	token := strings.Repeat("w", access.MinTokenLength)
+	base := "http://" + serve(t, ow.NewClient(openSQLite(t)), server.Options{API: api.Options{CORSOrigins: []string{"*"}, Token: token}})
+	if status, _ := get(t, base+"/v1/runs", "Authorization", "Bearer "+token); status != http.StatusOK {
+		t.Errorf("with a token, answered %d", status)
+	}
+}
+
 func TestServeRefusesAShortToken(t *testing.T) {
 	for _, c := range []struct {
 		name string

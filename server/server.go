@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -243,8 +244,9 @@ func stopWorker(ctx context.Context, opts Options, log *slog.Logger) {
 // refuses an invalid token ([ErrBadToken]: shorter than
 // [access.MinTokenLength], say), and serving addr without a token unless
 // addr is loopback-only ([ErrTokenRequired]), so an API able to start and
-// cancel runs is never exposed by mistake. The error says what to do.
-// Serve calls it; a command calls it too to fail before other work.
+// cancel runs is never exposed by mistake, and CORS origin "*" without a
+// token ([ErrTokenRequired]: every web page could read the runs). The
+// error says what to do. Serve calls it; a command calls it too to fail before other work.
 func CheckExposure(addr string, opts api.Options) error {
 	tokens := opts.AllTokens()
 	if _, err := access.NewKeyring("", tokens, opts.Throttle); err != nil {
@@ -252,6 +254,9 @@ func CheckExposure(addr string, opts api.Options) error {
 	}
 	if len(tokens) > 0 {
 		return nil
+	}
+	if slices.Contains(opts.CORSOrigins, "*") {
+		return fmt.Errorf("%w: cors_origins \"*\" without a token would let every web page read this server's runs; list the origins exactly, or set OPENWORKFLOW_API_TOKEN", ErrTokenRequired)
 	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
