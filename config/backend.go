@@ -41,13 +41,43 @@ func (c *Config) OpenBackend(ctx context.Context) (backend.Backend, error) {
 // reads: a SQLite file that does not exist is not created (a mistyped
 // path would otherwise give a new, empty database, and "no such run");
 // the error names the file, where its path was set and what to do, and
-// wraps [sqlite.ErrNoDatabase]. PostgreSQL is opened as by OpenBackend.
+// wraps [sqlite.ErrNoDatabase]. On PostgreSQL a schema that does not
+// exist is not created either (a mistyped --schema would otherwise get a
+// new, empty one): the error names the schema and the database and wraps
+// [ErrNoSchema]; an existing schema is migrated as by OpenBackend.
 func (c *Config) OpenBackendToRead(ctx context.Context) (backend.Backend, error) {
-	if c.Kind() == BackendPostgres {
-		return c.openPostgres(ctx, false)
+	if c.Kind() != BackendPostgres {
+		return c.openSQLite(ctx, true)
 	}
-	return c.openSQLite(ctx, true)
+	b, err := c.openPostgres(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	schema := c.Schema
+	if schema == "" {
+		schema = postgres.DefaultSchema
+	}
+	var exists bool
+	var database string
+	err = b.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1), current_database()`, schema).Scan(&exists, &database)
+	if err == nil && !exists {
+		b.Close()
+		return nil, fmt.Errorf("%w: no schema %q in database %q of %s: check the schema (--schema, %s or schema in %s); this command only reads, so it does not create it: a command that writes creates it ('ow migrate', 'ow runs start', 'ow worker')",
+			ErrNoSchema, schema, database, RedactURL(c.PostgresURL), EnvSchema, FileName)
+	}
+	if err == nil {
+		err = postgres.Migrate(ctx, b.Pool(), schema)
+	}
+	if err != nil {
+		b.Close()
+		return nil, c.postgresOpenError(err)
+	}
+	return b, nil
 }
+
+// ErrNoSchema: [Config.OpenBackendToRead] found no PostgreSQL schema of
+// the configured name, and does not create one.
+var ErrNoSchema = errors.New("no such PostgreSQL schema")
 
 func (c *Config) openPostgres(ctx context.Context, skipMigrations bool) (*postgres.Backend, error) {
 	if _, ok := ctx.Deadline(); !ok {

@@ -34,3 +34,33 @@ func TestReadCommandsCreateNoSQLiteFile(t *testing.T) {
 	e.ok("--sqlite-path", typo, "migrate")
 	e.ok("--sqlite-path", typo, "runs", "list")
 }
+
+// TestReadCommandsCreateNoPostgreSQLSchema: on PostgreSQL too, a command
+// that only reads creates nothing for a mistyped --schema; the error
+// names the schema and says what to do. A command that writes creates it.
+func TestReadCommandsCreateNoPostgreSQLSchema(t *testing.T) {
+	t.Parallel()
+	e := newPostgresEnv(t)
+	schema := e.flags[len(e.flags)-1] // newPostgresEnv's own schema, dropped after the test
+	pool := adminPool(t)
+	schemaExists := func() bool {
+		var ok bool
+		if err := pool.QueryRow(t.Context(), `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, schema).Scan(&ok); err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	for _, args := range [][]string{{"runs", "list"}, {"runs", "get", "run_123"}, {"limits", "list"}} {
+		r := e.run(args...)
+		what := "ow " + strings.Join(args, " ")
+		if r.code != 1 {
+			t.Errorf("%s: exit %d, want 1\n%s", what, r.code, r.stdout)
+		}
+		mustContain(t, what+" stderr", r.stderr, "no schema \""+schema+"\"", "check the schema", "ow migrate")
+		if schemaExists() {
+			t.Fatalf("%s created schema %s", what, schema)
+		}
+	}
+	e.ok("migrate")
+	e.ok("runs", "list")
+}
