@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	ow "github.com/openworkflow-go/openworkflow"
 	"github.com/openworkflow-go/openworkflow/access"
@@ -82,9 +85,6 @@ func TestHealthCheckTellsTheDatabaseOnlyToTheLogAndTokenHolders(t *testing.T) {
 	}
 }
 
-// TestServeRefusesAShortToken: a token shorter than access.MinTokenLength
-// is refused before the server listens, saying how to make a good one;
-// server.token and scoped tokens alike.
 // TestServeRefusesAWildcardOriginWithoutAToken: cors_origins "*" on a
 // server without a token would let every web page read its runs through
 // CORS, past the guard that keeps other sites out; it is refused at start,
@@ -106,6 +106,51 @@ func TestServeRefusesAWildcardOriginWithoutAToken(t *testing.T) {
 	}
 }
 
+// unusableClaims is a backend whose claims fail as a damaged SQLite
+// file's do: with an error wrapping backend.ErrUnusable.
+type unusableClaims struct{ backend.Backend }
+
+func (unusableClaims) ClaimWorkflowRuns(context.Context, backend.ClaimWorkflowRunsParams) ([]*backend.WorkflowRun, error) {
+	return nil, fmt.Errorf("the file /data/ow.db is damaged: %w", backend.ErrUnusable)
+}
+
+// TestHealthCheckFailsOnceTheWorkerStopped: `ow server --worker` keeps
+// serving after its worker stopped on an unusable backend, so /healthz
+// says so (503) and a supervisor can act; the detail is in the log.
+func TestHealthCheckFailsOnceTheWorkerStopped(t *testing.T) {
+	b := unusableClaims{openSQLite(t)}
+	w := ow.NewWorker(b, ow.WorkerOptions{})
+	var logs bytes.Buffer
+	base := "http://" + serve(t, ow.NewClient(b), server.Options{Worker: w, Logger: slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, nil))})
+	deadline := time.Now().Add(time.Minute)
+	for w.Err() == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the worker did not stop on its unusable backend within a minute")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	status, body := get(t, base+"/healthz")
+	if status != http.StatusServiceUnavailable || !strings.Contains(body, "the worker stopped") || strings.Contains(body, "/data/ow.db") {
+		t.Errorf("healthz answered %d %s, want 503 saying the worker stopped, without the detail", status, body)
+	}
+}
+
+// syncWriter serializes writes to w: the server logs from several
+// goroutines.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+// TestServeRefusesAShortToken: a token shorter than access.MinTokenLength
+// is refused before the server listens, saying how to make a good one;
+// server.token and scoped tokens alike.
 func TestServeRefusesAShortToken(t *testing.T) {
 	for _, c := range []struct {
 		name string

@@ -144,7 +144,7 @@ func Serve(ctx context.Context, c *ow.Client, opts Options) error {
 	apiOpts.Done, apiOpts.Logger = done, opts.Logger
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", api.New(c, apiOpts))
-	mux.HandleFunc("GET /healthz", health(c, keys, log))
+	mux.HandleFunc("GET /healthz", health(c, opts.Worker, keys, log))
 	if opts.Metrics != nil {
 		mux.Handle("GET /metrics", requireScope(keys, access.ScopeRead, opts.Metrics))
 	}
@@ -275,20 +275,32 @@ func CheckExposure(addr string, opts api.Options) error {
 // otherwise: for load balancers and `ow doctor`. Why the backend did not
 // answer (an error that may name the database's host, port, user and
 // database) is logged, and told only to a request with a valid token
-// (of any scope): anyone may reach /healthz.
-func health(c *ow.Client, keys *access.Keyring, log *slog.Logger) http.HandlerFunc {
+// (of any scope): anyone may reach /healthz. A server running a worker
+// (worker not nil) that stopped claiming because its backend became
+// unusable (ow.Worker.Err: a damaged SQLite file) answers 503 too, so a
+// load balancer or supervisor stops sending it work.
+func health(c *ow.Client, worker *ow.Worker, keys *access.Keyring, log *slog.Logger) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		defer cancel()
 		// A lookup of an id that cannot exist: one indexed read.
 		_, err := c.GetRun(ctx, "wrun_healthcheck")
+		what := "the backend did not answer"
+		if errors.Is(err, backend.ErrRunNotFound) {
+			err = nil
+		}
+		if err == nil && worker != nil {
+			if err = worker.Err(); err != nil {
+				what = "the worker stopped"
+			}
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
-		if err != nil && !errors.Is(err, backend.ErrRunNotFound) {
-			log.Warn("health check: the backend did not answer", "err", err)
-			msg := "the backend did not answer; the server's log says why"
+		if err != nil {
+			log.Warn("health check: "+what, "err", err)
+			msg := what + "; the server's log says why"
 			if _, auth := r.Header["Authorization"]; auth && !keys.Open() && keys.Authorize(r, access.ScopeRead) == nil {
-				msg = "the backend did not answer: " + err.Error()
+				msg = what + ": " + err.Error()
 			}
 			w.WriteHeader(http.StatusServiceUnavailable)
 			fmt.Fprintf(w, "{\"status\":\"unavailable\",\"message\":%q}\n", msg)
