@@ -200,7 +200,7 @@ func TestDeadWorkerLeavesAStalledRunAndAnAbandonedAttempt(t *testing.T) {
 		id := s.start("stuck", "x")
 		// A worker's own writes, through the worker side of the seam: a
 		// claim with a short lease and a running step, then silence.
-		claimed, err := s.b.ClaimWorkflowRuns(s.ctx, backend.ClaimWorkflowRunsParams{WorkerIDs: []string{"ghost-7f3a/0"}, LeaseDuration: 700 * time.Millisecond})
+		claimed, err := s.b.ClaimWorkflowRuns(s.ctx, backend.ClaimWorkflowRunsParams{WorkerIDs: []string{"ghost-7f3a/0"}, LeaseDuration: 3 * time.Second})
 		if err != nil || len(claimed) != 1 || claimed[0].ID != id {
 			t.Fatalf("claim: %v %v", claimed, err)
 		}
@@ -218,8 +218,16 @@ func TestDeadWorkerLeavesAStalledRunAndAnAbandonedAttempt(t *testing.T) {
 		if !strings.Contains(p.body, `badge s-running">running`) || strings.Contains(p.body, "abandoned</span>") {
 			t.Errorf("a leased run is not shown running with its attempt running")
 		}
-		time.Sleep(800 * time.Millisecond) // the lease expires
-		p = s.must(c, http.StatusOK, "GET", "/runs/"+id, nil)
+		// The lease expires on the backend's clock: wait for the page to
+		// say so.
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+			if p = s.must(c, http.StatusOK, "GET", "/runs/"+id, nil); strings.Contains(p.body, `badge s-stalled">stalled`) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the run page still does not show the run stalled a minute after its 3 s lease: %.3000s", p.body)
+			}
+		}
 		for _, want := range []string{`badge s-stalled">stalled`, "stopped renewing its lease", `badge s-abandoned">abandoned`, "Its worker lost the run"} {
 			if !strings.Contains(p.body, want) {
 				t.Errorf("the run page of a dead worker's run does not say %q", want)
