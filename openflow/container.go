@@ -375,9 +375,12 @@ func (r *flowRun) branchOne(f *frame, akey string, v BranchOne, chosen int, prev
 
 // branchAll runs every branch (reference §3.7), concurrently unless
 // parallel is false; the result is the array of branch results in branch
-// order. A stop inside a branch stops the enclosing flow: at once when
-// the branches run in sequence, once all have finished when they run in
-// parallel (the first stopping branch, in branch order, wins).
+// order. A stop inside a branch passes up to the enclosing flow (or breaks
+// the enclosing loop), as in Windmill, with the branchall's array as the
+// stop's result: at once when the branches run in sequence (the array of
+// the branches run so far), once all have finished when they run in
+// parallel (the first stopping branch, in branch order, gives
+// skip_if_stopped).
 func (r *flowRun) branchAll(f *frame, akey string, v BranchAll) (outcome, error) {
 	n := len(v.Branches)
 	run := func(j int, parallel bool) (outcome, *resultsScope, error) {
@@ -399,7 +402,7 @@ func (r *flowRun) branchAll(f *frame, akey string, v BranchAll) (outcome, error)
 			scope.mergeInto(f.res)
 			results = append(results, o.result)
 			if o.stop != nil {
-				return outcome{result: o.result, stop: o.stop}, nil
+				return stopWith(encodeArray(results), o.stop), nil
 			}
 			if o.failed && !v.Branches[j].SkipFailure {
 				return outcome{result: encodeArray(results), failed: true}, nil
@@ -426,9 +429,16 @@ func (r *flowRun) branchAll(f *frame, akey string, v BranchAll) (outcome, error)
 		}
 	}
 	if stop != nil && !failedAny {
-		return outcome{result: stop.result, stop: stop}, nil
+		return stopWith(encodeArray(results), stop), nil
 	}
 	return outcome{result: encodeArray(results), failed: failedAny}, nil
+}
+
+// stopWith is the outcome of a branchall a branch's stop passes through:
+// the stop goes on up with the branchall's result in place of the
+// branch's.
+func stopWith(result json.RawMessage, st *stopSignal) outcome {
+	return outcome{result: result, stop: &stopSignal{result: result, skipped: st.skipped}}
 }
 
 // subflow runs a flow module: the flow found by path, recorded in the
