@@ -175,6 +175,9 @@ func serdeSequenceError(v json.RawMessage) string {
 
 // post evaluates stop_after_all_iters_if and a computed sleep after a
 // container's body (a durable step, when there is anything to evaluate).
+// A stop_after_all_iters_if with an error_message fails the module with an
+// EarlyStopError (holding the loop's or branchall's array with
+// error_include_result), as stop_after_if does for a step.
 func (r *flowRun) post(f *frame, m *Module, akey string, o outcome) (outcome, error) {
 	st := m.StopAfterAllItersIf
 	if _, isLoop := m.Value.(ForLoop); !isLoop {
@@ -219,6 +222,10 @@ func (r *flowRun) post(f *frame, m *Module, akey string, o outcome) (outcome, er
 	}
 	o.sleep = seconds(rec.SleepS)
 	if rec.Stop {
+		if st.ErrorMessage != nil {
+			// as stop_after_if's: a failure of the module, never retried
+			return outcome{result: earlyStopError(st, o.result), failed: true, noRetry: true}, nil
+		}
 		o.stop = &stopSignal{result: o.result, skipped: st.SkipIfStopped}
 	}
 	return o, nil

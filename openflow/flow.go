@@ -70,7 +70,8 @@ type Module struct {
 	// early (or breaks the enclosing loop) when true.
 	StopAfterIf *StopAfterIf
 	// StopAfterAllItersIf is evaluated once on a loop's or branchall's
-	// result array.
+	// result array: true stops the flow with that array, or, with an
+	// ErrorMessage, fails the module with an EarlyStopError.
 	StopAfterAllItersIf *StopAfterIf
 	// SkipIf turns the module into an identity (its result is
 	// previous_result) when its expression is true.
@@ -254,7 +255,8 @@ type StopAfterIf struct {
 	// SkipIfStopped marks the flow skipped (still successful) when it stops.
 	SkipIfStopped bool
 	// ErrorMessage, when non-nil, makes the stop a failure: the flow fails
-	// with {"error":{"name":"EarlyStopError","message":<ErrorMessage>}}.
+	// with {"error":{"name":"EarlyStopError","message":<ErrorMessage>}}
+	// ("stop after if: <Expr>" when it is empty).
 	ErrorMessage *string
 	// ErrorIncludeResult adds the module's result to that error as
 	// "result".
