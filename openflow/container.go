@@ -460,6 +460,10 @@ func (r *flowRun) subflow(f *frame, m *Module, akey string, pre preRecord) (outc
 	if err != nil {
 		return outcome{result: executionErr(m.ID, err.Error()), failed: true}, nil
 	}
+	if msg := sub.runSettings(); msg != "" {
+		// changed since the run was checked: Engine.Check refuses it
+		return outcome{result: executionErr(m.ID, fmt.Sprintf("flow %s %s, which a flow module cannot honour: it runs inside its caller's run", m.Value.(PathFlow).Path, msg)), failed: true}, nil
+	}
 	args := pre.Args
 	if err := sub.ValidateArgs(args); err != nil {
 		return outcome{result: executionErr(m.ID, err.Error()), failed: true}, nil
