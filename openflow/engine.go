@@ -153,7 +153,9 @@ func (e *Engine) Workflow() *ow.Workflow[RunInput, json.RawMessage] { return e.w
 // and enforce when they start. A run records the flow's definition in
 // its first step, so editing the file does not change runs in flight. It
 // fails with the problems of every invalid flow file, naming each file,
-// and for a flow that sets a priority (its runs take their starter's).
+// for a flow that sets a priority (its runs take their starter's), and
+// for a flow module calling a flow with a priority or a concurrent_limit
+// (a sub-flow runs inside its caller's run).
 func (e *Engine) DirWorkflows() ([]ow.Definition, error) {
 	flows, err := e.dirs.flows()
 	if err != nil {
@@ -170,6 +172,19 @@ func (e *Engine) DirWorkflows() ([]ow.Definition, error) {
 		}
 		if f.Value.Priority != 0 {
 			return nil, fmt.Errorf("flow %s: value.priority: a flow of the directories runs as the workflow %q, whose runs take the priority their starter gives (ow runs start --priority, ow.WithPriority, a schedule's priority); remove it", ff.file, ff.path)
+		}
+		var problems []Problem
+		walkModules(f, func(m *Module) {
+			if v, ok := m.Value.(PathFlow); ok {
+				if sub, err := e.dirs.flow(v.Path); err == nil { // a missing flow fails its module when it runs
+					if p := subflowSettings(m, v.Path, sub); p != nil {
+						problems = append(problems, *p)
+					}
+				}
+			}
+		})
+		if len(problems) > 0 {
+			return nil, fmt.Errorf("%s: %w", ff.file, &ValidationError{What: "flow", Problems: problems})
 		}
 		path := ff.path
 		defs = append(defs, ow.Define(ow.Spec{Name: path, Limits: f.limits()}, func(ctx ow.Context, args json.RawMessage) (json.RawMessage, error) {
@@ -232,8 +247,8 @@ func (e *Engine) check(f *Flow, seen map[string]bool, problems *[]Problem, depth
 				*problems = append(*problems, Problem{Path: join(m.path, "value.path"), Message: err.Error()})
 				return
 			}
-			if msg := sub.runSettings(); msg != "" {
-				*problems = append(*problems, Problem{Path: join(m.path, "value.path"), Message: fmt.Sprintf("flow %s %s, which a flow module cannot honour: it runs inside its caller's run; remove it from that flow, or run it as a workflow of its own", v.Path, msg)})
+			if p := subflowSettings(m, v.Path, sub); p != nil {
+				*problems = append(*problems, *p)
 			}
 			seen[v.Path] = true
 			e.check(sub, seen, problems, depth+1)
@@ -299,6 +314,17 @@ func (f *Flow) limits() ow.Limits {
 		l.RatePeriod = max(time.Duration(v.ConcurrencyTimeWindowS*float64(time.Second)), time.Millisecond)
 	}
 	return l
+}
+
+// subflowSettings is the problem of flow module m calling the flow sub
+// (at path) when sub sets what only a run of its own can honour; nil
+// when it sets nothing of the kind.
+func subflowSettings(m *Module, path string, sub *Flow) *Problem {
+	msg := sub.runSettings()
+	if msg == "" {
+		return nil
+	}
+	return &Problem{Path: join(m.path, "value.path"), Message: fmt.Sprintf("flow %s %s, which a flow module cannot honour: it runs inside its caller's run; remove it from that flow, or run it as a workflow of its own", path, msg)}
 }
 
 // runSettings names the settings of f that hold for its runs (priority,

@@ -135,6 +135,15 @@ func TestConcurrentLimitNeedsItsOwnWorkflow(t *testing.T) {
 		t.Errorf("limits of f/lim: %+v, want %+v", got, want)
 	}
 
+	if err := os.WriteFile(filepath.Join(dir, "f", "caller.flow.json"), caller.JSON(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.DirWorkflows(); err == nil || !strings.Contains(err.Error(), "caller.flow.json") || !strings.Contains(err.Error(), "value.modules[0].value.path: flow f/lim sets a concurrent_limit") {
+		t.Errorf("a directory flow calling f/lim: %v", err)
+	}
+	if err := os.Remove(filepath.Join(dir, "f", "caller.flow.json")); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(dir, "f", "lim.flow.json"), []byte(`{"value":{"priority":3,"modules":[]}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
