@@ -175,6 +175,9 @@ func serdeSequenceError(v json.RawMessage) string {
 
 // post evaluates stop_after_all_iters_if and a computed sleep after a
 // container's body (a durable step, when there is anything to evaluate).
+// A stop_after_all_iters_if with an error_message fails the module with an
+// EarlyStopError (holding the loop's or branchall's array with
+// error_include_result), as stop_after_if does for a step.
 func (r *flowRun) post(f *frame, m *Module, akey string, o outcome) (outcome, error) {
 	st := m.StopAfterAllItersIf
 	if _, isLoop := m.Value.(ForLoop); !isLoop {
@@ -219,6 +222,10 @@ func (r *flowRun) post(f *frame, m *Module, akey string, o outcome) (outcome, er
 	}
 	o.sleep = seconds(rec.SleepS)
 	if rec.Stop {
+		if st.ErrorMessage != nil {
+			// as stop_after_if's: a failure of the module, never retried
+			return outcome{result: earlyStopError(st, o.result), failed: true, noRetry: true}, nil
+		}
 		o.stop = &stopSignal{result: o.result, skipped: st.SkipIfStopped}
 	}
 	return o, nil
@@ -375,9 +382,12 @@ func (r *flowRun) branchOne(f *frame, akey string, v BranchOne, chosen int, prev
 
 // branchAll runs every branch (reference §3.7), concurrently unless
 // parallel is false; the result is the array of branch results in branch
-// order. A stop inside a branch stops the enclosing flow: at once when
-// the branches run in sequence, once all have finished when they run in
-// parallel (the first stopping branch, in branch order, wins).
+// order. A stop inside a branch passes up to the enclosing flow (or breaks
+// the enclosing loop), as in Windmill, with the branchall's array as the
+// stop's result: at once when the branches run in sequence (the array of
+// the branches run so far), once all have finished when they run in
+// parallel (the first stopping branch, in branch order, gives
+// skip_if_stopped).
 func (r *flowRun) branchAll(f *frame, akey string, v BranchAll) (outcome, error) {
 	n := len(v.Branches)
 	run := func(j int, parallel bool) (outcome, *resultsScope, error) {
@@ -399,7 +409,7 @@ func (r *flowRun) branchAll(f *frame, akey string, v BranchAll) (outcome, error)
 			scope.mergeInto(f.res)
 			results = append(results, o.result)
 			if o.stop != nil {
-				return outcome{result: o.result, stop: o.stop}, nil
+				return stopWith(encodeArray(results), o.stop), nil
 			}
 			if o.failed && !v.Branches[j].SkipFailure {
 				return outcome{result: encodeArray(results), failed: true}, nil
@@ -426,9 +436,16 @@ func (r *flowRun) branchAll(f *frame, akey string, v BranchAll) (outcome, error)
 		}
 	}
 	if stop != nil && !failedAny {
-		return outcome{result: stop.result, stop: stop}, nil
+		return stopWith(encodeArray(results), stop), nil
 	}
 	return outcome{result: encodeArray(results), failed: failedAny}, nil
+}
+
+// stopWith is the outcome of a branchall a branch's stop passes through:
+// the stop goes on up with the branchall's result in place of the
+// branch's.
+func stopWith(result json.RawMessage, st *stopSignal) outcome {
+	return outcome{result: result, stop: &stopSignal{result: result, skipped: st.skipped}}
 }
 
 // subflow runs a flow module: the flow found by path, recorded in the
@@ -442,6 +459,10 @@ func (r *flowRun) subflow(f *frame, m *Module, akey string, pre preRecord) (outc
 	sub, err := r.e.parse(pre.Flow)
 	if err != nil {
 		return outcome{result: executionErr(m.ID, err.Error()), failed: true}, nil
+	}
+	if msg := sub.runSettings(); msg != "" {
+		// changed since the run was checked: Engine.Check refuses it
+		return outcome{result: executionErr(m.ID, fmt.Sprintf("flow %s %s, which a flow module cannot honour: it runs inside its caller's run", m.Value.(PathFlow).Path, msg)), failed: true}, nil
 	}
 	args := pre.Args
 	if err := sub.ValidateArgs(args); err != nil {

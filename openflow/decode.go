@@ -2,6 +2,7 @@ package openflow
 
 import (
 	"encoding/json"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -23,8 +24,8 @@ func (d *decoder) flowValue(path string, raw json.RawMessage) FlowValue {
 	if v, ok := o.opt("failure_module"); ok {
 		fv.FailureModule = d.module(join(path, "failure_module"), v)
 	}
-	if v, ok := o.opt("preprocessor_module"); ok {
-		fv.PreprocessorModule = d.module(join(path, "preprocessor_module"), v)
+	if _, ok := o.opt("preprocessor_module"); ok {
+		d.fail(join(path, "preprocessor_module"), "not supported yet: Windmill runs a preprocessor only for runs started by a webhook, email or HTTP trigger, which this engine does not have; remove it (the flow's args reach the first module as they are)")
 	}
 	fv.SameWorker = o.boolean("same_worker", false)
 	if v, ok := o.opt("flow_env"); ok {
@@ -36,8 +37,59 @@ func (d *decoder) flowValue(path string, raw json.RawMessage) FlowValue {
 	}
 	fv.SkipExpr = o.str("skip_expr", false)
 	d.checkExpr(join(path, "skip_expr"), fv.SkipExpr)
-	fv.EarlyReturn = o.str("early_return", false)
+	if o.str("early_return", false) != "" {
+		d.fail(join(path, "early_return"), "not supported yet: a run here returns only when the flow ends; remove it (the flow's result is its last module's)")
+	}
+	d.refuseCacheTTL(o)
+	if v, ok := o.opt("priority"); ok {
+		n := o.number("priority", 0)
+		if n != math.Trunc(n) || math.Abs(n) > math.MaxInt32 {
+			d.fail(join(path, "priority"), "expected an integer of at most %d in absolute value, found %s", math.MaxInt32, v)
+		} else {
+			fv.Priority = int(n)
+		}
+	}
+	fv.ConcurrentLimit = o.integer("concurrent_limit", 0)
+	fv.ConcurrencyTimeWindowS = o.number("concurrency_time_window_s", 0)
+	if fv.ConcurrencyTimeWindowS < 0 {
+		d.fail(join(path, "concurrency_time_window_s"), "expected a number of seconds of at least 0, found %v", fv.ConcurrencyTimeWindowS)
+	} else if fv.ConcurrencyTimeWindowS > 0 && fv.ConcurrentLimit == 0 {
+		d.fail(join(path, "concurrency_time_window_s"), "has no effect without concurrent_limit: set concurrent_limit (the most runs in the window) or remove it")
+	}
+	if o.str("concurrency_key", false) != "" {
+		d.fail(join(path, "concurrency_key"), "not supported yet: a key computed from each run's args needs the runs to be started through this engine, and runs of a flow's workflow are started by name; remove it (concurrent_limit then counts all the flow's runs together, as Windmill does without a key)")
+	}
 	return fv
+}
+
+// refuseCacheTTL records a cache_ttl (on a flow or a module): no result
+// cache exists here, and ignoring it would run what Windmill would not.
+func (d *decoder) refuseCacheTTL(o *object) {
+	if o.number("cache_ttl", 0) != 0 {
+		d.fail(join(o.path, "cache_ttl"), "not supported yet: this engine has no result cache, so every run executes every module; remove it")
+	}
+}
+
+// refuseSecretRefs records a static value that names a Windmill variable
+// or resource ("$var:<path>", "$res:<path>", in a string or in an object's
+// members, as Windmill resolves them): there is no variables and resources
+// store here, and passing the reference on as a string would be wrong.
+func (d *decoder) refuseSecretRefs(path string, v json.RawMessage) {
+	switch jsonKind(v) {
+	case "a string":
+		var s string
+		if json.Unmarshal(v, &s) == nil && (strings.HasPrefix(s, "$var:") || strings.HasPrefix(s, "$res:")) {
+			d.fail(path, "%q: variables and resources ($var:, $res:) are not supported yet: this engine has no store for them; pass the value in the flow's args (or flow_env) instead", s)
+		}
+	case "an object":
+		ms, err := objectMembers(v)
+		if err != nil {
+			return
+		}
+		for _, m := range ms {
+			d.refuseSecretRefs(join(path, m.key), m.val)
+		}
+	}
 }
 
 func (d *decoder) modules(path string, raw json.RawMessage) []*Module {
@@ -97,6 +149,13 @@ func (d *decoder) module(path string, raw json.RawMessage) *Module {
 	m.Suspend = d.suspend(o)
 	m.Retry = d.retry(o)
 	m.ContinueOnError = o.boolean("continue_on_error", false)
+	d.refuseCacheTTL(o)
+	if o.boolean("delete_after_use", false) {
+		d.fail(join(path, "delete_after_use"), "not supported yet: a module's args and result are kept in its recorded step (retries and forks of the run reuse them); remove it")
+	}
+	if o.number("priority", 0) != 0 {
+		d.fail(join(path, "priority"), "a module's priority is not supported: modules run as steps of the flow's run, which has one priority; set the flow's value.priority instead")
+	}
 	if s := o.sub("mock", "an object {enabled, return_value}"); s != nil {
 		rv, _ := s.opt("return_value")
 		if rv == nil {
@@ -122,6 +181,11 @@ func (d *decoder) moduleValue(path string, raw json.RawMessage) ModuleValue {
 	case "rawscript":
 		v := RawScript{Content: o.str("content", true), Language: o.str("language", true), Path: o.str("path", false)}
 		d.checkLanguage(join(path, "language"), v.Language)
+		for _, k := range []string{"concurrent_limit", "concurrency_time_window_s", "custom_concurrency_key"} {
+			if _, ok := o.opt(k); ok {
+				d.fail(join(path, k), "a script's own concurrency limit is not supported: modules run as steps of the flow's run; limit the flow's runs with value.concurrent_limit instead")
+			}
+		}
 		v.InputTransforms = d.inputTransforms(o)
 		return v
 	case "script":
@@ -250,6 +314,7 @@ func (d *decoder) transform(path string, raw json.RawMessage, bareNumber bool) *
 		if !ok {
 			v = json.RawMessage("null")
 		}
+		d.refuseSecretRefs(join(path, "value"), v)
 		return &InputTransform{Static: true, Value: compact(v), path: path}
 	case "javascript":
 		t := &InputTransform{Expr: o.str("expr", false), path: path}

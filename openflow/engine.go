@@ -148,9 +148,14 @@ func (e *Engine) Workflow() *ow.Workflow[RunInput, json.RawMessage] { return e.w
 
 // DirWorkflows returns one workflow per flow found in [Options].Dirs,
 // named by the flow's path (e.g. "f/team/etl" for f/team/etl.flow.yaml);
-// its input is the flow's args. A run records the flow's definition in
+// its input is the flow's args, and its ow.Limits are the flow's
+// concurrent_limit (and concurrency_time_window_s), which workers store
+// and enforce when they start. A run records the flow's definition in
 // its first step, so editing the file does not change runs in flight. It
-// fails with the problems of every invalid flow file, naming each file.
+// fails with the problems of every invalid flow file, naming each file,
+// for a flow that sets a priority (its runs take their starter's), and
+// for a flow module calling a flow with a priority or a concurrent_limit
+// (a sub-flow runs inside its caller's run).
 func (e *Engine) DirWorkflows() ([]ow.Definition, error) {
 	flows, err := e.dirs.flows()
 	if err != nil {
@@ -161,8 +166,28 @@ func (e *Engine) DirWorkflows() ([]ow.Definition, error) {
 		if ff.path == WorkflowName {
 			return nil, fmt.Errorf("flow %s: the path %q is the name of the engine's own workflow; rename the file", ff.file, WorkflowName)
 		}
+		f, err := ParseFile(ff.file)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", ff.file, err)
+		}
+		if f.Value.Priority != 0 {
+			return nil, fmt.Errorf("flow %s: value.priority: a flow of the directories runs as the workflow %q, whose runs take the priority their starter gives (ow runs start --priority, ow.WithPriority, a schedule's priority); remove it", ff.file, ff.path)
+		}
+		var problems []Problem
+		walkModules(f, func(m *Module) {
+			if v, ok := m.Value.(PathFlow); ok {
+				if sub, err := e.dirs.flow(v.Path); err == nil { // a missing flow fails its module when it runs
+					if p := subflowSettings(m, v.Path, sub); p != nil {
+						problems = append(problems, *p)
+					}
+				}
+			}
+		})
+		if len(problems) > 0 {
+			return nil, fmt.Errorf("%s: %w", ff.file, &ValidationError{What: "flow", Problems: problems})
+		}
 		path := ff.path
-		defs = append(defs, ow.Define(ow.Spec{Name: path}, func(ctx ow.Context, args json.RawMessage) (json.RawMessage, error) {
+		defs = append(defs, ow.Define(ow.Spec{Name: path, Limits: f.limits()}, func(ctx ow.Context, args json.RawMessage) (json.RawMessage, error) {
 			return e.runPath(ctx, path, args)
 		}))
 	}
@@ -222,6 +247,9 @@ func (e *Engine) check(f *Flow, seen map[string]bool, problems *[]Problem, depth
 				*problems = append(*problems, Problem{Path: join(m.path, "value.path"), Message: err.Error()})
 				return
 			}
+			if p := subflowSettings(m, v.Path, sub); p != nil {
+				*problems = append(*problems, *p)
+			}
 			seen[v.Path] = true
 			e.check(sub, seen, problems, depth+1)
 		}
@@ -269,4 +297,47 @@ func (f *Flow) Languages() []string {
 	})
 	slices.Sort(out)
 	return out
+}
+
+// limits are the ow.Limits of the flow's own workflow: concurrent_limit
+// runs at once (and, with concurrency_time_window_s, started within any
+// such window). Without a concurrency key, every run counts under one
+// key, as in Windmill, where the default key is the flow's path.
+func (f *Flow) limits() ow.Limits {
+	v := f.Value
+	if v.ConcurrentLimit <= 0 {
+		return ow.Limits{}
+	}
+	l := ow.Limits{ConcurrencyPerKey: v.ConcurrentLimit}
+	if v.ConcurrencyTimeWindowS > 0 {
+		l.RateLimit = v.ConcurrentLimit
+		l.RatePeriod = max(time.Duration(v.ConcurrencyTimeWindowS*float64(time.Second)), time.Millisecond)
+	}
+	return l
+}
+
+// subflowSettings is the problem of flow module m calling the flow sub
+// (at path) when sub sets what only a run of its own can honour; nil
+// when it sets nothing of the kind.
+func subflowSettings(m *Module, path string, sub *Flow) *Problem {
+	msg := sub.runSettings()
+	if msg == "" {
+		return nil
+	}
+	return &Problem{Path: join(m.path, "value.path"), Message: fmt.Sprintf("flow %s %s, which a flow module cannot honour: it runs inside its caller's run; remove it from that flow, or run it as a workflow of its own", path, msg)}
+}
+
+// runSettings names the settings of f that hold for its runs (priority,
+// concurrent_limit), which only a run of its own can honour; "" when it
+// has none.
+func (f *Flow) runSettings() string {
+	switch v := f.Value; {
+	case v.ConcurrentLimit > 0 && v.Priority != 0:
+		return "sets a priority and a concurrent_limit"
+	case v.ConcurrentLimit > 0:
+		return "sets a concurrent_limit"
+	case v.Priority != 0:
+		return "sets a priority"
+	}
+	return ""
 }

@@ -27,18 +27,16 @@ type Flow struct {
 func (f *Flow) JSON() json.RawMessage { return f.raw }
 
 // FlowValue is OpenFlow's FlowValue: the modules run in sequence and the
-// flow-level settings. Settings Windmill uses only for its UI, scheduling
-// or enterprise features (concurrency limits, debouncing, caching,
-// priority, notes) are accepted and ignored; see docs/openflow.md.
+// flow-level settings. Settings Windmill uses only for its UI (notes,
+// groups) are accepted and ignored; settings this engine cannot honour
+// (cache_ttl, early_return, preprocessor_module, concurrency_key) are
+// refused by validation; see docs/openflow.md.
 type FlowValue struct {
 	// Modules run one after another.
 	Modules []*Module
 	// FailureModule runs when a top-level module fails (after its
 	// retries); nil when absent.
 	FailureModule *Module
-	// PreprocessorModule is parsed and never run: Windmill runs it only for
-	// runs started by external triggers, which this engine does not have.
-	PreprocessorModule *Module
 	// SameWorker gives every script of a run a ./shared directory, the
 	// same for all of them (Windmill's same_worker).
 	SameWorker bool
@@ -49,9 +47,20 @@ type FlowValue struct {
 	// flow_input in scope; true ends the flow at once, successfully, with
 	// the result "stopped early".
 	SkipExpr string
-	// EarlyReturn is parsed and ignored (it names the step whose result a
-	// synchronous HTTP call would return early).
-	EarlyReturn string
+	// Priority is the priority of the flow's runs: [Engine.Start] starts
+	// them with it (ow.WithPriority: claims take higher priorities first).
+	// 0, the default, is the priority of every other run.
+	Priority int
+	// ConcurrentLimit is the most runs of the flow running at once (0: no
+	// limit). It is enforced for a flow of the directories, run as a
+	// workflow of its own ([Engine.DirWorkflows]: its ow.Limits); a flow
+	// with a limit cannot be started as a run of the generic workflow or
+	// called as a flow module.
+	ConcurrentLimit int
+	// ConcurrencyTimeWindowS, with ConcurrentLimit, also bounds the runs
+	// started within any window of that many seconds (the workflow's
+	// ow.Limits RateLimit and RatePeriod).
+	ConcurrencyTimeWindowS float64
 }
 
 // Module is OpenFlow's FlowModule: one step of a flow, its value (what it
@@ -70,7 +79,8 @@ type Module struct {
 	// early (or breaks the enclosing loop) when true.
 	StopAfterIf *StopAfterIf
 	// StopAfterAllItersIf is evaluated once on a loop's or branchall's
-	// result array.
+	// result array: true stops the flow with that array, or, with an
+	// ErrorMessage, fails the module with an EarlyStopError.
 	StopAfterAllItersIf *StopAfterIf
 	// SkipIf turns the module into an identity (its result is
 	// previous_result) when its expression is true.
@@ -254,7 +264,8 @@ type StopAfterIf struct {
 	// SkipIfStopped marks the flow skipped (still successful) when it stops.
 	SkipIfStopped bool
 	// ErrorMessage, when non-nil, makes the stop a failure: the flow fails
-	// with {"error":{"name":"EarlyStopError","message":<ErrorMessage>}}.
+	// with {"error":{"name":"EarlyStopError","message":<ErrorMessage>}}
+	// ("stop after if: <Expr>" when it is empty).
 	ErrorMessage *string
 	// ErrorIncludeResult adds the module's result to that error as
 	// "result".

@@ -224,10 +224,16 @@ func (r *flowRun) afterSuccess(f *frame, m *Module, rec *leafRecord) {
 	}
 }
 
-// earlyStopError is the failure of a stop_after_if with an error_message:
-// {"error":{"name":"EarlyStopError","message":…,"result"?:…}}.
+// earlyStopError is the failure of a stop_after_if (or
+// stop_after_all_iters_if) with an error_message:
+// {"error":{"name":"EarlyStopError","message":…,"result"?:…}}. An empty
+// error_message gives Windmill's "stop after if: <expr>".
 func earlyStopError(st *StopAfterIf, result json.RawMessage) json.RawMessage {
-	ms := []member{{key: "name", val: jsonString("EarlyStopError")}, {key: "message", val: jsonString(*st.ErrorMessage)}}
+	msg := *st.ErrorMessage
+	if msg == "" {
+		msg = "stop after if: " + st.Expr
+	}
+	ms := []member{{key: "name", val: jsonString("EarlyStopError")}, {key: "message", val: jsonString(msg)}}
 	if st.ErrorIncludeResult {
 		ms = append(ms, member{key: "result", val: result})
 	}

@@ -139,8 +139,10 @@ type Result struct {
 
 // Start validates args against f's schema, checks the flow's runners and
 // paths ([Engine.Check]), and only then starts a run of the
-// [WorkflowName] workflow; nothing is stored when a check fails (a
-// *[ValidationError]). source names the flow's file for display.
+// [WorkflowName] workflow with the flow's priority; nothing is stored
+// when a check fails (a *[ValidationError]), or when the flow sets a
+// concurrent_limit (only a flow's own workflow can hold one: see
+// [Engine.DirWorkflows]). source names the flow's file for display.
 func (e *Engine) Start(ctx context.Context, c *ow.Client, f *Flow, args json.RawMessage, source string) (*ow.RunHandle, error) {
 	if isNull(args) {
 		args = json.RawMessage("{}")
@@ -151,7 +153,11 @@ func (e *Engine) Start(ctx context.Context, c *ow.Client, f *Flow, args json.Raw
 	if err := e.Check(f); err != nil {
 		return nil, err
 	}
-	h, err := e.wf.Start(ctx, c, RunInput{Flow: f.JSON(), Args: compact(args), Source: source})
+	if f.Value.ConcurrentLimit > 0 {
+		return nil, &ValidationError{What: "flow", Problems: []Problem{{Path: "value.concurrent_limit", Message: fmt.Sprintf(
+			"a concurrency limit holds for the runs of one workflow, and this starts a run of the generic %q workflow, which runs any flow; put the flow in openflow.dirs and start it by its path (ow worker registers it as a workflow with the limit), or remove the limit", WorkflowName)}}}
+	}
+	h, err := e.wf.Start(ctx, c, RunInput{Flow: f.JSON(), Args: compact(args), Source: source}, ow.WithPriority(f.Value.Priority))
 	if err != nil {
 		return nil, err
 	}

@@ -99,6 +99,49 @@ var semanticsCases = []struct {
 		args: `{}`, success: true, result: `"stop here"`,
 	},
 	{
+		name: "a stop inside a parallel branchall stops the flow, once every branch finished, with the branchall's array",
+		flow: `{"value":{"modules":[{"id":"all","value":{"type":"branchall","parallel":true,"branches":[
+			{"modules":[{"id":"s","value":{"type":"identity"},"mock":{"enabled":true,"return_value":1},"stop_after_if":{"expr":"true","skip_if_stopped":true}}]},
+			{"modules":[{"id":"t","value":{"type":"rawscript","language":"python3","content":"def main():\n    return 2"}}]}]}},
+			{"id":"never","value":{"type":"rawscript","language":"bash","content":"exit 1"}}]}}`,
+		args: `{}`, success: true, skipped: true, result: `[1,2]`,
+	},
+	{
+		name: "a stop inside a branchall inside a loop breaks the loop, whose last iteration holds the branchall's array",
+		flow: `{"value":{"modules":[{"id":"l","value":{"type":"forloopflow","iterator":{"type":"static","value":[1,2,3]},"modules":[
+			{"id":"all","value":{"type":"branchall","parallel":false,"branches":[
+				{"modules":[{"id":"v","value":{"type":"identity"},"mock":{"enabled":true,"return_value":"x"}}]},
+				{"modules":[{"id":"w","value":{"type":"rawscript","language":"python3","content":"def main(i):\n    return i",
+				 "input_transforms":{"i":{"type":"javascript","expr":"flow_input.iter.value"}}},"stop_after_if":{"expr":"result == 2"}}]}]}}]}},
+			{"id":"after","value":{"type":"identity"}}]}}`,
+		args: `{}`, success: true, result: `[["x",1],["x",2]]`,
+	},
+	{
+		name: "stop_after_all_iters_if with an error_message fails the flow with an EarlyStopError holding the loop's array",
+		flow: `{"value":{"modules":[{"id":"l","value":{"type":"forloopflow","iterator":{"type":"static","value":[1,2,3]},"modules":[
+			{"id":"d","value":{"type":"rawscript","language":"python3","content":"def main(n):\n    return n * 2",
+			 "input_transforms":{"n":{"type":"javascript","expr":"flow_input.iter.value"}}}}]},
+			"stop_after_all_iters_if":{"expr":"result.length == 3","error_message":"three is too many","error_include_result":true}},
+			{"id":"never","value":{"type":"rawscript","language":"bash","content":"exit 1"}}]}}`,
+		args: `{}`, success: false, result: `{"error":{"name":"EarlyStopError","message":"three is too many","result":[2,4,6]}}`,
+	},
+	{
+		name: "stop_after_all_iters_if on a branchall with an empty error_message fails with Windmill's default message",
+		flow: `{"value":{"modules":[{"id":"b","value":{"type":"branchall","branches":[
+			{"modules":[{"id":"x","value":{"type":"identity"},"mock":{"enabled":true,"return_value":1}}]}]},
+			"stop_after_all_iters_if":{"expr":"result[0] === 1","error_message":""}},
+			{"id":"never","value":{"type":"rawscript","language":"bash","content":"exit 1"}}]}}`,
+		args: `{}`, success: false, result: `{"error":{"name":"EarlyStopError","message":"stop after if: result[0] === 1"}}`,
+	},
+	{
+		name: "stop_after_all_iters_if without an error_message stops the flow successfully with the loop's array",
+		flow: `{"value":{"modules":[{"id":"l","value":{"type":"forloopflow","iterator":{"type":"static","value":[1,2]},"modules":[
+			{"id":"v","value":{"type":"identity"},"mock":{"enabled":true,"return_value":0}}]},
+			"stop_after_all_iters_if":{"expr":"true"}},
+			{"id":"never","value":{"type":"rawscript","language":"bash","content":"exit 1"}}]}}`,
+		args: `{}`, success: true, result: `[0,0]`,
+	},
+	{
 		name: "a stop inside a loop body only breaks the loop, which keeps the stopping iteration",
 		flow: `{"value":{"modules":[{"id":"l","value":{"type":"forloopflow","iterator":{"type":"static","value":[1,2,3,4]},"modules":[
 			{"id":"v","value":{"type":"identity"},"stop_after_if":{"expr":"result.iter.value == 2"}}]}},
