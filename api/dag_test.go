@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	ow "github.com/openworkflow-go/openworkflow"
@@ -185,5 +186,35 @@ func TestDAGStatusOfACompletedAndACompensatedRun(t *testing.T) {
 			}
 			s.must(http.StatusMethodNotAllowed, "POST", "/v1/runs/"+plain.ID+"/dag", nil)
 		})
+	})
+}
+
+// TestRetryOfACompensatedDAGRunIsRefused: POST /v1/runs/{id}/retry on a
+// compensated DAG run answers 409 run_not_retryable and leaves the run
+// failed and compensated: retrying it forward would run the failed step
+// again after its compensations undid the steps before it.
+func TestRetryOfACompensatedDAGRunIsRefused(t *testing.T) {
+	eachBackend(t, api.Options{}, func(t *testing.T, s *server) {
+		if _, err := s.dag.Define(s.ctx, orderDefinition); err != nil {
+			t.Fatal(err)
+		}
+		id := s.dagRun(orderInput{Fail: "invoice"}, "failed")
+		e := s.must(http.StatusConflict, "POST", "/v1/runs/"+id+"/retry", nil).apiError(t)
+		if e.Code != api.CodeRunNotRetryable || !strings.Contains(e.Message, "compensate") || !strings.Contains(e.Message, "new run") {
+			t.Fatalf("retry of a compensated run answered %+v, want 409 %s saying why and what to do", e, api.CodeRunNotRetryable)
+		}
+		var st api.DAGRun
+		s.must(http.StatusOK, "GET", "/v1/runs/"+id+"/dag", nil).decode(t, &st)
+		if st.Status != dag.StatusCompensated {
+			t.Fatalf("after the refused retry the run reads %s, want compensated", st.Status)
+		}
+		var run api.Run
+		s.must(http.StatusOK, "GET", "/v1/runs/"+id, nil).decode(t, &run)
+		if run.Status != "failed" || run.FinishedAt == nil {
+			t.Fatalf("after the refused retry the run is %s, want failed as it was", run.Status)
+		}
+		if n := s.calls.get(id + "/invoice"); n != 1 {
+			t.Errorf("invoice ran %d times, want 1", n)
+		}
 	})
 }

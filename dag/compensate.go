@@ -32,13 +32,25 @@ type compensation struct {
 // finalError), or the reason the pass stops (ErrSuspended during a
 // backoff, ErrLeaseLost).
 func (r *run) compensate() error {
-	for _, s := range r.compensationOrder() {
+	order := r.compensationOrder()
+	if len(order) > 0 {
+		// Before anything is undone: a run whose steps were undone must
+		// never be retried forward (ow.Client.RetryRun refuses it).
+		if err := ow.MarkNotRetryable(r.ctx, notRetryableReason); err != nil {
+			return err
+		}
+	}
+	for _, s := range order {
 		if err := r.compensateStep(s); err != nil {
 			return err
 		}
 	}
 	return r.finalError()
 }
+
+// notRetryableReason is the reason a DAG run that began to compensate
+// gives a refused retry (ow.MarkNotRetryable).
+const notRetryableReason = "it is a DAG run that began to compensate: the steps it undid would not be done again"
 
 // compensationOrder lists the steps to compensate in the order their
 // compensations run.

@@ -61,7 +61,11 @@
 // declared first on ties. A compensation is retried like a step; one that
 // fails for good is recorded on its step and the chain goes on. A crash
 // during compensation resumes without running again the compensations
-// that completed.
+// that completed. Before its first compensation runs, the interpreter
+// marks the run with ow.MarkNotRetryable, so ow.Client.RetryRun (and the
+// API, CLI and dashboard behind it) refuses to retry it forward with
+// ow.ErrRunNotRetryable: its completed steps were undone. A fork
+// (ow.Client.ForkRun) is a new run and is allowed.
 //
 // # Statuses
 //
