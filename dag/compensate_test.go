@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	ow "github.com/openworkflow-go/openworkflow"
 	"github.com/openworkflow-go/openworkflow/dag"
@@ -27,6 +28,9 @@ func (r *recorder) compensations() []string {
 	return out
 }
 
+// Compensations run dependents first: a step is undone before the steps
+// it depends on (see also TestCompensationUndoesInReverseOrderOfCompletion
+// for parallel steps).
 func TestCompensationRunsInReverseTopologicalOrder(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -40,8 +44,8 @@ func TestCompensationRunsInReverseTopologicalOrder(t *testing.T) {
 			want: []string{"c", "b", "a"},
 		},
 		{
-			// a → (b ∥ c) → d, d fails: the later declared sibling c is
-			// compensated before b.
+			// a → (b ∥ c) → d, d fails: c, which completes after b (its
+			// handler waits for b's), is compensated before b.
 			name: "a diamond whose join fails",
 			def:  def("diamond", "a:a:undo", "b:b:undo<-a", "c:c:undo<-a", "d:boom:undo<-b,c"),
 			want: []string{"d", "c", "b", "a"},
@@ -56,9 +60,19 @@ func TestCompensationRunsInReverseTopologicalOrder(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			forEachTarget(t, func(t *testing.T, fx *fixture) {
-				for _, h := range []string{"a", "b", "c", "e", "undo"} {
+				for _, h := range []string{"a", "b", "e", "undo"} {
 					fx.handle(h, nil)
 				}
+				fx.handle("c", func(ctx context.Context, sc dag.StepContext) (any, error) {
+					return "c", waitUntil(ctx, func() (bool, error) {
+						st, err := fx.eng.Status(ctx, sc.RunID)
+						if err != nil {
+							return false, err
+						}
+						b := st.Steps["b"]
+						return b.CompletedAt != nil && time.Now().After(b.CompletedAt.Add(2*time.Millisecond)), nil
+					})
+				})
 				fx.handle("boom", failing("out of stock"))
 				d := dag.Definition{Name: tc.def.Name, Steps: slices.Clone(tc.def.Steps)}
 				for i := range d.Steps {

@@ -57,8 +57,11 @@
 // When a step fails for good, the interpreter starts nothing more, lets
 // the attempts in flight end, and runs, one after another, the compensate
 // handlers of the steps that completed or failed (the failed step's own
-// included, as in pgshift), in reverse topological order, the later
-// declared first on ties. A compensation is retried like a step; one that
+// included, as in pgshift), in reverse order of completion as the run's
+// history records it (pgshift's "reverse execution order"; steps that
+// ended in the same millisecond in reverse topological order, the later
+// declared first), so a step is undone before the steps it depends on.
+// A compensation is retried like a step; one that
 // fails for good is recorded on its step and the chain goes on. A crash
 // during compensation resumes without running again the compensations
 // that completed. Before its first compensation runs, the interpreter

@@ -77,10 +77,13 @@ type RunStatus struct {
 	// Steps holds every step of the definition, by name.
 	Steps map[string]StepStatus `json:"steps"`
 	// Compensations lists, once the run compensates, the steps whose
-	// compensate handler runs, in the order the chain runs them (reverse
-	// topological order, the later declared first on ties): the steps
-	// with a compensate handler that completed or had an attempt. Empty
-	// for a run that never compensated.
+	// compensate handler runs, in the order the chain runs them: reverse
+	// order of completion as the run's history records it (the step whose
+	// last attempt — completed, or failed — ended last first; to the
+	// millisecond, ties in reverse topological order, the later declared
+	// first), so a step is undone before the steps it depends on. These
+	// are the steps with a compensate handler that completed or had an
+	// attempt. Empty for a run that never compensated.
 	Compensations []string `json:"compensations,omitempty"`
 	// Definition is the definition the run executes (declaration order
 	// and dependencies, to draw the graph).
@@ -191,12 +194,16 @@ func StatusOf(run *ow.WorkflowRun, attempts []ow.StepAttempt) (*RunStatus, error
 	}
 	if compensated || st.Status == StatusCompensating || st.Status == StatusCompensated {
 		order := topologicalOrder(d.Steps)
+		var names []string
+		var ends []time.Time
 		for i := len(order) - 1; i >= 0; i-- {
 			s := d.Steps[order[i]]
-			if s.Compensate != "" && st.Steps[s.Name].Attempts > 0 {
-				st.Compensations = append(st.Compensations, s.Name)
+			if ss := st.Steps[s.Name]; s.Compensate != "" && ss.Attempts > 0 {
+				names = append(names, s.Name)
+				ends = append(ends, keys.endedAt(s.Name, ss))
 			}
 		}
+		st.Compensations = undoOrder(names, ends)
 	}
 	return st, nil
 }
@@ -360,6 +367,19 @@ func (idx attemptIndex) compensation(s Step) *AttemptsStatus {
 	}
 	c.Status = StatusFailed
 	return c
+}
+
+// endedAt is when the last attempt of the step ended (its completion, or
+// its last failure), as the interpreter's compensation order reads it;
+// zero when not recorded.
+func (idx attemptIndex) endedAt(step string, ss StepStatus) time.Time {
+	if ss.CompletedAt != nil {
+		return *ss.CompletedAt
+	}
+	if a, ok := idx[attemptKey(step, ss.Attempts)]; ok && a.FinishedAt != nil {
+		return *a.FinishedAt
+	}
+	return time.Time{}
 }
 
 // waitUntil is the wake-up of the running backoff sleep key, if any.
