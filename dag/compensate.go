@@ -179,8 +179,10 @@ func (c *compensation) note(k int, rec ow.StepRecord) (final bool) {
 
 // finalError is the error the run fails with once compensation is over:
 // a CompensatedError (code COMPENSATED) naming the failed step and the
-// compensations when at least one compensation ran, a StepFailedError
-// (code STEP_FAILED) when there was nothing to compensate. Both are
+// compensations when every compensation completed, a
+// CompensationFailedError (code COMPENSATION_FAILED) naming those that
+// failed for good when at least one did, a StepFailedError (code
+// STEP_FAILED) when there was nothing to compensate. All are
 // non-retryable: the run is over.
 func (r *run) finalError() error {
 	cause := r.cause()
@@ -202,6 +204,7 @@ func (r *run) finalError() error {
 	}
 	if len(failed) > 0 {
 		msg += "; compensation failed: " + strings.Join(failed, ", ")
+		return ow.NonRetryable(&ow.Error{Name: "CompensationFailedError", Message: msg, Code: CodeCompensationFailed})
 	}
 	return ow.NonRetryable(&ow.Error{Name: "CompensatedError", Message: msg, Code: CodeCompensated})
 }

@@ -150,6 +150,9 @@ func TestCompensateHandlersReceiveTheFailure(t *testing.T) {
 	})
 }
 
+// A failing compensation is recorded and the chain goes on; the run, not
+// all of whose steps were undone, ends compensation_failed (stored failed
+// with code COMPENSATION_FAILED), never compensated.
 func TestAFailingCompensationIsRecordedAndTheChainGoesOn(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, fx *fixture) {
 		for _, h := range []string{"a", "b", "undo"} {
@@ -171,7 +174,7 @@ func TestAFailingCompensationIsRecordedAndTheChainGoesOn(t *testing.T) {
 			t.Fatalf("compensations %v, want %v", got, want)
 		}
 		b := st.Steps["b"]
-		if st.Status != dag.StatusCompensated || b.Status != dag.StatusCompensationFailed || b.Compensation == nil ||
+		if st.Status != dag.StatusCompensationFailed || b.Status != dag.StatusCompensationFailed || b.Compensation == nil ||
 			b.Compensation.Status != dag.StatusFailed || b.Compensation.Attempts != 2 || b.Compensation.Error != "refund service down" {
 			t.Fatalf("run %s, b %+v (compensation %+v)", st.Status, b, b.Compensation)
 		}
@@ -182,8 +185,11 @@ func TestAFailingCompensationIsRecordedAndTheChainGoesOn(t *testing.T) {
 			t.Fatalf("c %+v", c)
 		}
 		e := resultError(t, fx.c, runID)
-		if e.Code != dag.CodeCompensated || !strings.Contains(e.Message, `compensation failed: b (after 2 attempts: refund service down)`) {
+		if e.Name != "CompensationFailedError" || e.Code != dag.CodeCompensationFailed || !strings.Contains(e.Message, `compensation failed: b (after 2 attempts: refund service down)`) {
 			t.Fatalf("stored error %+v", e)
+		}
+		if !slices.Equal(st.Compensations, []string{"b", "a"}) {
+			t.Fatalf("compensation chain %v, want [b a]", st.Compensations)
 		}
 	})
 }

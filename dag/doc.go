@@ -75,16 +75,23 @@
 // The stored run status stays one of OpenWorkflow's, so TypeScript
 // workers and clients sharing the database are not disturbed: a run
 // compensating is stored running, and a compensated run is stored failed
-// with the error {"name":"CompensatedError","code":"COMPENSATED"}; a run
-// with nothing to compensate fails with code STEP_FAILED. The DAG
-// statuses — compensating and compensated among them — are derived by
+// with the error {"name":"CompensatedError","code":"COMPENSATED"}, or
+// {"name":"CompensationFailedError","code":"COMPENSATION_FAILED"} when a
+// compensation failed for good (DAG status compensation_failed: the steps
+// were not all undone); a run with nothing to compensate fails with code
+// STEP_FAILED. The DAG statuses — compensating, compensated and
+// compensation_failed among them — are derived by
 // [Engine.Status] and [StatusOf] from the stored run and step attempts.
 //
 // # Differences from pgshift
 //
 //   - Backoff delays are enforced (pgshift stores them and ignores them).
 //   - A failing compensation is recorded, retried, and the chain goes on
-//     (pgshift's recording statement fails and leaves the run stuck).
+//     (pgshift's recording statement fails and leaves the run stuck);
+//     the run then ends compensation_failed, not compensated.
+//   - Compensations run in reverse order of completion, as pgshift's
+//     documentation says (its code uses reverse topological order).
+//   - A run that began to compensate cannot be retried forward.
 //   - A run with nothing to compensate ends failed, not compensated.
 //   - A crash during a step re-executes the same attempt: the crashed
 //     execution does not use up a retry (the core's leases stand in for

@@ -17,6 +17,11 @@ const (
 	// CodeCompensated is the code of the error of a run that failed and
 	// was compensated: stored status failed, DAG status compensated.
 	CodeCompensated = "COMPENSATED"
+	// CodeCompensationFailed is the code of the error of a run that failed
+	// and compensated, but at least one of whose compensations failed for
+	// good: stored status failed, DAG status compensation_failed. Its
+	// steps were not all undone; see which in the run's status.
+	CodeCompensationFailed = "COMPENSATION_FAILED"
 	// CodeStepFailed is the code of the error of a run whose step failed
 	// for good with nothing to compensate: DAG status failed.
 	CodeStepFailed = "STEP_FAILED"

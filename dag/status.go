@@ -16,7 +16,8 @@ import (
 // workers and clients sharing the database read DAG runs like any other;
 // the DAG statuses are derived from it and from the step attempts:
 //
-//	run:  pending, running, compensating, completed, failed, compensated, canceled
+//	run:  pending, running, compensating, completed, failed, compensated,
+//	      compensation_failed, canceled
 //	step: pending, running, completed, failed, skipped,
 //	      compensating, compensated, compensation_failed
 type Status string
@@ -41,12 +42,17 @@ const (
 	// its compensations execute; a step whose compensation executes or
 	// waits for its next attempt.
 	StatusCompensating Status = "compensating"
-	// StatusCompensated: a run that failed and ran its compensations
-	// (stored failed with error code COMPENSATED); a step whose
+	// StatusCompensated: a run that failed and ran its compensations,
+	// every one of which completed (stored failed with error code
+	// COMPENSATED); a step whose
 	// compensation completed.
 	StatusCompensated Status = "compensated"
-	// StatusCompensationFailed: a step whose compensation failed for good
-	// (its error is in Compensation).
+	// StatusCompensationFailed: a run that failed and ran its
+	// compensations, at least one of which failed for good, so its steps
+	// were not all undone (stored failed with error code
+	// COMPENSATION_FAILED, or COMPENSATED with a step whose compensation
+	// failed, for runs that ended before that code existed); a step whose
+	// compensation failed for good (its error is in Compensation).
 	StatusCompensationFailed Status = "compensation_failed"
 	// StatusSkipped: a step that never started and never will, the run
 	// being over or compensating.
@@ -72,7 +78,9 @@ type RunStatus struct {
 	StartedAt  time.Time  `json:"startedAt"`
 	FinishedAt *time.Time `json:"finishedAt,omitempty"`
 	// Error is the run's stored error once it failed: for a compensated
-	// run, name CompensatedError and code COMPENSATED.
+	// run, name CompensatedError and code COMPENSATED; for a run one of
+	// whose compensations failed, CompensationFailedError and code
+	// COMPENSATION_FAILED.
 	Error *ow.Error `json:"error,omitempty"`
 	// Steps holds every step of the definition, by name.
 	Steps map[string]StepStatus `json:"steps"`
@@ -178,13 +186,14 @@ func StatusOf(run *ow.WorkflowRun, attempts []ow.StepAttempt) (*RunStatus, error
 	if run.Status.Normalize() == ow.RunFailed {
 		st.Error = storedError(run.Error)
 	}
-	failing := false
+	failing, undoFailed := false, false
 	for _, s := range d.Steps {
 		ss, final := keys.step(s)
 		failing = failing || final || ss.Compensation != nil
+		undoFailed = undoFailed || ss.Compensation != nil && ss.Compensation.Status == StatusFailed
 		st.Steps[s.Name] = ss
 	}
-	st.Status = runStatus(run, st.Error, failing)
+	st.Status = runStatus(run, st.Error, failing, undoFailed)
 	compensated := false
 	for _, s := range d.Steps {
 		ss := st.Steps[s.Name]
@@ -192,7 +201,7 @@ func StatusOf(run *ow.WorkflowRun, attempts []ow.StepAttempt) (*RunStatus, error
 		ss.Status = stepStatus(ss, st.Status)
 		st.Steps[s.Name] = ss
 	}
-	if compensated || st.Status == StatusCompensating || st.Status == StatusCompensated {
+	if compensated || st.Status == StatusCompensating || st.Status == StatusCompensated || st.Status == StatusCompensationFailed {
 		order := topologicalOrder(d.Steps)
 		var names []string
 		var ends []time.Time
@@ -208,8 +217,10 @@ func StatusOf(run *ow.WorkflowRun, attempts []ow.StepAttempt) (*RunStatus, error
 	return st, nil
 }
 
-// runStatus derives the DAG status of the run.
-func runStatus(run *ow.WorkflowRun, stored *ow.Error, failing bool) Status {
+// runStatus derives the DAG status of the run. failing reports a step
+// failed for good or a compensation begun; undoFailed a compensation
+// failed for good.
+func runStatus(run *ow.WorkflowRun, stored *ow.Error, failing, undoFailed bool) Status {
 	switch run.Status.Normalize() {
 	case ow.RunPending:
 		return StatusPending
@@ -218,7 +229,11 @@ func runStatus(run *ow.WorkflowRun, stored *ow.Error, failing bool) Status {
 	case ow.RunCanceled:
 		return StatusCanceled
 	case ow.RunFailed:
-		if stored != nil && stored.Code == CodeCompensated {
+		switch {
+		case stored == nil:
+		case stored.Code == CodeCompensationFailed, stored.Code == CodeCompensated && undoFailed:
+			return StatusCompensationFailed
+		case stored.Code == CodeCompensated:
 			return StatusCompensated
 		}
 		return StatusFailed
