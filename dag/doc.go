@@ -92,6 +92,9 @@
 //   - Compensations run in reverse order of completion, as pgshift's
 //     documentation says (its code uses reverse topological order).
 //   - A run that began to compensate cannot be retried forward.
+//   - The failed step reads failed even when its own compensation ran
+//     (pgshift marks it compensated); only completed steps read
+//     compensating, compensated or compensation_failed.
 //   - A run with nothing to compensate ends failed, not compensated.
 //   - A crash during a step re-executes the same attempt: the crashed
 //     execution does not use up a retry (the core's leases stand in for

@@ -36,23 +36,25 @@ const (
 	// StatusFailed: a run that failed with nothing to compensate (or for a
 	// reason other than a step: a deadline, the step limit); a step that
 	// failed for good, or whose retries were abandoned when the run began
-	// compensating.
+	// compensating — whether or not its own compensation then ran (see
+	// StepStatus.Compensation): a step that never completed is never
+	// compensated.
 	StatusFailed Status = "failed"
 	// StatusCompensating: a stored running run with a step failed for good:
-	// its compensations execute; a step whose compensation executes or
-	// waits for its next attempt.
+	// its compensations execute; a completed step whose compensation
+	// executes or waits for its next attempt.
 	StatusCompensating Status = "compensating"
 	// StatusCompensated: a run that failed and ran its compensations,
 	// every one of which completed (stored failed with error code
-	// COMPENSATED); a step whose
-	// compensation completed.
+	// COMPENSATED); a completed step whose compensation completed.
 	StatusCompensated Status = "compensated"
 	// StatusCompensationFailed: a run that failed and ran its
 	// compensations, at least one of which failed for good, so its steps
 	// were not all undone (stored failed with error code
 	// COMPENSATION_FAILED, or COMPENSATED with a step whose compensation
-	// failed, for runs that ended before that code existed); a step whose
-	// compensation failed for good (its error is in Compensation).
+	// failed, for runs that ended before that code existed); a completed
+	// step whose compensation failed for good (its error is in
+	// Compensation).
 	StatusCompensationFailed Status = "compensation_failed"
 	// StatusSkipped: a step that never started and never will, the run
 	// being over or compensating.
@@ -100,7 +102,9 @@ type RunStatus struct {
 
 // StepStatus is one step's status within a [RunStatus].
 type StepStatus struct {
-	// Status is the step's DAG status.
+	// Status is the step's DAG status. Only a completed step reads
+	// compensating, compensated or compensation_failed; a failed step
+	// stays failed when its own compensation runs (see Compensation).
 	Status Status `json:"status"`
 	// Attempts counts the step's execution attempts, the one executing
 	// included.
@@ -246,7 +250,9 @@ func runStatus(run *ow.WorkflowRun, stored *ow.Error, failing, undoFailed bool) 
 
 // stepStatus settles a step's DAG status once the run's is known.
 // ss.Status holds what its attempts say: completed, failed (for good),
-// running, or pending (none started, or waiting to retry).
+// running, or pending (none started, or waiting to retry). Only a
+// completed step reads compensating, compensated or compensation_failed;
+// a failed one whose compensation ran stays failed.
 func stepStatus(ss StepStatus, run Status) Status {
 	forward := run == StatusPending || run == StatusRunning // steps may still start
 	base := ss.Status
@@ -266,18 +272,28 @@ func stepStatus(ss StepStatus, run Status) Status {
 		return base
 	}
 	switch {
-	case c.Status == StatusCompleted:
-		return StatusCompensated
-	case c.Status == StatusFailed:
-		return StatusCompensationFailed
-	case run == StatusCompensating:
-		return StatusCompensating
+	case c.Status == StatusCompleted, c.Status == StatusFailed:
+	case run == StatusCompensating: // running, or waiting for its next attempt
 	case run == StatusCanceled:
 		c.Status = StatusCanceled
+	default:
+		c.Status = StatusFailed // the run ended (deadline, step limit) first
+	}
+	if base != StatusCompleted {
+		// A step that never completed was not done, so it is not undone:
+		// it reads failed (its own compensation ran, as in pgshift, and
+		// its state is in Compensation).
 		return base
 	}
-	c.Status = StatusFailed // the run ended (deadline, step limit) first
-	return StatusCompensationFailed
+	switch c.Status {
+	case StatusCompleted:
+		return StatusCompensated
+	case StatusFailed:
+		return StatusCompensationFailed
+	case StatusRunning:
+		return StatusCompensating
+	}
+	return base
 }
 
 // storedError decodes a stored error JSON; nil for none.
