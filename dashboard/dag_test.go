@@ -125,5 +125,26 @@ func TestDAGPageAgreesWithTheAPI(t *testing.T) {
 				t.Errorf("the page of a compensated run offers a retry, which the API refuses")
 			}
 		})
+
+		t.Run("compensation failed", func(t *testing.T) {
+			id := start(t, orderInput{Key: t.Name(), Fail: "emit-invoice", FailUndo: "charge-card"})
+			s.waitStatus(id, "failed")
+			st, badges, page := check(t, id)
+			if st.Status != dag.StatusCompensationFailed {
+				t.Fatalf("run %s, want compensation_failed", st.Status)
+			}
+			if !strings.HasSuffix(badges["charge-card"], "· failed") {
+				t.Errorf("charge-card's badge reads %q, want … · failed", badges["charge-card"])
+			}
+			if !strings.Contains(page, `<span class="badge s-compensation_failed">compensation_failed</span>`) || !strings.Contains(page, `<span class="badge s-failed">compensation failed</span>`) {
+				t.Errorf("the page does not say the compensation failed")
+			}
+			if strings.Contains(page, `s-compensated">compensated<`) {
+				t.Errorf("the page calls the run compensated")
+			}
+			if strings.Contains(page, "Retry from failed step") {
+				t.Errorf("the page offers a retry, which the API refuses")
+			}
+		})
 	})
 }
