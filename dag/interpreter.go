@@ -111,9 +111,29 @@ func (e *Engine) interpret(ctx ow.Context, in runInput) (map[string]json.RawMess
 		return nil, err
 	}
 	if r.failed == nil {
+		e.observeFinished(ctx, StatusCompleted)
 		return r.outputs(), nil
 	}
-	return nil, r.compensate()
+	err = r.compensate()
+	var final *ow.Error
+	if errors.As(err, &final) {
+		switch final.Code {
+		case CodeCompensated:
+			e.observeFinished(ctx, StatusCompensated)
+		case CodeCompensationFailed:
+			e.observeFinished(ctx, StatusCompensationFailed)
+		case CodeStepFailed:
+			e.observeFinished(ctx, StatusFailed)
+		}
+	}
+	return nil, err
+}
+
+// observeFinished reports the end of the run to the engine's Metrics.
+func (e *Engine) observeFinished(ctx ow.Context, status Status) {
+	if e.metrics != nil {
+		e.metrics.ObserveDAGRunFinished(ctx.RunInfo().WorkflowName, string(status))
+	}
 }
 
 func newRun(e *Engine, ctx ow.Context, in runInput) (*run, error) {
