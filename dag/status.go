@@ -407,8 +407,12 @@ func (idx attemptIndex) endedAt(step string, ss StepStatus) time.Time {
 	if ss.CompletedAt != nil {
 		return *ss.CompletedAt
 	}
-	if a, ok := idx[attemptKey(step, ss.Attempts)]; ok && a.FinishedAt != nil {
-		return *a.FinishedAt
+	// The latest attempt that ended: one interrupted by a crash (still
+	// recorded running) is not, as the interpreter's replay reads it.
+	for k := ss.Attempts; k >= 1; k-- {
+		if a, ok := idx[attemptKey(step, k)]; ok && a.FinishedAt != nil {
+			return *a.FinishedAt
+		}
 	}
 	return time.Time{}
 }
