@@ -3,6 +3,7 @@ package openworkflow
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"time"
@@ -447,8 +448,26 @@ func encodeValue(v any) (raw json.RawMessage, err error) {
 // or the workflow, for a failure outside steps — gets a fresh retry
 // budget. p.DeadlineAt is the run's new deadline (nil: none). A run that
 // is not failed gives an error wrapping backend.ErrRunNotFailed, a missing
-// one backend.ErrRunNotFound. As OpenWorkflow's users asked in their issue
-// #520.
+// one backend.ErrRunNotFound. A run its workflow marked as not to be
+// retried forward ([MarkNotRetryable]: a DAG run that began to compensate)
+// gives a [*RunNotRetryableError] wrapping [ErrRunNotRetryable], whatever
+// its status, and is left as it is. As OpenWorkflow's users asked in their
+// issue #520.
+//
+// The mark is read before the backend's retry, in a separate read: a run
+// is marked while it runs, before it fails, so a failed run read unmarked
+// can only gain the mark if another retry of it runs in between.
 func (c *Client) RetryRun(ctx context.Context, p backend.RetryWorkflowRunParams) (*WorkflowRun, error) {
+	reason, marked, err := c.notRetryable(ctx, p.WorkflowRunID)
+	if errors.Is(err, backend.ErrInvalidArgument) {
+		// An id no backend stores (as the backend's retry would say).
+		return nil, fmt.Errorf("retry workflow run %q: %w", p.WorkflowRunID, backend.ErrRunNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("retry workflow run %s: %w", p.WorkflowRunID, err)
+	}
+	if marked {
+		return nil, &RunNotRetryableError{RunID: p.WorkflowRunID, Reason: reason}
+	}
 	return c.b.RetryWorkflowRun(ctx, p)
 }

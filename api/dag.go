@@ -15,7 +15,8 @@ import (
 // draw.
 //
 // Status is pending, running, compensating, completed, failed,
-// compensated or canceled; each step's is pending, running, completed,
+// compensated, compensation_failed (a compensation failed for good: the
+// steps were not all undone) or canceled; each step's is pending, running, completed,
 // failed, skipped, compensating, compensated or compensation_failed (see
 // dag.Status). With resolveData=none the run's input and the steps'
 // outputs are left out (input null).

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	ow "github.com/openworkflow-go/openworkflow"
@@ -34,6 +35,8 @@ var orderDefinition = dag.Definition{Name: orderWorkflow, Steps: []dag.Step{
 // orderInput is an order run's input.
 type orderInput struct {
 	Fail string `json:"fail,omitempty"`
+	// FailUndo names the step whose compensation fails for good.
+	FailUndo string `json:"failUndo,omitempty"`
 }
 
 // dagHandlers are the handlers of orderWorkflow: work answers its step's
@@ -53,7 +56,14 @@ func dagHandlers(c *calls) map[string]dag.Handler {
 			return map[string]string{"done": sc.Step}, nil
 		},
 		"undo": func(_ context.Context, sc dag.StepContext) (any, error) {
+			var in orderInput
+			if err := sc.DecodeInput(&in); err != nil {
+				return nil, err
+			}
 			c.add(sc.RunID + "/undo " + sc.Step)
+			if sc.Step == in.FailUndo {
+				return nil, ow.NonRetryable(errors.New("refund service down"))
+			}
 			return map[string]string{"undone": sc.Step}, nil
 		},
 	}
@@ -185,5 +195,63 @@ func TestDAGStatusOfACompletedAndACompensatedRun(t *testing.T) {
 			}
 			s.must(http.StatusMethodNotAllowed, "POST", "/v1/runs/"+plain.ID+"/dag", nil)
 		})
+	})
+}
+
+// TestRetryOfACompensatedDAGRunIsRefused: POST /v1/runs/{id}/retry on a
+// compensated DAG run answers 409 run_not_retryable and leaves the run
+// failed and compensated: retrying it forward would run the failed step
+// again after its compensations undid the steps before it.
+func TestRetryOfACompensatedDAGRunIsRefused(t *testing.T) {
+	eachBackend(t, api.Options{}, func(t *testing.T, s *server) {
+		if _, err := s.dag.Define(s.ctx, orderDefinition); err != nil {
+			t.Fatal(err)
+		}
+		id := s.dagRun(orderInput{Fail: "invoice"}, "failed")
+		e := s.must(http.StatusConflict, "POST", "/v1/runs/"+id+"/retry", nil).apiError(t)
+		if e.Code != api.CodeRunNotRetryable || !strings.Contains(e.Message, "compensate") || !strings.Contains(e.Message, "new run") {
+			t.Fatalf("retry of a compensated run answered %+v, want 409 %s saying why and what to do", e, api.CodeRunNotRetryable)
+		}
+		var st api.DAGRun
+		s.must(http.StatusOK, "GET", "/v1/runs/"+id+"/dag", nil).decode(t, &st)
+		if st.Status != dag.StatusCompensated {
+			t.Fatalf("after the refused retry the run reads %s, want compensated", st.Status)
+		}
+		var run api.Run
+		s.must(http.StatusOK, "GET", "/v1/runs/"+id, nil).decode(t, &run)
+		if run.Status != "failed" || run.FinishedAt == nil {
+			t.Fatalf("after the refused retry the run is %s, want failed as it was", run.Status)
+		}
+		if n := s.calls.get(id + "/invoice"); n != 1 {
+			t.Errorf("invoice ran %d times, want 1", n)
+		}
+	})
+}
+
+// TestDAGStatusOfARunWhoseCompensationFailed: a run one of whose
+// compensations failed for good was not undone: /dag reads
+// compensation_failed (documented in the schema), not compensated, with
+// the stored code COMPENSATION_FAILED, and the chain still went on.
+func TestDAGStatusOfARunWhoseCompensationFailed(t *testing.T) {
+	eachBackend(t, api.Options{}, func(t *testing.T, s *server) {
+		if _, err := s.dag.Define(s.ctx, orderDefinition); err != nil {
+			t.Fatal(err)
+		}
+		id := s.dagRun(orderInput{Fail: "invoice", FailUndo: "charge"}, "failed")
+		var st api.DAGRun
+		s.must(http.StatusOK, "GET", "/v1/runs/"+id+"/dag", nil).decode(t, &st)
+		if st.Status != dag.StatusCompensationFailed || st.Error == nil || st.Error.Code != dag.CodeCompensationFailed {
+			t.Fatalf("run status %s, error %+v; want compensation_failed, code %s", st.Status, st.Error, dag.CodeCompensationFailed)
+		}
+		if c := st.Steps["charge"]; c.Status != dag.StatusCompensationFailed || c.Compensation == nil || c.Compensation.Error != "refund service down" {
+			t.Errorf("charge: %+v", c)
+		}
+		if got := st.Steps["stock"].Status; got != dag.StatusCompensated {
+			t.Errorf("stock is %s, want compensated: the chain goes on", got)
+		}
+		// Not retryable either: its compensations began.
+		if e := s.must(http.StatusConflict, "POST", "/v1/runs/"+id+"/retry", nil).apiError(t); e.Code != api.CodeRunNotRetryable {
+			t.Errorf("retry answered %+v, want %s", e, api.CodeRunNotRetryable)
+		}
 	})
 }

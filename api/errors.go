@@ -27,8 +27,13 @@ const (
 	CodeMethodNotAllowed Code = "method_not_allowed" // 405
 	CodeRunTerminal      Code = "run_terminal"       // 409: the run is completed, failed or canceled
 	CodeRunNotFailed     Code = "run_not_failed"     // 409: only a failed run can be retried
-	CodeHookConflict     Code = "hook_conflict"      // 409: the token is held by another live hook
-	CodeStreamClosed     Code = "stream_closed"      // 409
+	// CodeRunNotRetryable (409): POST /v1/runs/{id}/retry on a run its
+	// workflow marked as not to be retried forward (ow.ErrRunNotRetryable:
+	// a DAG run that began to compensate), whatever its status; start a
+	// new run, or fork one, instead.
+	CodeRunNotRetryable Code = "run_not_retryable"
+	CodeHookConflict    Code = "hook_conflict" // 409: the token is held by another live hook
+	CodeStreamClosed    Code = "stream_closed" // 409
 	// CodeIdempotencyConflict (409): POST /v1/runs with an idempotency key
 	// that started a run of another input within 24 hours; the message
 	// names that run, which the start did not change.
@@ -94,6 +99,8 @@ func asAPIError(err error, field string) *Error {
 		return errorf(http.StatusNotFound, CodeHookNotFound, "token", "%s", err)
 	case errors.Is(err, backend.ErrRunTerminal):
 		return errorf(http.StatusConflict, CodeRunTerminal, "", "%s", err)
+	case errors.Is(err, ow.ErrRunNotRetryable):
+		return errorf(http.StatusConflict, CodeRunNotRetryable, "", "%s", err)
 	case errors.Is(err, backend.ErrRunNotFailed):
 		return errorf(http.StatusConflict, CodeRunNotFailed, "", "%s", err)
 	case errors.Is(err, ow.ErrIdempotencyConflict):

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,8 +24,8 @@ type compensation struct {
 // compensate runs, one after another, the compensate handlers of the
 // steps to compensate — those that completed, and those with a failed
 // attempt (the step that failed for good, or one abandoned in its
-// backoff), that have a compensate handler — in reverse topological order,
-// the later declared first on ties (pgshift's order). Each compensation
+// backoff), that have a compensate handler — in reverse order of
+// completion (see undoOrder). Each compensation
 // retries with its step's policy and backoff; one that fails for good is
 // recorded on its step and the chain goes on. Every compensation attempt
 // is its own durable key looked up first, so a pass after a crash runs
@@ -32,7 +33,15 @@ type compensation struct {
 // finalError), or the reason the pass stops (ErrSuspended during a
 // backoff, ErrLeaseLost).
 func (r *run) compensate() error {
-	for _, s := range r.compensationOrder() {
+	order := r.compensationOrder()
+	if len(order) > 0 {
+		// Before anything is undone: a run whose steps were undone must
+		// never be retried forward (ow.Client.RetryRun refuses it).
+		if err := ow.MarkNotRetryable(r.ctx, notRetryableReason); err != nil {
+			return err
+		}
+	}
+	for _, s := range order {
 		if err := r.compensateStep(s); err != nil {
 			return err
 		}
@@ -40,16 +49,61 @@ func (r *run) compensate() error {
 	return r.finalError()
 }
 
+// notRetryableReason is the reason a DAG run that began to compensate
+// gives a refused retry (ow.MarkNotRetryable).
+const notRetryableReason = "it is a DAG run that began to compensate: the steps it undid would not be done again"
+
 // compensationOrder lists the steps to compensate in the order their
-// compensations run.
+// compensations run: reverse order of completion (see undoOrder).
 func (r *run) compensationOrder() []*step {
 	order := topologicalOrder(r.def.Steps)
 	var out []*step
+	var ends []time.Time
 	for i := len(order) - 1; i >= 0; i-- {
 		s := r.steps[order[i]]
 		if s.Compensate != "" && (s.state == stateCompleted || s.attempts > 0) {
 			out = append(out, s)
+			ends = append(ends, r.endedAt(s))
 		}
+	}
+	return undoOrder(out, ends)
+}
+
+// endedAt is when the last attempt of s ended (completed, or failed), as
+// recorded; zero if it is not recorded.
+func (r *run) endedAt(s *step) time.Time {
+	k := s.attempts // the last failed attempt…
+	if s.state == stateCompleted {
+		k++ // …or the completed one after it
+	}
+	rec, ok := ow.LookupStep(r.ctx, attemptKey(s.Name, k))
+	if !ok {
+		return time.Time{}
+	}
+	return rec.FinishedAt
+}
+
+// undoOrder sorts steps, given in reverse topological order (the later
+// declared first on ties) with ends[i] the time steps[i]'s last attempt
+// ended, into the order their compensations run: the one that ended last
+// first — reverse order of completion, as recorded in the run's history.
+// Times are compared to the millisecond, the precision the backends
+// store, so a pass that recorded the times itself and one that reads them
+// back agree; steps that ended in the same millisecond keep the reverse
+// topological order, so a step is always undone before the steps it
+// depends on (it ended after them). The interpreter and StatusOf both
+// order by it.
+func undoOrder[S any](steps []S, ends []time.Time) []S {
+	idx := make([]int, len(steps))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(i, j int) int {
+		return ends[j].Truncate(time.Millisecond).Compare(ends[i].Truncate(time.Millisecond))
+	})
+	out := make([]S, len(steps))
+	for n, i := range idx {
+		out[n] = steps[i]
 	}
 	return out
 }
@@ -125,8 +179,10 @@ func (c *compensation) note(k int, rec ow.StepRecord) (final bool) {
 
 // finalError is the error the run fails with once compensation is over:
 // a CompensatedError (code COMPENSATED) naming the failed step and the
-// compensations when at least one compensation ran, a StepFailedError
-// (code STEP_FAILED) when there was nothing to compensate. Both are
+// compensations when every compensation completed, a
+// CompensationFailedError (code COMPENSATION_FAILED) naming those that
+// failed for good when at least one did, a StepFailedError (code
+// STEP_FAILED) when there was nothing to compensate. All are
 // non-retryable: the run is over.
 func (r *run) finalError() error {
 	cause := r.cause()
@@ -148,6 +204,7 @@ func (r *run) finalError() error {
 	}
 	if len(failed) > 0 {
 		msg += "; compensation failed: " + strings.Join(failed, ", ")
+		return ow.NonRetryable(&ow.Error{Name: "CompensationFailedError", Message: msg, Code: CodeCompensationFailed})
 	}
 	return ow.NonRetryable(&ow.Error{Name: "CompensatedError", Message: msg, Code: CodeCompensated})
 }

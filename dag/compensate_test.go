@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	ow "github.com/openworkflow-go/openworkflow"
 	"github.com/openworkflow-go/openworkflow/dag"
@@ -27,6 +28,9 @@ func (r *recorder) compensations() []string {
 	return out
 }
 
+// Compensations run dependents first: a step is undone before the steps
+// it depends on (see also TestCompensationUndoesInReverseOrderOfCompletion
+// for parallel steps).
 func TestCompensationRunsInReverseTopologicalOrder(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -40,8 +44,8 @@ func TestCompensationRunsInReverseTopologicalOrder(t *testing.T) {
 			want: []string{"c", "b", "a"},
 		},
 		{
-			// a → (b ∥ c) → d, d fails: the later declared sibling c is
-			// compensated before b.
+			// a → (b ∥ c) → d, d fails: c, which completes after b (its
+			// handler waits for b's), is compensated before b.
 			name: "a diamond whose join fails",
 			def:  def("diamond", "a:a:undo", "b:b:undo<-a", "c:c:undo<-a", "d:boom:undo<-b,c"),
 			want: []string{"d", "c", "b", "a"},
@@ -56,9 +60,19 @@ func TestCompensationRunsInReverseTopologicalOrder(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			forEachTarget(t, func(t *testing.T, fx *fixture) {
-				for _, h := range []string{"a", "b", "c", "e", "undo"} {
+				for _, h := range []string{"a", "b", "e", "undo"} {
 					fx.handle(h, nil)
 				}
+				fx.handle("c", func(ctx context.Context, sc dag.StepContext) (any, error) {
+					return "c", waitUntil(ctx, func() (bool, error) {
+						st, err := fx.eng.Status(ctx, sc.RunID)
+						if err != nil {
+							return false, err
+						}
+						b := st.Steps["b"]
+						return b.CompletedAt != nil && time.Now().After(b.CompletedAt.Add(2*time.Millisecond)), nil
+					})
+				})
 				fx.handle("boom", failing("out of stock"))
 				d := dag.Definition{Name: tc.def.Name, Steps: slices.Clone(tc.def.Steps)}
 				for i := range d.Steps {
@@ -81,6 +95,10 @@ func TestCompensationRunsInReverseTopologicalOrder(t *testing.T) {
 					got := st.Steps[s.Name]
 					want := dag.StatusCompensated
 					switch {
+					case s.Handler == "boom":
+						// The failed step's own compensation ran, but it
+						// never completed: it reads failed.
+						want = dag.StatusFailed
 					case !slices.Contains(tc.want, s.Name) && got.Attempts == 0:
 						want = dag.StatusSkipped
 					case !slices.Contains(tc.want, s.Name):
@@ -89,7 +107,7 @@ func TestCompensationRunsInReverseTopologicalOrder(t *testing.T) {
 					if got.Status != want {
 						t.Errorf("step %s is %s, want %s", s.Name, got.Status, want)
 					}
-					if want == dag.StatusCompensated && (got.Compensation == nil || got.Compensation.Attempts != 1 || got.Compensation.CompletedAt == nil) {
+					if slices.Contains(tc.want, s.Name) && (got.Compensation == nil || got.Compensation.Status != dag.StatusCompleted || got.Compensation.Attempts != 1 || got.Compensation.CompletedAt == nil) {
 						t.Errorf("step %s compensation %+v", s.Name, got.Compensation)
 					}
 				}
@@ -136,6 +154,9 @@ func TestCompensateHandlersReceiveTheFailure(t *testing.T) {
 	})
 }
 
+// A failing compensation is recorded and the chain goes on; the run, not
+// all of whose steps were undone, ends compensation_failed (stored failed
+// with code COMPENSATION_FAILED), never compensated.
 func TestAFailingCompensationIsRecordedAndTheChainGoesOn(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, fx *fixture) {
 		for _, h := range []string{"a", "b", "undo"} {
@@ -157,7 +178,7 @@ func TestAFailingCompensationIsRecordedAndTheChainGoesOn(t *testing.T) {
 			t.Fatalf("compensations %v, want %v", got, want)
 		}
 		b := st.Steps["b"]
-		if st.Status != dag.StatusCompensated || b.Status != dag.StatusCompensationFailed || b.Compensation == nil ||
+		if st.Status != dag.StatusCompensationFailed || b.Status != dag.StatusCompensationFailed || b.Compensation == nil ||
 			b.Compensation.Status != dag.StatusFailed || b.Compensation.Attempts != 2 || b.Compensation.Error != "refund service down" {
 			t.Fatalf("run %s, b %+v (compensation %+v)", st.Status, b, b.Compensation)
 		}
@@ -168,8 +189,11 @@ func TestAFailingCompensationIsRecordedAndTheChainGoesOn(t *testing.T) {
 			t.Fatalf("c %+v", c)
 		}
 		e := resultError(t, fx.c, runID)
-		if e.Code != dag.CodeCompensated || !strings.Contains(e.Message, `compensation failed: b (after 2 attempts: refund service down)`) {
+		if e.Name != "CompensationFailedError" || e.Code != dag.CodeCompensationFailed || !strings.Contains(e.Message, `compensation failed: b (after 2 attempts: refund service down)`) {
 			t.Fatalf("stored error %+v", e)
+		}
+		if !slices.Equal(st.Compensations, []string{"b", "a"}) {
+			t.Fatalf("compensation chain %v, want [b a]", st.Compensations)
 		}
 	})
 }

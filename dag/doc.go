@@ -57,27 +57,44 @@
 // When a step fails for good, the interpreter starts nothing more, lets
 // the attempts in flight end, and runs, one after another, the compensate
 // handlers of the steps that completed or failed (the failed step's own
-// included, as in pgshift), in reverse topological order, the later
-// declared first on ties. A compensation is retried like a step; one that
+// included, as in pgshift), in reverse order of completion as the run's
+// history records it (pgshift's "reverse execution order"; steps that
+// ended in the same millisecond in reverse topological order, the later
+// declared first), so a step is undone before the steps it depends on.
+// A compensation is retried like a step; one that
 // fails for good is recorded on its step and the chain goes on. A crash
 // during compensation resumes without running again the compensations
-// that completed.
+// that completed. Before its first compensation runs, the interpreter
+// marks the run with ow.MarkNotRetryable, so ow.Client.RetryRun (and the
+// API, CLI and dashboard behind it) refuses to retry it forward with
+// ow.ErrRunNotRetryable: its completed steps were undone. A fork
+// (ow.Client.ForkRun) is a new run and is allowed.
 //
 // # Statuses
 //
 // The stored run status stays one of OpenWorkflow's, so TypeScript
 // workers and clients sharing the database are not disturbed: a run
 // compensating is stored running, and a compensated run is stored failed
-// with the error {"name":"CompensatedError","code":"COMPENSATED"}; a run
-// with nothing to compensate fails with code STEP_FAILED. The DAG
-// statuses — compensating and compensated among them — are derived by
+// with the error {"name":"CompensatedError","code":"COMPENSATED"}, or
+// {"name":"CompensationFailedError","code":"COMPENSATION_FAILED"} when a
+// compensation failed for good (DAG status compensation_failed: the steps
+// were not all undone); a run with nothing to compensate fails with code
+// STEP_FAILED. The DAG statuses — compensating, compensated and
+// compensation_failed among them — are derived by
 // [Engine.Status] and [StatusOf] from the stored run and step attempts.
 //
 // # Differences from pgshift
 //
 //   - Backoff delays are enforced (pgshift stores them and ignores them).
 //   - A failing compensation is recorded, retried, and the chain goes on
-//     (pgshift's recording statement fails and leaves the run stuck).
+//     (pgshift's recording statement fails and leaves the run stuck);
+//     the run then ends compensation_failed, not compensated.
+//   - Compensations run in reverse order of completion, as pgshift's
+//     documentation says (its code uses reverse topological order).
+//   - A run that began to compensate cannot be retried forward.
+//   - The failed step reads failed even when its own compensation ran
+//     (pgshift marks it compensated); only completed steps read
+//     compensating, compensated or compensation_failed.
 //   - A run with nothing to compensate ends failed, not compensated.
 //   - A crash during a step re-executes the same attempt: the crashed
 //     execution does not use up a retry (the core's leases stand in for

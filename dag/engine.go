@@ -78,6 +78,25 @@ type Options struct {
 	// the worker (ow.WorkerOptions.Now) and the backend set the same one
 	// here.
 	Now func() time.Time
+	// Metrics, when set, is told how each DAG run ends (package metrics'
+	// Exporter implements it: openworkflow_dag_runs_finished_total). Nil:
+	// nothing is reported.
+	Metrics Metrics
+}
+
+// Metrics receives what an [Engine] measures. Its methods must be safe
+// for concurrent use.
+type Metrics interface {
+	// ObserveDAGRunFinished reports a DAG run whose interpreter ended it:
+	// its workflow's name and its final DAG status — "completed",
+	// "compensated", "compensation_failed", or "failed" (a step failed
+	// for good with nothing to compensate). It is reported when the
+	// interpreter's last pass returns, before the worker commits the
+	// run's end, so a pass whose commit is lost (a crash, a lost lease)
+	// runs again and reports again: read it as at least once. Runs that
+	// end otherwise (canceled, deadline, step limit) are not reported
+	// here; the worker's run metrics count them.
+	ObserveDAGRunFinished(workflow, status string)
 }
 
 // Engine defines, stores, starts, executes and reports DAG workflows on
@@ -86,8 +105,9 @@ type Options struct {
 // [Engine.Workflow]), so runs inherit durability, parking, cancellation,
 // the CLI and the API. An Engine is safe for concurrent use.
 type Engine struct {
-	c   *ow.Client
-	now func() time.Time
+	c       *ow.Client
+	now     func() time.Time
+	metrics Metrics
 
 	mu       sync.RWMutex
 	handlers map[string]Handler
@@ -95,7 +115,7 @@ type Engine struct {
 
 // New returns an engine on the client c.
 func New(c *ow.Client, opts Options) *Engine {
-	e := &Engine{c: c, now: opts.Now, handlers: make(map[string]Handler, len(opts.Handlers))}
+	e := &Engine{c: c, now: opts.Now, metrics: opts.Metrics, handlers: make(map[string]Handler, len(opts.Handlers))}
 	if e.now == nil {
 		e.now = time.Now
 	}

@@ -17,6 +17,11 @@ const (
 	// CodeCompensated is the code of the error of a run that failed and
 	// was compensated: stored status failed, DAG status compensated.
 	CodeCompensated = "COMPENSATED"
+	// CodeCompensationFailed is the code of the error of a run that failed
+	// and compensated, but at least one of whose compensations failed for
+	// good: stored status failed, DAG status compensation_failed. Its
+	// steps were not all undone; see which in the run's status.
+	CodeCompensationFailed = "COMPENSATION_FAILED"
 	// CodeStepFailed is the code of the error of a run whose step failed
 	// for good with nothing to compensate: DAG status failed.
 	CodeStepFailed = "STEP_FAILED"
@@ -106,9 +111,29 @@ func (e *Engine) interpret(ctx ow.Context, in runInput) (map[string]json.RawMess
 		return nil, err
 	}
 	if r.failed == nil {
+		e.observeFinished(ctx, StatusCompleted)
 		return r.outputs(), nil
 	}
-	return nil, r.compensate()
+	err = r.compensate()
+	var final *ow.Error
+	if errors.As(err, &final) {
+		switch final.Code {
+		case CodeCompensated:
+			e.observeFinished(ctx, StatusCompensated)
+		case CodeCompensationFailed:
+			e.observeFinished(ctx, StatusCompensationFailed)
+		case CodeStepFailed:
+			e.observeFinished(ctx, StatusFailed)
+		}
+	}
+	return nil, err
+}
+
+// observeFinished reports the end of the run to the engine's Metrics.
+func (e *Engine) observeFinished(ctx ow.Context, status Status) {
+	if e.metrics != nil {
+		e.metrics.ObserveDAGRunFinished(ctx.RunInfo().WorkflowName, string(status))
+	}
 }
 
 func newRun(e *Engine, ctx ow.Context, in runInput) (*run, error) {

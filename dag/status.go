@@ -16,7 +16,8 @@ import (
 // workers and clients sharing the database read DAG runs like any other;
 // the DAG statuses are derived from it and from the step attempts:
 //
-//	run:  pending, running, compensating, completed, failed, compensated, canceled
+//	run:  pending, running, compensating, completed, failed, compensated,
+//	      compensation_failed, canceled
 //	step: pending, running, completed, failed, skipped,
 //	      compensating, compensated, compensation_failed
 type Status string
@@ -35,18 +36,25 @@ const (
 	// StatusFailed: a run that failed with nothing to compensate (or for a
 	// reason other than a step: a deadline, the step limit); a step that
 	// failed for good, or whose retries were abandoned when the run began
-	// compensating.
+	// compensating — whether or not its own compensation then ran (see
+	// StepStatus.Compensation): a step that never completed is never
+	// compensated.
 	StatusFailed Status = "failed"
 	// StatusCompensating: a stored running run with a step failed for good:
-	// its compensations execute; a step whose compensation executes or
-	// waits for its next attempt.
+	// its compensations execute; a completed step whose compensation
+	// executes or waits for its next attempt.
 	StatusCompensating Status = "compensating"
-	// StatusCompensated: a run that failed and ran its compensations
-	// (stored failed with error code COMPENSATED); a step whose
-	// compensation completed.
+	// StatusCompensated: a run that failed and ran its compensations,
+	// every one of which completed (stored failed with error code
+	// COMPENSATED); a completed step whose compensation completed.
 	StatusCompensated Status = "compensated"
-	// StatusCompensationFailed: a step whose compensation failed for good
-	// (its error is in Compensation).
+	// StatusCompensationFailed: a run that failed and ran its
+	// compensations, at least one of which failed for good, so its steps
+	// were not all undone (stored failed with error code
+	// COMPENSATION_FAILED, or COMPENSATED with a step whose compensation
+	// failed, for runs that ended before that code existed); a completed
+	// step whose compensation failed for good (its error is in
+	// Compensation).
 	StatusCompensationFailed Status = "compensation_failed"
 	// StatusSkipped: a step that never started and never will, the run
 	// being over or compensating.
@@ -72,15 +80,20 @@ type RunStatus struct {
 	StartedAt  time.Time  `json:"startedAt"`
 	FinishedAt *time.Time `json:"finishedAt,omitempty"`
 	// Error is the run's stored error once it failed: for a compensated
-	// run, name CompensatedError and code COMPENSATED.
+	// run, name CompensatedError and code COMPENSATED; for a run one of
+	// whose compensations failed, CompensationFailedError and code
+	// COMPENSATION_FAILED.
 	Error *ow.Error `json:"error,omitempty"`
 	// Steps holds every step of the definition, by name.
 	Steps map[string]StepStatus `json:"steps"`
 	// Compensations lists, once the run compensates, the steps whose
-	// compensate handler runs, in the order the chain runs them (reverse
-	// topological order, the later declared first on ties): the steps
-	// with a compensate handler that completed or had an attempt. Empty
-	// for a run that never compensated.
+	// compensate handler runs, in the order the chain runs them: reverse
+	// order of completion as the run's history records it (the step whose
+	// last attempt — completed, or failed — ended last first; to the
+	// millisecond, ties in reverse topological order, the later declared
+	// first), so a step is undone before the steps it depends on. These
+	// are the steps with a compensate handler that completed or had an
+	// attempt. Empty for a run that never compensated.
 	Compensations []string `json:"compensations,omitempty"`
 	// Definition is the definition the run executes (declaration order
 	// and dependencies, to draw the graph).
@@ -89,7 +102,9 @@ type RunStatus struct {
 
 // StepStatus is one step's status within a [RunStatus].
 type StepStatus struct {
-	// Status is the step's DAG status.
+	// Status is the step's DAG status. Only a completed step reads
+	// compensating, compensated or compensation_failed; a failed step
+	// stays failed when its own compensation runs (see Compensation).
 	Status Status `json:"status"`
 	// Attempts counts the step's execution attempts, the one executing
 	// included.
@@ -175,13 +190,14 @@ func StatusOf(run *ow.WorkflowRun, attempts []ow.StepAttempt) (*RunStatus, error
 	if run.Status.Normalize() == ow.RunFailed {
 		st.Error = storedError(run.Error)
 	}
-	failing := false
+	failing, undoFailed := false, false
 	for _, s := range d.Steps {
 		ss, final := keys.step(s)
 		failing = failing || final || ss.Compensation != nil
+		undoFailed = undoFailed || ss.Compensation != nil && ss.Compensation.Status == StatusFailed
 		st.Steps[s.Name] = ss
 	}
-	st.Status = runStatus(run, st.Error, failing)
+	st.Status = runStatus(run, st.Error, failing, undoFailed)
 	compensated := false
 	for _, s := range d.Steps {
 		ss := st.Steps[s.Name]
@@ -189,20 +205,26 @@ func StatusOf(run *ow.WorkflowRun, attempts []ow.StepAttempt) (*RunStatus, error
 		ss.Status = stepStatus(ss, st.Status)
 		st.Steps[s.Name] = ss
 	}
-	if compensated || st.Status == StatusCompensating || st.Status == StatusCompensated {
+	if compensated || st.Status == StatusCompensating || st.Status == StatusCompensated || st.Status == StatusCompensationFailed {
 		order := topologicalOrder(d.Steps)
+		var names []string
+		var ends []time.Time
 		for i := len(order) - 1; i >= 0; i-- {
 			s := d.Steps[order[i]]
-			if s.Compensate != "" && st.Steps[s.Name].Attempts > 0 {
-				st.Compensations = append(st.Compensations, s.Name)
+			if ss := st.Steps[s.Name]; s.Compensate != "" && ss.Attempts > 0 {
+				names = append(names, s.Name)
+				ends = append(ends, keys.endedAt(s.Name, ss))
 			}
 		}
+		st.Compensations = undoOrder(names, ends)
 	}
 	return st, nil
 }
 
-// runStatus derives the DAG status of the run.
-func runStatus(run *ow.WorkflowRun, stored *ow.Error, failing bool) Status {
+// runStatus derives the DAG status of the run. failing reports a step
+// failed for good or a compensation begun; undoFailed a compensation
+// failed for good.
+func runStatus(run *ow.WorkflowRun, stored *ow.Error, failing, undoFailed bool) Status {
 	switch run.Status.Normalize() {
 	case ow.RunPending:
 		return StatusPending
@@ -211,7 +233,11 @@ func runStatus(run *ow.WorkflowRun, stored *ow.Error, failing bool) Status {
 	case ow.RunCanceled:
 		return StatusCanceled
 	case ow.RunFailed:
-		if stored != nil && stored.Code == CodeCompensated {
+		switch {
+		case stored == nil:
+		case stored.Code == CodeCompensationFailed, stored.Code == CodeCompensated && undoFailed:
+			return StatusCompensationFailed
+		case stored.Code == CodeCompensated:
 			return StatusCompensated
 		}
 		return StatusFailed
@@ -224,7 +250,9 @@ func runStatus(run *ow.WorkflowRun, stored *ow.Error, failing bool) Status {
 
 // stepStatus settles a step's DAG status once the run's is known.
 // ss.Status holds what its attempts say: completed, failed (for good),
-// running, or pending (none started, or waiting to retry).
+// running, or pending (none started, or waiting to retry). Only a
+// completed step reads compensating, compensated or compensation_failed;
+// a failed one whose compensation ran stays failed.
 func stepStatus(ss StepStatus, run Status) Status {
 	forward := run == StatusPending || run == StatusRunning // steps may still start
 	base := ss.Status
@@ -244,18 +272,28 @@ func stepStatus(ss StepStatus, run Status) Status {
 		return base
 	}
 	switch {
-	case c.Status == StatusCompleted:
-		return StatusCompensated
-	case c.Status == StatusFailed:
-		return StatusCompensationFailed
-	case run == StatusCompensating:
-		return StatusCompensating
+	case c.Status == StatusCompleted, c.Status == StatusFailed:
+	case run == StatusCompensating: // running, or waiting for its next attempt
 	case run == StatusCanceled:
 		c.Status = StatusCanceled
+	default:
+		c.Status = StatusFailed // the run ended (deadline, step limit) first
+	}
+	if base != StatusCompleted {
+		// A step that never completed was not done, so it is not undone:
+		// it reads failed (its own compensation ran, as in pgshift, and
+		// its state is in Compensation).
 		return base
 	}
-	c.Status = StatusFailed // the run ended (deadline, step limit) first
-	return StatusCompensationFailed
+	switch c.Status {
+	case StatusCompleted:
+		return StatusCompensated
+	case StatusFailed:
+		return StatusCompensationFailed
+	case StatusRunning:
+		return StatusCompensating
+	}
+	return base
 }
 
 // storedError decodes a stored error JSON; nil for none.
@@ -360,6 +398,23 @@ func (idx attemptIndex) compensation(s Step) *AttemptsStatus {
 	}
 	c.Status = StatusFailed
 	return c
+}
+
+// endedAt is when the last attempt of the step ended (its completion, or
+// its last failure), as the interpreter's compensation order reads it;
+// zero when not recorded.
+func (idx attemptIndex) endedAt(step string, ss StepStatus) time.Time {
+	if ss.CompletedAt != nil {
+		return *ss.CompletedAt
+	}
+	// The latest attempt that ended: one interrupted by a crash (still
+	// recorded running) is not, as the interpreter's replay reads it.
+	for k := ss.Attempts; k >= 1; k-- {
+		if a, ok := idx[attemptKey(step, k)]; ok && a.FinishedAt != nil {
+			return *a.FinishedAt
+		}
+	}
+	return time.Time{}
 }
 
 // waitUntil is the wake-up of the running backoff sleep key, if any.

@@ -44,8 +44,11 @@ type dagNode struct {
 	Status   string
 	Attempts int
 	// Compensate is the compensate handler ("" for none); CompStatus
-	// the state of its compensation (pending until it begins), and
-	// CompOrder its rank in the compensation chain (1 first; 0 not begun).
+	// the state of its compensation (see compStatus: its own state once
+	// it began; pending while it waits its turn in the chain of a
+	// compensating run; not_needed on a completed run; not_run
+	// otherwise), and CompOrder its rank in the compensation chain (1
+	// first; 0 not in it).
 	Compensate, CompStatus string
 	CompOrder              int // 0 when the step is not in the chain
 	// StateText is the node's second line (state, attempts beyond one);
@@ -177,10 +180,7 @@ func buildDAG(st *api.DAGRun, firstAttempt map[string]string) *dagGraph {
 			node.Href = "#" + id
 		}
 		if n.Compensate != "" {
-			node.CompStatus = "pending"
-			if c := ss.Compensation; c != nil {
-				node.CompStatus = string(c.Status)
-			}
+			node.CompStatus = compStatus(st.Status, ss, node.CompOrder)
 		}
 		node.StateText = strings.ReplaceAll(node.Status, "_", " ")
 		if ss.Attempts > 1 {
@@ -191,7 +191,7 @@ func buildDAG(st *api.DAGRun, firstAttempt map[string]string) *dagGraph {
 			if node.CompOrder > 0 {
 				order = fmt.Sprint(node.CompOrder)
 			}
-			node.CompText = fmt.Sprintf("↺%s %s · %s", order, clipRunes(n.Compensate, 14), node.CompStatus)
+			node.CompText = fmt.Sprintf("↺%s %s · %s", order, clipRunes(n.Compensate, 14), strings.ReplaceAll(node.CompStatus, "_", " "))
 		}
 		if node.CompText == "" && ss.Error != "" && (node.Status == "failed" || node.Status == "pending") {
 			node.ErrorText = clipRunes(ss.Error, 30)
@@ -219,11 +219,30 @@ func buildDAG(st *api.DAGRun, firstAttempt map[string]string) *dagGraph {
 	}
 	for _, step := range st.Compensations {
 		if i, ok := index[step]; ok {
-			g.Chain = append(g.Chain, dagLink{Step: step, Handler: nodes[i].Compensate, Status: g.Nodes[i].CompStatus})
+			g.Chain = append(g.Chain, dagLink{Step: step, Handler: nodes[i].Compensate, Status: strings.ReplaceAll(g.Nodes[i].CompStatus, "_", " ")})
 		}
 	}
 	g.Summary = summarizeDAG(len(nodes), len(layers), counts, g.Compensations)
 	return g
+}
+
+// compStatus is the state of a step's compensation as a node's badge
+// shows it (a CSS class suffix: no spaces): the compensation's own state
+// once it began; "pending" while it waits its turn in the chain of a
+// compensating run (rank > 0); "not_needed" when the run completed, so
+// nothing is ever undone; "not_run" otherwise (a run going forward, or
+// one that ended without undoing this step). Never pending on a run that
+// is not compensating.
+func compStatus(run dag.Status, ss dag.StepStatus, rank int) string {
+	switch {
+	case ss.Compensation != nil:
+		return string(ss.Compensation.Status)
+	case run == dag.StatusCompensating && rank > 0:
+		return "pending"
+	case run == dag.StatusCompleted:
+		return "not_needed"
+	}
+	return "not_run"
 }
 
 // describeDAGNode is a node's accessible name and tooltip.
@@ -238,7 +257,7 @@ func describeDAGNode(n api.DAGNode, ss dag.StepStatus, node dagNode) (label, tit
 		if c := ss.Compensation; c != nil {
 			fmt.Fprintf(&b, " %s (%d attempt%s, number %d in the compensation chain)", c.Status, c.Attempts, plural(c.Attempts), node.CompOrder)
 		} else {
-			b.WriteString(" not run")
+			b.WriteString(" " + strings.ReplaceAll(node.CompStatus, "_", " "))
 		}
 	}
 	label = b.String()

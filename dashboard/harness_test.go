@@ -431,11 +431,20 @@ type orderInput struct {
 	Key  string `json:"key"`
 	Fail string `json:"fail,omitempty"`
 	Hold bool   `json:"hold,omitempty"`
+	// FailUndo names the step whose compensation fails for good.
+	FailUndo string `json:"failUndo,omitempty"`
 }
 
 // orderHandlers are orderWorkflow's handlers.
 func orderHandlers(g *gates) map[string]dag.Handler {
 	undo := func(_ context.Context, sc dag.StepContext) (any, error) {
+		var in orderInput
+		if err := sc.DecodeInput(&in); err != nil {
+			return nil, err
+		}
+		if sc.Step == in.FailUndo {
+			return nil, ow.NonRetryable(errors.New("the payment provider refused the refund"))
+		}
 		return map[string]string{"undone": sc.Step}, nil
 	}
 	return map[string]dag.Handler{

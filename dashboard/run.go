@@ -165,12 +165,19 @@ func (d *Dashboard) loadRun(ctx context.Context, id string, now time.Time) (*run
 		data.State.Class, data.State.Label = "compensating", "compensating"
 		data.State.Explain = "A step failed for good: the compensate handlers of the steps done run one after another, in reverse order (the DAG shows the chain). " + data.State.Explain
 	}
+	if data.DAG != nil && data.DAG.Status == "compensation_failed" {
+		// Stored failed like a compensated run, but not every step was
+		// undone: say so, never "compensated".
+		data.State.Class, data.State.Label = "failed", "compensation failed"
+		data.State.Explain = "A step failed for good, and at least one compensation failed for good too: the steps were not all undone (the DAG shows which). It cannot be retried; start a new run."
+	}
 	data.Error = viewError(run.Error)
 	data.Terminal = run.Status == "completed" || run.Status == "failed" || run.Status == "canceled"
 	data.CanCancel = !data.Terminal
-	// A compensated DAG run is stored failed, but its steps were undone: a
-	// retry would find the failed step final and end compensated again.
-	data.CanRetry = run.Status == "failed" && (data.DAG == nil || data.DAG.Status != "compensated")
+	// A DAG run that compensated is stored failed, but its steps were
+	// undone: the API refuses to retry it forward (run_not_retryable).
+	data.CanRetry = run.Status == "failed" && (data.DAG == nil ||
+		data.DAG.Status != "compensated" && data.DAG.Status != "compensation_failed")
 	data.Timeline = buildTimeline(run, steps.Data, now)
 	if data.State.Wait != nil {
 		c, _ := readWait(data.State.Wait)

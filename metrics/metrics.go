@@ -32,6 +32,7 @@
 //	openworkflow_worker_slots_busy                     gauge: slots executing a run
 //	openworkflow_worker_abandoned_steps                gauge: passes whose user code ignored its canceled context and was abandoned, still running (no slot counts them)
 //	openworkflow_http_request_duration_seconds{route,method,code} histogram: HTTP API requests
+//	openworkflow_dag_runs_finished_total{workflow,status} counter: DAG runs their interpreter ended, by final DAG status (completed, failed, compensated, compensation_failed), when the Exporter is given to dag.Options.Metrics (at least once: see dag.Metrics)
 //
 // plus the Go runtime's and the process's standard metrics (go_…,
 // process_…) when the Exporter makes its own registry.
@@ -113,6 +114,7 @@ type Exporter struct {
 	abandoned     prometheus.Gauge
 	requests      *prometheus.HistogramVec
 	schedFailures *prometheus.CounterVec
+	dagFinished   *prometheus.CounterVec
 }
 
 var _ telemetry.Metrics = (*Exporter)(nil)
@@ -183,6 +185,9 @@ func New(opts Options) (*Exporter, error) {
 	e.schedFailures = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "openworkflow", Name: "schedule_failures_total",
 		Help: "Fires of a schedule that failed (its run could not be started; the schedule backs off and the others go on), by schedule."}, []string{"schedule"})
 	cs = append(cs, e.schedFailures)
+	e.dagFinished = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "openworkflow", Name: "dag_runs_finished_total",
+		Help: "DAG runs their interpreter ended, by workflow and final DAG status: completed, failed (nothing to compensate), compensated, compensation_failed (a compensation failed for good: not all undone). Counted at least once (a final pass whose commit is lost reports again)."}, []string{"workflow", "status"})
+	cs = append(cs, e.dagFinished)
 	if opts.Client != nil {
 		cs = append(cs, newRunCounts(opts.Client, opts.CountsMaxAge, opts.CountTimeout))
 	}
@@ -257,6 +262,13 @@ func (e *Exporter) ObservePass(workflow, outcome string, d time.Duration) {
 // ObserveRunFinished implements [telemetry.Metrics].
 func (e *Exporter) ObserveRunFinished(workflow, status string, d time.Duration) {
 	e.runDuration.WithLabelValues(workflow, status).Observe(d.Seconds())
+}
+
+// ObserveDAGRunFinished implements dag.Metrics: give the Exporter to
+// dag.Options.Metrics to count DAG runs by final DAG status in
+// openworkflow_dag_runs_finished_total.
+func (e *Exporter) ObserveDAGRunFinished(workflow, status string) {
+	e.dagFinished.WithLabelValues(workflow, status).Inc()
 }
 
 // ObserveCommit implements [telemetry.Metrics].

@@ -144,7 +144,9 @@ func (a *app) runsRetryCommand() *cobra.Command {
 		Short: "Retry a failed run from its failed step",
 		Long: `Retry a failed run: it becomes pending again and a worker executes it from
 where it failed. Its completed steps keep their results and are not
-executed again; the failed step gets a fresh retry budget.`,
+executed again; the failed step gets a fresh retry budget. A DAG run that
+began to compensate is refused (its completed steps were undone): start a
+new run instead.`,
 		Args: exactArgs("run-id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p := backend.RetryWorkflowRunParams{WorkflowRunID: args[0]}
@@ -163,6 +165,9 @@ executed again; the failed step gets a fresh retry budget.`,
 			run, err := ow.NewClient(b).RetryRun(cmd.Context(), p)
 			if errors.Is(err, backend.ErrRunNotFailed) {
 				return fmt.Errorf("run %q has not failed; only a failed run can be retried (see its status with 'ow runs get %s')", args[0], args[0])
+			}
+			if errors.Is(err, ow.ErrRunNotRetryable) {
+				return fmt.Errorf("%w (start a new run with 'ow runs start', or copy this one from a step with 'ow runs fork %s --from-step <step>')", err, args[0])
 			}
 			if err != nil {
 				return runError(err, args[0])
