@@ -86,7 +86,7 @@ next 'ow dev'.`,
 			defs := append(samples.Definitions(), ix.Index, ix.Package)
 			defs = append(defs, flows...)
 			w := ow.NewWorker(b, ow.WorkerOptions{
-				Concurrency: cfg.Worker.Concurrency, OnlyRegistered: true, Logger: logger, Metrics: m,
+				Concurrency: cfg.Worker.Concurrency, Logger: logger, Metrics: m,
 				LeaseDuration: devLeaseDuration, ShutdownGracePeriod: devShutdownGrace, Limits: workerLimits(cfg),
 			})
 			if err := w.Register(defs...); err != nil {
