@@ -124,6 +124,7 @@ type queries struct {
 	PruneCandidates           string `sql:"prune_candidates"`
 	PruneCandidatesOfWorkflow string `sql:"prune_candidates_of_workflow"`
 	PruneSignals              string `sql:"prune_signals"`
+	PruneRunSignals           string `sql:"prune_run_signals"`
 	PruneChunks               string `sql:"prune_chunks"`
 	PruneStreams              string `sql:"prune_streams"`
 	PruneHookPayloads         string `sql:"prune_hook_payloads"`
