@@ -73,9 +73,13 @@ type signalRunRequest struct {
 
 // RunSignal answers POST /v1/runs/{id}/signals/{name}.
 type RunSignal struct {
-	ID        string `json:"id"`
-	Delivered bool   `json:"delivered"`
-	Duplicate bool   `json:"duplicate"`
+	// ID is the signal's id (sig_…); for a duplicate, the first send's.
+	ID string `json:"id"`
+	// Delivered: a wait of the run had received it when the send answered.
+	Delivered bool `json:"delivered"`
+	// Duplicate: the send repeated an earlier one with the same
+	// idempotency key, and stored nothing.
+	Duplicate bool `json:"duplicate"`
 }
 
 // signalRun sends a signal to one run, stored until the run waits for it

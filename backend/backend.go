@@ -383,6 +383,7 @@ type RunSignal struct {
 
 // ReceiveRunSignalParams are the inputs of [Worker.ReceiveRunSignal].
 type ReceiveRunSignalParams struct {
+	// WorkflowRunID is the run whose wait receives.
 	WorkflowRunID string
 	// WorkerID fences the write: the run must be running under it.
 	WorkerID string
