@@ -156,6 +156,12 @@ func TestSignalRun(t *testing.T) {
 		if first.ID == "" || first.Duplicate {
 			t.Errorf("first send answered %+v", first)
 		}
+		// A name holding "/" is sent percent-encoded, and kept.
+		var slashed api.RunSignal
+		s.must(http.StatusAccepted, "POST", "/v1/runs/"+run.ID+"/signals/order%2Ford-1%2Fdelivered", nil).decode(t, &slashed)
+		if slashed.ID == "" || slashed.Delivered {
+			t.Errorf("send of order/ord-1/delivered answered %+v; want kept", slashed)
+		}
 		s.must(http.StatusOK, "POST", "/v1/runs/"+run.ID+"/signals/more-sig", map[string]any{"data": "go", "idempotencyKey": "once"}).decode(t, &again)
 		if !again.Duplicate || again.ID != first.ID {
 			t.Errorf("the repeated send answered %+v, want a duplicate of %s", again, first.ID)
