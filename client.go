@@ -204,7 +204,8 @@ func (c *Client) CancelRun(ctx context.Context, runID string) (*backend.Workflow
 
 // SendSignal delivers signal with data (JSON-encoded) to every run waiting
 // for it now and returns their ids; no waiter means nobody receives it
-// (signals are not buffered). A non-empty idempotencyKey makes a repeated
+// (signals are not buffered: see SignalRun for a signal to one run that
+// waits until the run does). A non-empty idempotencyKey makes a repeated
 // send a no-op that returns the first send's ids.
 func (c *Client) SendSignal(ctx context.Context, signal string, data any, idempotencyKey string) ([]string, error) {
 	if signal == "" {
@@ -228,6 +229,40 @@ func (c *Client) SendSignal(ctx context.Context, signal string, data any, idempo
 	}
 	span.SetAttributes(telemetry.AttrSignalRecipientCount.Int(len(ids)))
 	return ids, nil
+}
+
+// SignalRun sends signal with data (JSON-encoded) to the run runID alone,
+// as Temporal does: unlike SendSignal, the signal is stored until the run
+// waits for it ([WaitForSignal] with that name), then received by exactly
+// one wait; the signals sent to one run and name are received in send
+// order. A run already waiting for it is woken at once (the result's
+// Delivered). A non-empty idempotencyKey makes a repeated send to the same
+// run and signal a no-op returning the first send (Duplicate). A missing
+// run gives an error wrapping backend.ErrRunNotFound, a completed, failed
+// or canceled one backend.ErrRunTerminal: start a new run, or send before
+// the run ends. Only Go workers receive stored signals: a TypeScript run
+// receives a signal sent so only if it is waiting for it at the send.
+func (c *Client) SignalRun(ctx context.Context, runID, signal string, data any, idempotencyKey string) (*backend.RunSignal, error) {
+	if signal == "" {
+		return nil, fmt.Errorf("signal workflow run %s: %w: empty signal name", runID, backend.ErrInvalidArgument)
+	}
+	raw, err := encodeValue(data)
+	if err != nil {
+		return nil, fmt.Errorf("signal %q to workflow run %s: data: %w", signal, runID, err)
+	}
+	p := backend.SignalRunParams{WorkflowRunID: runID, Signal: signal, Data: raw}
+	if idempotencyKey != "" {
+		p.IdempotencyKey = &idempotencyKey
+	}
+	ctx, span := c.tr.start(ctx, telemetry.SpanSignalSend, trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(telemetry.AttrSignalName.String(signal), telemetry.AttrRunID.String(runID)))
+	defer span.End()
+	s, err := c.b.SignalRun(ctx, p)
+	if err != nil {
+		recordError(span, err)
+		return nil, err
+	}
+	return s, nil
 }
 
 // RunHandle refers to one run.

@@ -97,9 +97,10 @@
 // worker claims nothing, logs an error and fails its claims with
 // [ErrAbandonedSteps], until one returns. Fix such code (pass ctx to the
 // calls that block, select on ctx.Done()); restart the process to be rid
-// of goroutines already abandoned. Set
-// [WorkerOptions].OnlyRegistered when workers of other deployments or
-// languages share the namespace, and TracerProvider (or the client's
+// of goroutines already abandoned. A worker claims only runs of the
+// workflows registered on it, leaving the others to workers of other
+// deployments or languages sharing the namespace ([WorkerOptions].ClaimUnregistered
+// restores OpenWorkflow's rule of claiming every run). Set TracerProvider (or the client's
 // [WithTracerProvider]) for OpenTelemetry spans named as in OpenWorkflow
 // (package telemetry has the names).
 //

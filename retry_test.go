@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -214,8 +215,10 @@ func TestDeadlinePassedWhileWaitingFailsTheRunAtTheNextClaim(t *testing.T) {
 	}
 }
 
+// With ClaimUnregistered (OpenWorkflow's rule, the default before issue
+// 20), a worker claims any run and hands back those it cannot execute.
 func TestRunOfAnUnregisteredWorkflowIsRescheduledWithBackoffForever(t *testing.T) {
-	e := newEnv(t)
+	e := newEnv(t, func(o *ow.WorkerOptions) { o.ClaimUnregistered = true })
 	h, err := e.client.StartByName(e.ctx, "elsewhere", "v2", 1)
 	if err != nil {
 		t.Fatal(err)
@@ -268,6 +271,42 @@ func TestVersionedRunsExecuteOnlyOnTheirVersionAndSeeIt(t *testing.T) {
 		t.Fatalf("unversioned run: %q", got)
 	}
 	e.requireStatus(c.ID, backend.RunPending)
+}
+
+// A worker with default options claims only runs of the workflows
+// registered on it (issue 20, item 10): a run of another workflow, which
+// a worker of another language or deployment may have, is never claimed,
+// so it is not delayed by the "not registered" backoff.
+func TestADefaultWorkerLeavesOtherWorkflowsRunsAlone(t *testing.T) {
+	e := newEnv(t)
+	mine := ow.Define(ow.Spec{Name: "mine"}, func(ctx ow.Context, in int) (int, error) { return in, nil })
+	e.register(mine)
+	theirs, err := e.client.StartByName(e.ctx, "theirs", "", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := start(e, mine, 7)
+	e.drain()
+	if output[int](e, id) != 7 {
+		t.Fatal("own run not executed")
+	}
+	r := e.requireStatus(theirs.ID, backend.RunPending)
+	if r.Attempts != 0 || r.Error != nil {
+		t.Fatalf("run of an unregistered workflow was claimed by a default worker: attempts %d, error %s", r.Attempts, r.Error)
+	}
+}
+
+func TestOnlyRegisteredAndClaimUnregisteredTogetherAreRefused(t *testing.T) {
+	e := newEnv(t)
+	w := ow.NewWorker(e.b, ow.WorkerOptions{OnlyRegistered: true, ClaimUnregistered: true})
+	err := w.Start(e.ctx)
+	if err == nil {
+		_ = w.Stop(e.ctx)
+		t.Fatal("a worker with both OnlyRegistered and ClaimUnregistered started")
+	}
+	if !strings.Contains(err.Error(), "ClaimUnregistered") {
+		t.Fatalf("error %q does not name the contradicting option", err)
+	}
 }
 
 func TestAWorkerWithOnlyRegisteredLeavesOtherWorkflowsRunsAlone(t *testing.T) {

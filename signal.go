@@ -64,7 +64,12 @@ func SendSignal(ctx Context, name, signal string, data any) ([]string, error) {
 }
 
 // WaitForSignal waits durably for the next delivery of signal to this run
-// and returns its data decoded into T, with received=true. While nothing
+// and returns its data decoded into T, with received=true. A delivery is
+// either a name-addressed send ([SendSignal], [Client.SendSignal]: only
+// while the run waits) or the oldest signal sent to this run with
+// [Client.SignalRun] that no wait received yet (stored until the run
+// waits; each received by one wait, in send order, and a replay returns
+// the same one). While nothing
 // has arrived the run parks ([ErrSuspended]) and a delivery wakes it; when
 // the timeout ([WithTimeout], default [DefaultWaitTimeout]) passes first it
 // returns received=false. Only one wait per signal name may be open in a
@@ -115,7 +120,8 @@ func WaitForSignal[T any](ctx Context, signal string, opts ...WaitOption) (data 
 			return zero, false, err
 		}
 	}
-	got, delivered, err := x.b.GetSignalDelivery(x.ctx, a.ID)
+	got, delivered, err := x.b.ReceiveRunSignal(x.ctx, backend.ReceiveRunSignalParams{
+		WorkflowRunID: x.run.ID, WorkerID: x.workerID, StepAttemptID: a.ID, Signal: signal})
 	if err != nil {
 		return zero, false, x.backendErr(fmt.Sprintf("read delivery of signal %q", signal), err)
 	}

@@ -47,7 +47,7 @@ func TestAnUnregisteredRunIsNeverFailedBeforeItsDeadline(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			w := ow.NewWorker(b, ow.WorkerOptions{Concurrency: 1, ID: "no-such-workflow-here"})
+			w := ow.NewWorker(b, ow.WorkerOptions{Concurrency: 1, ID: "no-such-workflow-here", ClaimUnregistered: true})
 			client := ow.NewClient(b)
 			tick := func() int {
 				t.Helper()

@@ -69,7 +69,7 @@ func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (claimed, asked 
 		return 0, 0, saturated
 	}
 	p := backend.ClaimWorkflowRunsParams{WorkerIDs: ids, LeaseDuration: w.opts.LeaseDuration, Lookahead: w.opts.ClaimAhead, Admit: admit, Caps: caps}
-	if w.opts.OnlyRegistered {
+	if !w.opts.ClaimUnregistered {
 		p.Workflows = w.reg.keys()
 	}
 	var began time.Time

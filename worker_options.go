@@ -43,16 +43,24 @@ type WorkerOptions struct {
 	// is recorded as running (so dashboards show long steps); a step that
 	// returns sooner costs one write, its finished attempt. Default 50 ms.
 	RunningStepAfter time.Duration
-	// OnlyRegistered makes the worker claim only runs of the workflows
-	// (name and version) registered on it, leaving other runs to the
-	// workers that have them: set it when workers of other languages (the
-	// TypeScript SDK) or other deployments share the namespace. Default
-	// false: as in OpenWorkflow, any run is claimed and a run whose
-	// workflow is not registered is rescheduled with backoff (5 s ×2 up to
-	// 5 min) for another worker — but never failed: where the backoff
-	// would end past the run's deadline it is rescheduled at the deadline,
-	// which the claim's deadline sweep enforces (OpenWorkflow fails it at
-	// once). docs/interop.md measures what mixed workers do.
+	// ClaimUnregistered makes the worker claim any run of the namespace,
+	// as OpenWorkflow's workers do, rather than only runs of the workflows
+	// (name and version) registered on it. A run whose workflow is not
+	// registered is then rescheduled with backoff (5 s ×2 up to 5 min) for
+	// another worker — but never failed: where the backoff would end past
+	// the run's deadline it is rescheduled at the deadline, which the
+	// claim's deadline sweep enforces (OpenWorkflow fails it at once).
+	// Default false: a worker claims only what it can execute, so that
+	// workers of other languages (the TypeScript SDK) or deployments
+	// sharing the namespace get their runs at once. Before issue 20 the
+	// default was to claim everything, which starved TypeScript workers:
+	// docs/interop.md measures what mixed workers do.
+	ClaimUnregistered bool
+	// OnlyRegistered is the default since issue 20 and has no effect any
+	// more, except that setting it together with ClaimUnregistered is
+	// refused by [Worker.Start].
+	//
+	// Deprecated: leave it unset; set ClaimUnregistered for the old default.
 	OnlyRegistered bool
 	// TracerProvider receives OpenTelemetry spans: one workflow_run.execute
 	// per pass (a new trace linked to the span that created the run, with
@@ -170,6 +178,10 @@ func (o WorkerOptions) validate() error {
 		return fmt.Errorf("openworkflow: WorkerOptions.HeartbeatInterval (%v) must be shorter than LeaseDuration (%v), "+
 			"or every run's lease would expire before it is renewed; leave HeartbeatInterval zero for LeaseDuration / 2",
 			o.HeartbeatInterval, o.LeaseDuration)
+	}
+	if o.OnlyRegistered && o.ClaimUnregistered {
+		return fmt.Errorf("openworkflow: WorkerOptions.OnlyRegistered and ClaimUnregistered contradict each other; " +
+			"drop OnlyRegistered (claiming only registered workflows is the default)")
 	}
 	return nil
 }

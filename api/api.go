@@ -198,6 +198,7 @@ var routeTable = []Route{
 	{"GET", "/v1/runs/{id}/hooks", "listRunHooks", read, (*Handler).listRunHooks},
 	{"GET", "/v1/runs/{id}/streams", "listStreams", read, (*Handler).listStreams},
 	{"GET", "/v1/runs/{id}/streams/{name}", "readStream", read, (*Handler).readStream},
+	{"POST", "/v1/runs/{id}/signals/{name}", "signalRun", write, (*Handler).signalRun},
 	{"POST", "/v1/signals", "sendSignal", write, (*Handler).sendSignal},
 	{"GET", "/v1/hooks/{token}", "getHook", read, (*Handler).getHook},
 	{"POST", "/v1/hooks/{token}", "resumeHook", write, (*Handler).resumeHook},

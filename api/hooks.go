@@ -62,6 +62,69 @@ func (h *Handler) sendSignal(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// signalRunRequest is the body of POST /v1/runs/{id}/signals/{name}.
+type signalRunRequest struct {
+	// Data is any JSON (absent: null).
+	Data json.RawMessage `json:"data"`
+	// IdempotencyKey makes a repeated send to the run and signal a no-op
+	// that answers the first send.
+	IdempotencyKey *string `json:"idempotencyKey"`
+}
+
+// RunSignal answers POST /v1/runs/{id}/signals/{name}.
+type RunSignal struct {
+	// ID is the signal's id (sig_…); for a duplicate, the first send's.
+	ID string `json:"id"`
+	// Delivered: a wait of the run had received it when the send answered.
+	Delivered bool `json:"delivered"`
+	// Duplicate: the send repeated an earlier one with the same
+	// idempotency key, and stored nothing.
+	Duplicate bool `json:"duplicate"`
+}
+
+// signalRun sends a signal to one run, stored until the run waits for it
+// (Client.SignalRun): 202, or 200 for a keyed repeat.
+func (h *Handler) signalRun(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	name := r.PathValue("name")
+	if name == "" || len(name) > 255 || !backend.ValidText(name) {
+		return badField("name", "the signal name in the path must be 1 to 255 bytes of text, the name the run waits on")
+	}
+	var req signalRunRequest
+	if err := decodeBody(r, &req, true); err != nil {
+		return err
+	}
+	if req.Data != nil {
+		if err := backend.ValidateJSON(req.Data); err != nil {
+			return badField("data", "data cannot be stored: %s", err)
+		}
+	}
+	key := ""
+	if k := req.IdempotencyKey; k != nil {
+		if *k == "" || len(*k) > 255 || !backend.ValidText(*k) {
+			return badField("idempotencyKey", "idempotencyKey must be 1 to 255 bytes of text")
+		}
+		key = *k
+	}
+	var data any
+	if req.Data != nil {
+		data = req.Data
+	}
+	s, err := h.c.SignalRun(r.Context(), id, name, data, key)
+	if err != nil {
+		return asAPIError(err, "id")
+	}
+	status := http.StatusAccepted
+	if s.Duplicate {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, RunSignal{ID: s.ID, Delivered: s.Delivered, Duplicate: s.Duplicate})
+	return nil
+}
+
 // pathToken reads and checks the {token} path parameter.
 func pathToken(r *http.Request) (string, error) {
 	tok := r.PathValue("token")

@@ -144,3 +144,30 @@ func TestSignals(t *testing.T) {
 		s.waitStatus(run.ID, "completed")
 	})
 }
+
+// TestSignalRun: a signal sent to one run is stored until the run waits
+// for it (202), a keyed repeat answers the first send (200, duplicate), a
+// completed run refuses it (409) and a missing one is 404.
+func TestSignalRun(t *testing.T) {
+	eachBackend(t, api.Options{}, func(t *testing.T, s *server) {
+		run := s.start("streamer", map[string]any{"Key": "sig", "Chunks": [][]byte{[]byte("a")}})
+		var first, again api.RunSignal
+		s.must(http.StatusAccepted, "POST", "/v1/runs/"+run.ID+"/signals/more-sig", map[string]any{"data": "go", "idempotencyKey": "once"}).decode(t, &first)
+		if first.ID == "" || first.Duplicate {
+			t.Errorf("first send answered %+v", first)
+		}
+		// A name holding "/" is sent percent-encoded, and kept.
+		var slashed api.RunSignal
+		s.must(http.StatusAccepted, "POST", "/v1/runs/"+run.ID+"/signals/order%2Ford-1%2Fdelivered", nil).decode(t, &slashed)
+		if slashed.ID == "" || slashed.Delivered {
+			t.Errorf("send of order/ord-1/delivered answered %+v; want kept", slashed)
+		}
+		s.must(http.StatusOK, "POST", "/v1/runs/"+run.ID+"/signals/more-sig", map[string]any{"data": "go", "idempotencyKey": "once"}).decode(t, &again)
+		if !again.Duplicate || again.ID != first.ID {
+			t.Errorf("the repeated send answered %+v, want a duplicate of %s", again, first.ID)
+		}
+		s.waitStatus(run.ID, "completed")
+		s.must(http.StatusConflict, "POST", "/v1/runs/"+run.ID+"/signals/more-sig", nil)
+		s.must(http.StatusNotFound, "POST", "/v1/runs/no-such-run/signals/more-sig", map[string]any{"data": 1})
+	})
+}

@@ -98,6 +98,19 @@ type Client interface {
 	// key, a repeated send returns the first send's run ids and delivers
 	// nothing new. It returns the ids of the runs delivered to.
 	SendSignal(ctx context.Context, p SendSignalParams) ([]string, error)
+	// SignalRun sends a signal to one run (this SDK's own, not
+	// OpenWorkflow's; Temporal's rule): it is stored until the run's next
+	// wait for p.Signal receives it, delivered exactly once, and the
+	// signals sent to one run and name are received in send order. In
+	// one transaction it locks the run, stores the signal (go migration
+	// 11's go_run_signals), and, if the run already waits for p.Signal
+	// with nothing delivered, delivers the oldest stored one to that wait
+	// and wakes the run when it is parked. With an idempotency key, a
+	// repeat of an earlier send to the same run and signal stores nothing
+	// and returns the first send's signal (Duplicate). A missing run
+	// gives an error wrapping [ErrRunNotFound]; a completed, failed or
+	// canceled one [ErrRunTerminal].
+	SignalRun(ctx context.Context, p SignalRunParams) (*RunSignal, error)
 
 	// Subscribe returns a channel of wake-up events until ctx is done, when
 	// the channel is closed. Events are hints: a slow subscriber may miss
@@ -173,6 +186,13 @@ type Worker interface {
 	// attempt. delivered is false when nothing was delivered; data is
 	// JSON null (not nil) when null was sent.
 	GetSignalDelivery(ctx context.Context, stepAttemptID string) (data json.RawMessage, delivered bool, err error)
+	// ReceiveRunSignal returns the data delivered to the signal-wait
+	// attempt p.StepAttemptID, as GetSignalDelivery, but first, when
+	// nothing was delivered to it, delivers the oldest signal sent to the
+	// run with [Client.SignalRun] for p.Signal that no wait has received
+	// (recording that this attempt received it, so that a replay reads the
+	// same one). It is fenced as the other writes of a worker.
+	ReceiveRunSignal(ctx context.Context, p ReceiveRunSignalParams) (data json.RawMessage, delivered bool, err error)
 }
 
 // CreateWorkflowRunParams are the inputs of [Client.CreateWorkflowRun].
@@ -331,6 +351,46 @@ type SendSignalParams struct {
 	Data json.RawMessage
 	// IdempotencyKey dedupes repeated sends of the same signal name.
 	IdempotencyKey *string
+}
+
+// SignalRunParams are the inputs of [Client.SignalRun].
+type SignalRunParams struct {
+	// WorkflowRunID is the run the signal is for.
+	WorkflowRunID string
+	// Signal is the name the run's wait is addressed by
+	// (openworkflow.WaitForSignal).
+	Signal string
+	// Data is the JSON payload; nil is delivered as JSON null.
+	Data json.RawMessage
+	// IdempotencyKey, when set, dedupes repeated sends of the same signal
+	// to the same run, forever (not for IdempotencyPeriod only).
+	IdempotencyKey *string
+}
+
+// RunSignal is a signal sent with [Client.SignalRun].
+type RunSignal struct {
+	// ID identifies the signal ("sig_…").
+	ID string
+	// Delivered is true when a wait of the run had received it by the end
+	// of the send (the run was waiting for it); false when it is stored
+	// until the run waits for it.
+	Delivered bool
+	// Duplicate is true when the send repeated an earlier one with the
+	// same idempotency key: nothing was stored, and ID is the earlier
+	// signal's.
+	Duplicate bool
+}
+
+// ReceiveRunSignalParams are the inputs of [Worker.ReceiveRunSignal].
+type ReceiveRunSignalParams struct {
+	// WorkflowRunID is the run whose wait receives.
+	WorkflowRunID string
+	// WorkerID fences the write: the run must be running under it.
+	WorkerID string
+	// StepAttemptID is the running signal-wait attempt that receives.
+	StepAttemptID string
+	// Signal is the name the attempt waits for.
+	Signal string
 }
 
 // EventKind says what an [Event] announces.

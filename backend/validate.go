@@ -173,3 +173,15 @@ func (p SendSignalParams) Validate() error {
 	}
 	return checkJSONField("signal data", p.Data)
 }
+
+// Validate checks a run-addressed signal send: a run id, a signal name,
+// valid text, storable data.
+func (p SignalRunParams) Validate() error {
+	if p.WorkflowRunID == "" {
+		return fmt.Errorf("%w: empty workflow run id", ErrInvalidArgument)
+	}
+	if err := checkText("workflow run id", p.WorkflowRunID); err != nil {
+		return err
+	}
+	return SendSignalParams{Signal: p.Signal, Data: p.Data, IdempotencyKey: p.IdempotencyKey}.Validate()
+}

@@ -113,6 +113,7 @@ func Run(t *testing.T, h Harness) {
 		{"Ownership fencing", testOwnershipFencing},
 		{"SendSignal", testSendSignal},
 		{"GetSignalDelivery", testGetSignalDelivery},
+		{"SignalRun", testSignalRun},
 		{"Subscribe", testSubscribe},
 		{"Namespaces", testNamespaces},
 		{"ApplyWrites", testApplyWrites},

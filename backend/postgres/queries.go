@@ -72,6 +72,14 @@ type queries struct {
 	LockSignalWaiters     string `sql:"lock_signal_waiters"`
 	DeliverSignal         string `sql:"deliver_signal"`
 	GetSignalDelivery     string `sql:"get_signal_delivery"`
+	LockSignaledRun       string `sql:"lock_signaled_run"`
+	RunSignalByKey        string `sql:"run_signal_by_key"`
+	InsertRunSignal       string `sql:"insert_run_signal"`
+	PendingRunSignal      string `sql:"pending_run_signal"`
+	OpenSignalWait        string `sql:"open_signal_wait"`
+	OldestRunSignal       string `sql:"oldest_run_signal"`
+	ReceiveRunSignal      string `sql:"receive_run_signal"`
+	WakeSignaledRun       string `sql:"wake_signaled_run"`
 	// hooks.sql
 	LockOwnedRun       string `sql:"lock_owned_run"`
 	GetHookByStep      string `sql:"get_hook_by_step"`
@@ -113,6 +121,7 @@ type queries struct {
 	PruneCandidatesOfWorkflow string `sql:"prune_candidates_of_workflow"`
 	PruneEscapes              string `sql:"prune_escapes"`
 	PruneSignals              string `sql:"prune_signals"`
+	PruneRunSignals           string `sql:"prune_run_signals"`
 	PruneChunks               string `sql:"prune_chunks"`
 	PruneStreams              string `sql:"prune_streams"`
 	PruneHookPayloads         string `sql:"prune_hook_payloads"`

@@ -69,10 +69,17 @@ type queries struct {
 	FailStep          string `sql:"fail_step"`
 	SetStepChild      string `sql:"set_step_child"`
 	// signals.sql
-	SignalDeliveriesByKey string `sql:"signal_deliveries_by_key"`
-	SignalWaiters         string `sql:"signal_waiters"`
-	InsertSignalDelivery  string `sql:"insert_signal_delivery"`
-	GetSignalDelivery     string `sql:"get_signal_delivery"`
+	SignalDeliveriesByKey   string `sql:"signal_deliveries_by_key"`
+	SignalWaiters           string `sql:"signal_waiters"`
+	InsertSignalDelivery    string `sql:"insert_signal_delivery"`
+	GetSignalDelivery       string `sql:"get_signal_delivery"`
+	RunSignalByKey          string `sql:"run_signal_by_key"`
+	InsertRunSignal         string `sql:"insert_run_signal"`
+	PendingRunSignal        string `sql:"pending_run_signal"`
+	OpenSignalWait          string `sql:"open_signal_wait"`
+	OldestRunSignal         string `sql:"oldest_run_signal"`
+	ReceiveRunSignal        string `sql:"receive_run_signal"`
+	InsertRunSignalDelivery string `sql:"insert_run_signal_delivery"`
 	// hooks.sql
 	OwnedRunClaim     string `sql:"owned_run_claim"`
 	GetHookByStep     string `sql:"get_hook_by_step"`
@@ -117,6 +124,7 @@ type queries struct {
 	PruneCandidates           string `sql:"prune_candidates"`
 	PruneCandidatesOfWorkflow string `sql:"prune_candidates_of_workflow"`
 	PruneSignals              string `sql:"prune_signals"`
+	PruneRunSignals           string `sql:"prune_run_signals"`
 	PruneChunks               string `sql:"prune_chunks"`
 	PruneStreams              string `sql:"prune_streams"`
 	PruneHookPayloads         string `sql:"prune_hook_payloads"`

@@ -397,3 +397,42 @@ func TestDemoCompletesWithAReport(t *testing.T) {
 		}
 	})
 }
+
+// ow runs signal keeps a signal for one run until the run waits for it:
+// sent before any worker runs it, the run still receives it.
+func TestRunsSignalKeepsTheSignalUntilTheRunWaits(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := e.client()
+	type approval struct {
+		OK bool `json:"ok"`
+	}
+	wait := ow.Define(ow.Spec{Name: "await-approval"}, func(ctx ow.Context, _ struct{}) (approval, error) {
+		a, _, err := ow.WaitForSignal[approval](ctx, "approve")
+		return a, err
+	})
+	h, err := wait.Start(ctx, c, struct{}{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, "signal before the run waits", e.ok("runs", "signal", h.ID, "approve", "--data", `{"ok":true}`).stdout, "kept for run "+h.ID)
+	w := ow.NewWorker(c.Backend().(backend.Backend), ow.WorkerOptions{Concurrency: 2})
+	if err := w.Register(wait); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop(context.Background())
+	got, err := h.Result(ctx)
+	if err != nil || !got.OK {
+		t.Fatalf("result %+v, %v; want the signal sent before the run waited", got, err)
+	}
+	r := e.run("runs", "signal", h.ID, "approve")
+	if r.code == 0 {
+		t.Fatalf("signal to a completed run succeeded: %s", r.stdout)
+	}
+	mustContain(t, "signal to a completed run", r.stderr, "terminal")
+}

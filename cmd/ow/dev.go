@@ -86,7 +86,7 @@ next 'ow dev'.`,
 			defs := append(samples.Definitions(), ix.Index, ix.Package)
 			defs = append(defs, flows...)
 			w := ow.NewWorker(b, ow.WorkerOptions{
-				Concurrency: cfg.Worker.Concurrency, OnlyRegistered: true, Logger: logger, Metrics: m,
+				Concurrency: cfg.Worker.Concurrency, Logger: logger, Metrics: m,
 				LeaseDuration: devLeaseDuration, ShutdownGracePeriod: devShutdownGrace, Limits: workerLimits(cfg),
 			})
 			if err := w.Register(defs...); err != nil {
@@ -124,6 +124,7 @@ func printDevBanner(w io.Writer, cfg *config.Config, addr string, defs []ow.Defi
 	fmt.Fprintf(w, "  metrics    %s/metrics\n", base)
 	fmt.Fprintf(w, "Start a run:\n")
 	fmt.Fprintf(w, "  curl -s %s/v1/runs -H 'Content-Type: application/json' -d '{\"workflowName\":\"%s\",\"input\":{\"name\":\"Ada\"}}'\n", base, samples.HelloName)
-	fmt.Fprintf(w, "  ow runs start %s --input '{}'; ow signal send %s\n", samples.OrderName, samples.DeliveredSignal("ord-1"))
+	fmt.Fprintf(w, "  ow runs start %s --input '{}'   # prints the run's id\n", samples.OrderName)
+	fmt.Fprintf(w, "  ow runs signal <run id> %s --data '{\"by\":\"courier\"}'\n", samples.DeliveredSignal("ord-1"))
 	fmt.Fprintf(w, "Ctrl-C stops it.\n")
 }

@@ -142,7 +142,7 @@ func (a *app) runFlow(ctx context.Context, cfg *config.Config, b backend.Backend
 	if err != nil {
 		return a.refused(file, err)
 	}
-	w := ow.NewWorker(b, ow.WorkerOptions{Concurrency: cfg.Worker.Concurrency, OnlyRegistered: true,
+	w := ow.NewWorker(b, ow.WorkerOptions{Concurrency: cfg.Worker.Concurrency,
 		LeaseDuration: 5 * time.Second, ShutdownGracePeriod: 5 * time.Second})
 	if err := e.Register(w, false); err != nil {
 		return err

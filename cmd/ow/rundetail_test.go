@@ -21,7 +21,7 @@ import (
 func startWorker(t *testing.T, e *env, defs ...ow.Definition) *ow.Client {
 	t.Helper()
 	c := e.client()
-	w := ow.NewWorker(c.Backend().(backend.Backend), ow.WorkerOptions{Concurrency: 2, OnlyRegistered: true})
+	w := ow.NewWorker(c.Backend().(backend.Backend), ow.WorkerOptions{Concurrency: 2})
 	if err := w.Register(defs...); err != nil {
 		t.Fatal(err)
 	}

@@ -87,7 +87,7 @@ func (a *app) flowWorker(cfg *config.Config, b backend.Backend, m telemetry.Metr
 	if err != nil {
 		return nil, err
 	}
-	w := ow.NewWorker(b, ow.WorkerOptions{Concurrency: cfg.Worker.Concurrency, OnlyRegistered: true, Logger: warnLogger(a.stderr), Metrics: m,
+	w := ow.NewWorker(b, ow.WorkerOptions{Concurrency: cfg.Worker.Concurrency, Logger: warnLogger(a.stderr), Metrics: m,
 		Limits: workerLimits(cfg)})
 	if err := w.Register(defs...); err != nil {
 		return nil, err

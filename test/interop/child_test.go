@@ -3,7 +3,10 @@ package interop
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -125,5 +128,80 @@ func TestTSParentRunsGoChild(t *testing.T) {
 	must(t, json.Unmarshal(raw, &out))
 	if out.Parent != "ts" || out.ChildOutput != (childOut{Child: "go", Doubled: 10}) {
 		t.Errorf("TS parent output %s", raw)
+	}
+}
+
+// A Go child started by a TypeScript parent is claimed first, at once, by
+// the TypeScript worker that runs the parent (it polls again right after
+// the parent's pass and claims every run of its namespace), which hands it
+// back as "not registered" 5 s later. That claim counts in the child's
+// attempts, and a Go workflow's retry budget (Spec.RetryPolicy's
+// MaximumAttempts) counts the run's attempts: a child allowed 2 attempts
+// that fails its first Go execution is not retried. A step's retry budget
+// counts the step's failed attempts only, so a step retry policy is not
+// affected. docs/interop.md ("A Go child of a TypeScript parent") documents
+// both (issue 20, item 11).
+func TestTSClaimOfAGoChildCountsAgainstItsWorkflowRetriesNotItsSteps(t *testing.T) {
+	setup(t)
+	fast := ow.RetryPolicy{InitialInterval: 100 * time.Millisecond, BackoffCoefficient: 1, MaximumInterval: time.Second, MaximumAttempts: 2}
+	flaky := errors.New("flaky: fails its first execution")
+	for _, tc := range []struct {
+		name   string
+		define func(name string, calls *atomic.Int32) ow.Definition
+		want   backend.RunStatus
+	}{
+		{"workflow retry policy of 2 attempts: not retried", func(name string, calls *atomic.Int32) ow.Definition {
+			return ow.Define(ow.Spec{Name: name, RetryPolicy: &fast}, func(ctx ow.Context, in childIn) (childOut, error) {
+				if calls.Add(1) == 1 {
+					return childOut{}, flaky
+				}
+				return childOut{Child: "go", Doubled: in.N * 2}, nil
+			})
+		}, backend.RunFailed},
+		{"step retry policy of 2 attempts: retried", func(name string, calls *atomic.Int32) ow.Definition {
+			return ow.Define(ow.Spec{Name: name}, func(ctx ow.Context, in childIn) (childOut, error) {
+				d, err := ow.Run(ctx, "double", func(context.Context) (int, error) {
+					if calls.Add(1) == 1 {
+						return 0, flaky
+					}
+					return in.N * 2, nil
+				}, ow.WithRetryPolicy(fast))
+				return childOut{Child: "go", Doubled: d}, err
+			})
+		}, backend.RunCompleted},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			ts := e.ts()
+			ts.startWorker(1, tsWorkflow{Name: "ts-parent", Kind: "parent-of"})
+			var run tsRun
+			ts.call("start", map[string]any{"name": "ts-parent", "input": map[string]any{"child": "go-flaky-child", "childInput": childIn{N: 5}}}, &run)
+			var childID string
+			eventually(t, 20*time.Second, "the TS worker to claim the Go child", func() (bool, string) {
+				steps := e.steps(run.ID)
+				if len(steps) == 0 || steps[0].ChildWorkflowRunID == nil {
+					return false, "no child yet"
+				}
+				childID = *steps[0].ChildWorkflowRunID
+				r := e.run(childID)
+				return r.Attempts >= 1 && strings.Contains(string(r.Error), "is not registered"),
+					fmt.Sprintf("child %s, %d claims, error %s", r.Status, r.Attempts, r.Error)
+			})
+			ts.stopWorker() // no further TS claims: the Go worker alone from here
+			var calls atomic.Int32
+			w := e.goManualWorker(tc.define("go-flaky-child", &calls))
+			e.tickUntil(w, 30*time.Second, "the Go child to finish", func() (bool, string) {
+				r := e.run(childID)
+				return r.Status.Terminal(), fmt.Sprintf("%s, %d claims, error %s", r.Status, r.Attempts, r.Error)
+			})
+			r := e.run(childID)
+			if r.Status != tc.want {
+				t.Fatalf("Go child ended %s after %d claims (%d Go executions), error %s; want %s",
+					r.Status, r.Attempts, calls.Load(), r.Error, tc.want)
+			}
+			if tc.want == backend.RunFailed && (calls.Load() != 1 || !strings.Contains(string(r.Error), "flaky")) {
+				t.Errorf("the failed child ran %d times in Go with error %s; want once, failed by its own error", calls.Load(), r.Error)
+			}
+		})
 	}
 }

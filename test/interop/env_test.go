@@ -58,7 +58,6 @@ func (e *env) goWorker(defs ...ow.Definition) (stop func()) {
 		LeaseDuration:       5 * time.Second,
 		MaxPollInterval:     200 * time.Millisecond,
 		ShutdownGracePeriod: 2 * time.Second,
-		OnlyRegistered:      true, // TypeScript workers share the namespace
 		Logger:              testLogger(e.t),
 		ID:                  "go-" + e.ns,
 	})

@@ -26,11 +26,11 @@ import (
 // check the behaviours the document promises on every run of the suite.
 
 // productionGoWorker starts a Go worker with the default options (1 s
-// maximum poll interval, 30 s lease) but for the logger, stopped when the
-// test ends.
-func (e *env) productionGoWorker(onlyRegistered bool, defs ...ow.Definition) {
+// maximum poll interval, 30 s lease, claiming only registered workflows)
+// but for the logger and claimUnregistered, stopped when the test ends.
+func (e *env) productionGoWorker(claimUnregistered bool, defs ...ow.Definition) {
 	e.t.Helper()
-	w := ow.NewWorker(e.b, ow.WorkerOptions{OnlyRegistered: onlyRegistered, Logger: testLogger(e.t), ID: "go-prod-" + e.ns})
+	w := ow.NewWorker(e.b, ow.WorkerOptions{ClaimUnregistered: claimUnregistered, Logger: testLogger(e.t), ID: "go-prod-" + e.ns})
 	must(e.t, w.Register(defs...))
 	must(e.t, w.Start(context.Background()))
 	e.t.Cleanup(func() {
@@ -69,7 +69,7 @@ func TestSeparateNamespacesKeepWorkersToTheirOwnRuns(t *testing.T) {
 	goNS, tsNS := newEnv(t), newEnv(t)
 	ts := tsNS.ts()
 	ts.startWorker(2, tsWorkflow{Name: "ts-echo", Kind: "echo"})
-	goNS.productionGoWorker(true, goEcho(ow.Spec{Name: "go-echo"}))
+	goNS.productionGoWorker(false, goEcho(ow.Spec{Name: "go-echo"}))
 	// A TypeScript worker polling the Go namespace would claim this run;
 	// none does, so it runs once, on Go.
 	for i := range 3 {
@@ -90,15 +90,15 @@ func TestSeparateNamespacesKeepWorkersToTheirOwnRuns(t *testing.T) {
 	}
 }
 
-// A default Go worker (not OnlyRegistered) that claims a TypeScript run
+// A Go worker with ClaimUnregistered (the default before issue 20) that claims a TypeScript run
 // with a deadline hands it back without failing it before its deadline,
 // where OpenWorkflow's own rule fails it as soon as the backoff would end
 // past the deadline: here the second claim, 5 s into an 8 s deadline.
-func TestDefaultGoWorkerDoesNotFailATSRunBeforeItsDeadline(t *testing.T) {
+func TestClaimingGoWorkerDoesNotFailATSRunBeforeItsDeadline(t *testing.T) {
 	setup(t)
 	e := newEnv(t)
 	ts := e.ts()
-	e.productionGoWorker(false, goEcho(ow.Spec{Name: "go-only"}))
+	e.productionGoWorker(true, goEcho(ow.Spec{Name: "go-only"}))
 	deadline := time.Now().Add(8 * time.Second).UTC().Truncate(time.Millisecond)
 	var run tsRun
 	ts.call("start", map[string]any{"name": "ts-only", "input": map[string]any{}, "deadlineAt": deadline.Format(time.RFC3339Nano)}, &run)
@@ -111,6 +111,34 @@ func TestDefaultGoWorkerDoesNotFailATSRunBeforeItsDeadline(t *testing.T) {
 	}
 	if r.Attempts < 2 {
 		t.Errorf("the Go worker claimed the run %d times, want at least 2 (at once, then after its 5 s backoff)", r.Attempts)
+	}
+}
+
+// A Go worker with default options claims only the workflows it
+// registered (issue 20, item 10), so it does not starve a TypeScript worker
+// polling the same namespace. Before, it claimed each TypeScript run a few
+// milliseconds after it came due and handed it back with the "not
+// registered" backoff: 16 of 20 TypeScript runs were still pending after
+// 51 s.
+func TestDefaultGoWorkerDoesNotStarveTSRuns(t *testing.T) {
+	setup(t)
+	e := newEnv(t)
+	ts := e.ts()
+	ts.startWorker(4, tsWorkflow{Name: "ts-echo", Kind: "echo"})
+	e.productionGoWorker(false, goEcho(ow.Spec{Name: "go-echo"}))
+	const n = 20
+	ids := make([]string, n)
+	for i := range ids {
+		var run tsRun
+		ts.call("start", map[string]any{"name": "ts-echo", "input": map[string]any{"n": i}}, &run)
+		ids[i] = run.ID
+	}
+	for _, id := range ids {
+		r := e.waitFinished(id, 20*time.Second)
+		if r.Status != backend.RunCompleted || r.Attempts != 1 || r.Error != nil {
+			t.Errorf("TS run %s: %s after %v with %d claims, error %s; want completed at its first claim, by the TS worker",
+				id, r.Status, latency(r), r.Attempts, r.Error)
+		}
 	}
 }
 
@@ -135,7 +163,7 @@ func TestMixedWorkersMeasure(t *testing.T) {
 				elsewhere := startTS(t, randomName("interop-ts-"), tsOptions{})
 				elsewhere.startWorker(1, tsWorkflow{Name: "ts-echo", Kind: "echo"})
 			}
-			e.productionGoWorker(true, goEcho(ow.Spec{Name: "go-echo"}))
+			e.productionGoWorker(false, goEcho(ow.Spec{Name: "go-echo"}))
 			var lat []time.Duration
 			var claims []int
 			for i := range n {
@@ -177,7 +205,7 @@ func TestMixedWorkersMeasure(t *testing.T) {
 		goParent := ow.Define(ow.Spec{Name: "go-parent"}, func(ctx ow.Context, in int) (childOut, error) {
 			return ow.RunWorkflow(ctx, tsChild, childIn{N: in})
 		})
-		e.productionGoWorker(true, goParent, goChildDouble("go-child"))
+		e.productionGoWorker(false, goParent, goChildDouble("go-child"))
 		var goLat, tsLat []time.Duration
 		var goClaims, tsClaims []int
 		for i := range n {
@@ -210,17 +238,17 @@ func TestMixedWorkersMeasure(t *testing.T) {
 			t.Logf("Go-only run, 8 s deadline, TS worker only: %s after %v, %d TS claims, %s", r.Status, latency(r), r.Attempts, r.Error)
 		}
 		t.Logf("Go-only runs failed by the TS worker before their deadline by %v", early)
-		// The reverse, with a default Go worker: see
-		// TestDefaultGoWorkerDoesNotFailATSRunBeforeItsDeadline.
+		// The reverse, with a Go worker that claims unregistered workflows: see
+		// TestClaimingGoWorkerDoesNotFailATSRunBeforeItsDeadline.
 		f := newEnv(t)
 		tsF := f.ts()
-		f.productionGoWorker(false, goEcho(ow.Spec{Name: "go-echo"}))
+		f.productionGoWorker(true, goEcho(ow.Spec{Name: "go-echo"}))
 		for range 3 {
 			deadline := time.Now().Add(8 * time.Second)
 			var run tsRun
 			tsF.call("start", map[string]any{"name": "ts-only", "input": map[string]any{}, "deadlineAt": deadline.UTC().Format(time.RFC3339Nano)}, &run)
 			r := f.waitFinished(run.ID, time.Minute)
-			t.Logf("TS-only run, 8 s deadline, default Go worker only: %s %v before its deadline, %d Go claims, %s",
+			t.Logf("TS-only run, 8 s deadline, Go worker with ClaimUnregistered only: %s %v before its deadline, %d Go claims, %s",
 				r.Status, deadline.Sub(*r.FinishedAt).Round(time.Millisecond), r.Attempts, r.Error)
 		}
 	})

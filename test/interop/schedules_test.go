@@ -20,7 +20,7 @@ func TestScheduleTicksAreOrdinaryRunsToATSWorker(t *testing.T) {
 	e := newEnv(t)
 	ts := e.ts()
 	ts.startWorker(2, tsWorkflow{Name: "interop-scheduled-ts", Kind: "echo"})
-	e.goWorker() // fires the schedule; claims nothing (OnlyRegistered, none registered)
+	e.goWorker() // fires the schedule; claims nothing (none registered)
 
 	ctx := contextWithTimeout(t, 60*time.Second)
 	_, err := e.client.PutSchedule(ctx, ow.ScheduleSpec{Name: "every-second", Workflow: "interop-scheduled-ts", Cron: "* * * * * *",

@@ -301,3 +301,39 @@ func sorted(ss []string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// Client.SignalRun (this SDK's own) reaches a TypeScript run waiting for
+// the signal, delivering to its open wait and waking it, as a send by name
+// does; a signal sent to a TypeScript run before it waits is kept where
+// only Go workers look, so the TypeScript wait never receives it
+// (docs/interop.md, "What is shared").
+func TestGoSignalRunReachesATSRunOnlyWhileItWaits(t *testing.T) {
+	setup(t)
+	e := newEnv(t)
+	ts := e.ts()
+
+	// Sent before the run waits (no TS worker yet): kept, never received.
+	var early tsRun
+	ts.call("start", map[string]any{"name": "ts-wait", "input": map[string]any{"signal": "approve:early", "timeout": "1s"}}, &early)
+	s, err := e.client.SignalRun(context.Background(), early.ID, "approve:early", "too early", "")
+	must(t, err)
+	if s.Delivered {
+		t.Fatalf("SignalRun to a TS run that does not wait yet = %+v; want kept", s)
+	}
+	ts.startWorker(1, tsWorkflow{Name: "ts-wait", Kind: "wait-signal"})
+	if raw := ts.resultOf(early.ID, 30*time.Second); !jsonEq(raw, []byte(`{"got":null,"by":"ts"}`)) {
+		t.Errorf("TS wait after a kept signal returned %s; want a timeout (TypeScript does not read kept signals)", raw)
+	}
+
+	var run tsRun
+	ts.call("start", map[string]any{"name": "ts-wait", "input": map[string]any{"signal": "approve:9"}}, &run)
+	e.waitParked(run.ID, backend.StepSignalWait, 20*time.Second)
+	s, err = e.client.SignalRun(context.Background(), run.ID, "approve:9", map[string]any{"ok": true, "by": "go"}, "")
+	must(t, err)
+	if !s.Delivered {
+		t.Errorf("SignalRun to a waiting TS run = %+v; want delivered", s)
+	}
+	if raw := ts.resultOf(run.ID, 30*time.Second); !jsonEq(raw, []byte(`{"got":{"data":{"ok":true,"by":"go"}},"by":"ts"}`)) {
+		t.Errorf("TS wait returned %s", raw)
+	}
+}

@@ -265,7 +265,7 @@ func TestIdempotencyKeysAreSharedAcrossSDKs(t *testing.T) {
 	})
 }
 
-// A Go worker with OnlyRegistered claims only runs of workflows it
+// A Go worker (by default) claims only runs of workflows it
 // registered: runs of a TypeScript-only workflow in the same namespace stay
 // for the TypeScript workers.
 func TestGoWorkerLeavesRunsOfUnregisteredWorkflowsAlone(t *testing.T) {

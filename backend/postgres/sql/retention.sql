@@ -131,6 +131,12 @@ USING {{schema}}."step_attempts" AS sa
 WHERE sa."namespace_id" = $1 AND sa."workflow_run_id" = ANY($2::text[])
   AND ws."namespace_id" = sa."namespace_id" AND ws."step_attempt_id" = sa."id"
 
+-- name: prune_run_signals
+-- The signals sent to runs $2 with SignalRun (go_run_signals), received
+-- or not, by the (namespace_id, workflow_run_id, ...) index.
+DELETE FROM {{schema}}."go_run_signals" AS rs
+WHERE rs."namespace_id" = $1 AND rs."workflow_run_id" = ANY($2::text[])
+
 -- name: prune_chunks
 -- The stream chunks of runs $2, set-based (the foreign keys would cascade
 -- from the streams row by row).

@@ -69,6 +69,12 @@ LIMIT :limit
     ORDER BY wr."created_at", wr."id"
     LIMIT :limit)
 
+-- name: prune_run_signals
+-- The signals sent to the runs :ids with SignalRun (go_run_signals),
+-- received or not.
+DELETE FROM "go_run_signals"
+WHERE "namespace_id" = :ns AND "workflow_run_id" IN (SELECT value FROM json_each(:ids))
+
 -- name: prune_signals
 -- The signals delivered to the step attempts of the runs :ids:
 -- workflow_signals has no foreign key (as OpenWorkflow's), so nothing

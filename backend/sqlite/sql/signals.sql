@@ -44,3 +44,75 @@ SELECT "data"
 FROM "workflow_signals"
 WHERE "namespace_id" = :ns AND "step_attempt_id" = :step_id
 LIMIT 1
+
+-- Signals addressed to one run (SignalRun; go migration 11's
+-- go_run_signals): a send stores the signal (insert_run_signal) and
+-- delivers the oldest stored one to the run's open wait, if any
+-- (open_signal_wait, oldest_run_signal, receive_run_signal,
+-- insert_run_signal_delivery, then wake_run); a wait's receive
+-- (ReceiveRunSignal) delivers the oldest to its attempt. The
+-- transaction's write lock serializes both, so seq is the send order.
+
+-- name: run_signal_by_key
+-- An earlier send to run :run_id of :signal with :idempotency_key.
+SELECT "id", "step_attempt_id" IS NOT NULL
+FROM "go_run_signals"
+WHERE "namespace_id" = :ns AND "workflow_run_id" = :run_id AND "signal" = :signal
+  AND "idempotency_key" = :idempotency_key
+
+-- name: insert_run_signal
+-- Stores a signal for run :run_id, next in its (run, signal) order.
+INSERT INTO "go_run_signals" (
+  "namespace_id", "id", "workflow_run_id", "signal", "seq", "data", "idempotency_key", "created_at"
+)
+VALUES (:ns, :id, :run_id, :signal,
+  COALESCE((SELECT MAX("seq") FROM "go_run_signals"
+            WHERE "namespace_id" = :ns AND "workflow_run_id" = :run_id AND "signal" = :signal), 0) + 1,
+  :data, :idempotency_key, :now)
+
+-- name: pending_run_signal
+-- Whether run :run_id has a stored :signal no wait has received.
+SELECT EXISTS (
+  SELECT 1 FROM "go_run_signals"
+  WHERE "namespace_id" = :ns AND "workflow_run_id" = :run_id AND "signal" = :signal
+    AND "step_attempt_id" IS NULL
+)
+
+-- name: open_signal_wait
+-- Run :run_id's running wait for :signal that nothing was delivered to.
+SELECT sa."id"
+FROM "step_attempts" sa
+WHERE sa."namespace_id" = :ns AND sa."workflow_run_id" = :run_id
+  AND sa."kind" = 'signal-wait' AND sa."status" = 'running'
+  AND json_extract(sa."context", '$.signal') = :signal
+  AND NOT EXISTS (
+    SELECT 1 FROM "workflow_signals" ws
+    WHERE ws."namespace_id" = sa."namespace_id" AND ws."step_attempt_id" = sa."id"
+  )
+ORDER BY sa."created_at", sa."id"
+LIMIT 1
+
+-- name: oldest_run_signal
+-- Run :run_id's first stored :signal no wait has received.
+SELECT "id", "data"
+FROM "go_run_signals"
+WHERE "namespace_id" = :ns AND "workflow_run_id" = :run_id AND "signal" = :signal
+  AND "step_attempt_id" IS NULL
+ORDER BY "seq"
+LIMIT 1
+
+-- name: receive_run_signal
+-- Records that attempt :step_id received stored signal :id.
+UPDATE "go_run_signals"
+SET "step_attempt_id" = :step_id, "received_at" = :now
+WHERE "namespace_id" = :ns AND "id" = :id AND "step_attempt_id" IS NULL
+
+-- name: insert_run_signal_delivery
+-- Delivers stored signal :id to attempt :step_id as an ordinary
+-- workflow_signals row (same id; no sender key, so keyed name sends never
+-- see it).
+INSERT INTO "workflow_signals" (
+  "namespace_id", "id", "signal", "data", "sender_idempotency_key",
+  "workflow_run_id", "step_attempt_id", "created_at"
+)
+VALUES (:ns, :id, :signal, :data, NULL, :run_id, :step_id, :now)

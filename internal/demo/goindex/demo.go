@@ -75,7 +75,7 @@ type DemoResult struct {
 // that key followed by "/" and a random suffix for a run started with
 // Fresh. The run is started with the instance key as its idempotency key
 // and as the version of both workflows, and the worker claims only runs of
-// the workflows it registered, with that version (OnlyRegistered): so a
+// the workflows it registered, with that version (never ClaimUnregistered): so a
 // demo's worker executes its own run and that run's children, never the
 // runs another demo (other packages, or another fresh run) left behind.
 //
@@ -260,10 +260,10 @@ func CheckPackages(root string, pkgs []string) error {
 	return nil
 }
 
-// demoWorkerOptions applies the demo's defaults to o, and OnlyRegistered:
-// a demo's worker executes only its own runs.
+// demoWorkerOptions applies the demo's defaults to o, and never
+// ClaimUnregistered: a demo's worker executes only its own runs.
 func demoWorkerOptions(o ow.WorkerOptions) ow.WorkerOptions {
-	o.OnlyRegistered = true
+	o.ClaimUnregistered = false
 	if o.LeaseDuration <= 0 {
 		o.LeaseDuration = DemoLeaseDuration
 	}

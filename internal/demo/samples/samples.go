@@ -94,9 +94,12 @@ type ShipOutput struct {
 }
 
 // DeliveredSignal is the signal an order run waits for:
-// "order/<order id>/delivered". Send it through the API (POST /v1/signals
-// {"signal": "order/ord-1/delivered", "data": {"by": "courier"}}) or
-// `ow signal send`.
+// "order/<order id>/delivered". Send it to the run, which keeps it until
+// the run waits for it: through the API (POST
+// /v1/runs/{id}/signals/order%2Ford-1%2Fdelivered {"data": {"by":
+// "courier"}}), `ow runs signal <run id> order/ord-1/delivered`, or
+// Client.SignalRun. (A name-addressed send, POST /v1/signals or `ow signal
+// send`, reaches the run only if it is waiting at that moment.)
 func DeliveredSignal(orderID string) string { return "order/" + orderID + "/delivered" }
 
 // chargePolicy retries a declined charge 1 s, 2 s, 4 s, 8 s apart, 5

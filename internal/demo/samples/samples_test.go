@@ -73,6 +73,31 @@ func TestOrderRetriesTheChargeSleepsShipsAndWaitsForDelivery(t *testing.T) {
 	}
 }
 
+// What ow dev's hint does (issue 20, item 9): the delivery signal is sent
+// to the run right after it starts, long before it waits (the charge is
+// retried, the cool-off slept, the child shipped); the run keeps it and
+// ends delivered.
+func TestOrderReceivesADeliverySignalSentBeforeItWaits(t *testing.T) {
+	env := owtest.New(t, ow.WorkerOptions{}, samples.Definitions()...)
+	h, err := samples.Order.Start(t.Context(), env.Client, samples.OrderInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, err := env.Client.SignalRun(t.Context(), h.ID, samples.DeliveredSignal("ord-1"), map[string]string{"by": "courier"}, "")
+	if err != nil || sig.Delivered {
+		t.Fatalf("SignalRun = %+v, %v; want the signal kept (the run does not wait yet)", sig, err)
+	}
+	env.Drain()
+	env.Clock.Advance(time.Second)
+	env.Drain()
+	env.Clock.Advance(2 * time.Second)
+	env.Drain()
+	out, err := h.Result(t.Context())
+	if err != nil || !out.Delivered || out.Receipt != "receipt for ord-1: delivered" {
+		t.Errorf("output %+v, %v; want delivered", out, err)
+	}
+}
+
 func TestOrderGoesOnWithoutTheSignalAfterItsWait(t *testing.T) {
 	env := owtest.New(t, ow.WorkerOptions{}, samples.Definitions()...)
 	none, zero, wait := -1, 0.0, 5.0
