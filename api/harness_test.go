@@ -170,12 +170,18 @@ func testWorkflows(c *calls) []ow.Definition {
 	})
 	// approval creates a hook with the token it is given and returns the n
 	// payloads it receives.
+	// With Schema, its metadata names it as the hook's payload schema.
 	type approvalIn struct {
-		Token string
-		N     int
+		Token  string
+		N      int
+		Schema json.RawMessage
 	}
 	approval := ow.Define(ow.Spec{Name: "approval"}, func(ctx ow.Context, in approvalIn) ([]json.RawMessage, error) {
-		h, err := ow.CreateHook[json.RawMessage](ctx, "approve", ow.WithToken(in.Token), ow.WithMetadata(map[string]string{"for": "test"}))
+		meta := map[string]any{"for": "test"}
+		if in.Schema != nil {
+			meta["payloadSchema"] = in.Schema
+		}
+		h, err := ow.CreateHook[json.RawMessage](ctx, "approve", ow.WithToken(in.Token), ow.WithMetadata(meta))
 		if err != nil {
 			return nil, err
 		}
