@@ -33,6 +33,11 @@ type runData struct {
 	Signals []string
 	// WaitHookID is the hook the run waits on now, if any.
 	WaitHookID string
+	// Approvals are the OpenFlow modules waiting for approval, shown with
+	// Approve and Reject; ApprovalTokens their hooks' tokens, which the
+	// hooks table does not offer to resume generically.
+	Approvals      []approvalView
+	ApprovalTokens map[string]bool
 	// Began is when the run was first claimed (see firstActivity).
 	Began     *time.Time
 	Terminal  bool
@@ -77,6 +82,8 @@ type actionForm struct {
 	Signal, Data           string
 	Token, Payload         string
 	Step                   string // the fork's step
+	// Values are an approval form's fields by name, and its approver.
+	Values map[string]string
 }
 
 func (d *Dashboard) runPage(w http.ResponseWriter, r *http.Request) {
@@ -129,6 +136,11 @@ func (d *Dashboard) loadRun(ctx context.Context, id string, now time.Time) (*run
 	}
 	h.Write(raw)
 	data.Hooks = hooks.Data
+	data.Approvals = approvalsOf(hooks.Data)
+	data.ApprovalTokens = map[string]bool{}
+	for _, a := range data.Approvals {
+		data.ApprovalTokens[a.Token] = true
+	}
 	var streams api.List[backend.StreamInfo]
 	if raw, err = d.api.call(ctx, http.MethodGet, base+"/streams", nil, nil, &streams); err != nil && apiCode(err) != api.CodeNotSupported {
 		return nil, err
