@@ -19,6 +19,14 @@ type FlowRun struct {
 	openflow.RunView
 }
 
+// FlowModule, FlowIteration and FlowBranch are the parts of a [FlowRun]:
+// a module, a loop's iteration, a branch.
+type (
+	FlowModule    = openflow.ModuleView
+	FlowIteration = openflow.IterationView
+	FlowBranch    = openflow.BranchView
+)
+
 // maxFlowAttempts bounds the attempts read for a flow run's view: a run
 // records at most 1000 steps (the core's step limit), so this is a guard.
 const maxFlowAttempts = 2000

@@ -16,7 +16,7 @@ var pageNames = []string{"runs", "run", "start", "workers", "schedules", "login"
 
 // pageParts are the templates of a page's sections kept in files of
 // their own.
-var pageParts = map[string][]string{"run": {"templates/approval.html"}}
+var pageParts = map[string][]string{"run": {"templates/approval.html", "templates/flow.html"}}
 
 func parsePages() map[string]*template.Template {
 	pages := map[string]*template.Template{}

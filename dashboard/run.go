@@ -21,7 +21,9 @@ type runData struct {
 	Steps    []stepView
 	Timeline timeline
 	// DAG is the graph of a DAG workflow run (nil for another run).
-	DAG      *dagGraph
+	DAG *dagGraph
+	// Flow is the title and graph of an OpenFlow run (nil for another run).
+	Flow     *flowView
 	Hooks    []api.Hook
 	Streams  []backend.StreamInfo
 	Children []childLink
@@ -101,7 +103,11 @@ func (d *Dashboard) runPage(w http.ResponseWriter, r *http.Request) {
 
 // renderRun renders a run's page; problem is an action's failure.
 func (d *Dashboard) renderRun(w http.ResponseWriter, r *http.Request, status int, data *runData, problem string) {
-	v := d.view(r, data.Run.WorkflowName+" · "+shortID(data.Run.ID), "runs", data)
+	title := data.Run.WorkflowName
+	if data.Flow != nil {
+		title = data.Flow.Title
+	}
+	v := d.view(r, title+" · "+shortID(data.Run.ID), "runs", data)
 	v.Problem = problem
 	if !data.Terminal {
 		// The live view starts from what this page shows: it sends only
@@ -162,6 +168,18 @@ func (d *Dashboard) loadRun(ctx context.Context, id string, now time.Time) (*run
 		}
 		data.DAG = buildDAG(&dagRun, first)
 	case apiCode(err) != api.CodeNotDAGRun:
+		return nil, err
+	}
+
+	// An OpenFlow run's title and graph; any other run answers
+	// not_an_openflow_run.
+	var flowRun api.FlowRun
+	raw, err = d.api.call(ctx, http.MethodGet, base+"/flow", nil, nil, &flowRun)
+	switch {
+	case err == nil:
+		h.Write(raw)
+		data.Flow = buildFlow(&flowRun)
+	case apiCode(err) != api.CodeNotFlowRun:
 		return nil, err
 	}
 
