@@ -45,6 +45,18 @@ func (h *Handler) getFlow(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return asAPIError(err, "id")
 	}
+	// Whether it is a flow run is in its input, or in its first step (a
+	// directory flow's definition): ask before reading every step, so
+	// that the run page of any other run pays one small read.
+	if _, err := openflow.ViewOf(run, nil); errors.Is(err, openflow.ErrNotFlowRun) {
+		first, err := h.c.ListSteps(r.Context(), backend.ListStepAttemptsParams{WorkflowRunID: id, Limit: 1, OmitPayloads: true})
+		if err != nil {
+			return asAPIError(err, "")
+		}
+		if len(first.Data) == 0 || first.Data[0].StepName != openflow.DefinitionStep {
+			return notFlowRun(run)
+		}
+	}
 	var attempts []backend.StepAttempt
 	// The modules' states are in the steps' outputs: read them.
 	p := backend.ListStepAttemptsParams{WorkflowRunID: id, Limit: 1000}
@@ -62,11 +74,15 @@ func (h *Handler) getFlow(w http.ResponseWriter, r *http.Request) error {
 	v, err := openflow.ViewOf(run, attempts)
 	switch {
 	case errors.Is(err, openflow.ErrNotFlowRun):
-		return errorf(http.StatusNotFound, CodeNotFlowRun, "id",
-			"run %s of workflow %q is not an OpenFlow run (its input holds no flow, and it read none from a directory); GET /v1/runs/%s shows it", run.ID, run.WorkflowName, run.ID)
+		return notFlowRun(run)
 	case err != nil:
 		return errorf(http.StatusInternalServerError, CodeInternal, "", "%s", err)
 	}
 	writeJSON(w, http.StatusOK, FlowRun{RunID: run.ID, Status: string(run.Status), RunView: *v})
 	return nil
+}
+
+func notFlowRun(run *backend.WorkflowRun) error {
+	return errorf(http.StatusNotFound, CodeNotFlowRun, "id",
+		"run %s of workflow %q is not an OpenFlow run (its input holds no flow, and it read none from a directory); GET /v1/runs/%s shows it", run.ID, run.WorkflowName, run.ID)
 }

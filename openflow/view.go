@@ -17,6 +17,10 @@ import (
 // serves it (GET /v1/runs/{id}/flow) and the dashboard draws it, so
 // neither needs to know how the interpreter names its steps.
 
+// DefinitionStep is the first step of a run of a directory flow: it
+// records the flow's definition, read once.
+const DefinitionStep = definitionStep
+
 // ErrNotFlowRun is returned by [ViewOf] for a run that is not a flow run
 // (its input holds no flow, and it has no "@definition" step).
 var ErrNotFlowRun = errors.New("not an OpenFlow run")

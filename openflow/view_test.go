@@ -2,6 +2,7 @@ package openflow_test
 
 import (
 	"errors"
+	"path/filepath"
 	"testing"
 
 	"github.com/openworkflow-go/openworkflow/openflow"
@@ -71,6 +72,38 @@ func TestViewOfAFlowRun(t *testing.T) {
 			other.Input = []byte(`{"x":1}`)
 			if _, err := openflow.ViewOf(&other, nil); !errors.Is(err, openflow.ErrNotFlowRun) {
 				t.Errorf("ViewOf a run of another workflow: %v, want ErrNotFlowRun", err)
+			}
+		})
+	}
+}
+
+// TestViewOfADirectoryFlowRun: a run of a flow found by path reads its
+// flow from its @definition step, and keeps the path beside the title.
+func TestViewOfADirectoryFlowRun(t *testing.T) {
+	for _, kind := range backends {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			env := startEnv(t, kind)
+			f, err := openflow.ParseFile(filepath.Join(testdataDir(t), "f/examples/double.flow.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			requireRunners(t, f)
+			h, err := env.client.StartByName(env.ctx, "f/examples/double", "", map[string]int{"n": 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			env.wait(h.ID)
+			run, err := env.client.GetRun(env.ctx, h.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := openflow.ViewOf(run, env.steps(h.ID))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Title != "Double a number (a flow found by path)" || v.Path != "f/examples/double" || len(v.Modules) == 0 || v.Modules[0].ID != "double" || v.Modules[0].State != "completed" {
+				t.Errorf("view %+v", v)
 			}
 		})
 	}
