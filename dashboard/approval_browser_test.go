@@ -27,6 +27,17 @@ func TestBrowserApproval(t *testing.T) {
 			t.Error("an empty comment passes the form's own check")
 		}
 		form := `#run-approvals form.approval`
+		// Past the browser's check (as a script or an old browser would
+		// send it), the API refuses it and the page says why, keeping
+		// what was typed.
+		b.setValue(eval[string](b, `document.querySelector('`+form+` input[name="approver"]').id`), "ada")
+		eval[bool](b, `(() => { document.querySelector('`+form+` input[name="f.comment"]').required = false; return true })()`)
+		b.clickToLoad(form + ` button[value="approve"]`)
+		b.until("the refusal beside the form", `(document.querySelector('#run-approvals .alert') || {}).textContent?.includes("missing property 'comment'")`)
+		if got := eval[string](b, `document.querySelector('`+form+` input[name="approver"]').value`); got != "ada" {
+			t.Errorf("the refused form lost the approver: %q", got)
+		}
+		b.screenshot(name + "-approval-refused")
 		b.setValue(eval[string](b, `document.querySelector('`+form+` input[name="f.comment"]').id`), "tested on staging")
 		b.setValue(eval[string](b, `document.querySelector('`+form+` select[name="f.urgency"]').id`), "high")
 		b.setValue(eval[string](b, `document.querySelector('`+form+` input[name="approver"]').id`), "ada")
