@@ -21,12 +21,13 @@ var (
 )
 
 // HookOption configures a hook at its creation: [WithToken],
-// [WithMetadata].
+// [WithMetadata], [WithPayloadSchema].
 type HookOption func(*hookOptions)
 
 type hookOptions struct {
 	token    string
 	metadata any
+	schema   json.RawMessage // WithPayloadSchema's, nil for none
 }
 
 // WithToken gives the hook its token, e.g. one derived from an order id
@@ -99,11 +100,9 @@ func CreateHook[T any](ctx Context, name string, opts ...HookOption) (*Hook[T], 
 	if err := backend.CheckToken(o.token); err != nil {
 		return nil, NonRetryable(fmt.Errorf("create hook %q: %w", key, err))
 	}
-	var meta json.RawMessage
-	if o.metadata != nil {
-		if meta, err = encodeValue(o.metadata); err != nil {
-			return nil, NonRetryable(fmt.Errorf("create hook %q: metadata: %w", key, err))
-		}
+	meta, err := hookMetadata(o)
+	if err != nil {
+		return nil, NonRetryable(fmt.Errorf("create hook %q: %w", key, err))
 	}
 	if err := x.gate(false); err != nil {
 		return nil, err
@@ -213,7 +212,9 @@ func newToken() string {
 // (its sequence number among the hook's payloads). The hook's run, if
 // parked waiting on it, is woken at once; otherwise the payload is kept
 // until the workflow receives it. An unknown token, or one whose run has
-// ended, gives an error wrapping [ErrHookNotFound] and stores nothing. The
+// ended, gives an error wrapping [ErrHookNotFound] and stores nothing. A
+// payload the hook's schema refuses ([WithPayloadSchema]) gives a
+// *[HookPayloadError] and stores nothing: the run waits as it did. The
 // backend must implement backend.HookStore, else the error wraps
 // backend.ErrNotSupported.
 func (c *Client) ResumeHook(ctx context.Context, token string, data any) (*backend.Hook, *backend.HookPayload, error) {
@@ -227,6 +228,17 @@ func (c *Client) ResumeHook(ctx context.Context, token string, data any) (*backe
 	raw, err := encodeValue(data)
 	if err != nil {
 		return nil, nil, fmt.Errorf("resume hook: payload: %w", err)
+	}
+	// The schema is read with the hook: a hook's metadata never changes,
+	// so the payload is checked against the hook it is delivered to
+	// unless the token changes hands in between (its run ends and another
+	// run's hook takes it), which only a token chosen with WithToken can.
+	h, err := hs.GetHookByToken(ctx, token)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := CheckHookPayload(h, raw); err != nil {
+		return nil, nil, err
 	}
 	return hs.ResumeHook(ctx, token, raw)
 }

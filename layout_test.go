@@ -64,7 +64,8 @@ func moduleImports(list []string) []string {
 //   - api/, dashboard/, metrics/ and server/ depend on no backend implementation
 //     and import no internal package: they use the client side of the
 //     seam (api/ and dashboard/ also import dag/, for a DAG run's status,
-//     which dag/ derives from stored rows alone);
+//     which dag/ derives from stored rows alone, and api/ imports
+//     openflow/, for a flow run's view, derived the same way);
 //   - nothing but examples imports examples/.
 func TestPackagesImportOnlyWhatTheirLayerMay(t *testing.T) {
 	implementations := []string{"backend/postgres", "backend/sqlite"}

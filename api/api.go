@@ -195,6 +195,7 @@ var routeTable = []Route{
 	{"GET", "/v1/steps/{id}", "getStep", read, (*Handler).getStep},
 	{"GET", "/v1/runs/{id}/history", "getHistory", read, (*Handler).getHistory},
 	{"GET", "/v1/runs/{id}/dag", "getDAGRun", read, (*Handler).getDAG},
+	{"GET", "/v1/runs/{id}/flow", "getFlowRun", read, (*Handler).getFlow},
 	{"GET", "/v1/runs/{id}/hooks", "listRunHooks", read, (*Handler).listRunHooks},
 	{"GET", "/v1/runs/{id}/streams", "listStreams", read, (*Handler).listStreams},
 	{"GET", "/v1/runs/{id}/streams/{name}", "readStream", read, (*Handler).readStream},

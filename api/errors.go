@@ -18,15 +18,16 @@ type Code string
 
 // The error codes, and the HTTP status each answers with.
 const (
-	CodeInvalidArgument  Code = "invalid_argument"   // 400: bad input; field names it
-	CodeUnauthorized     Code = "unauthorized"       // 401: missing or wrong bearer token
-	CodeForbidden        Code = "forbidden"          // 403: the token's scope or namespace does not allow it, or (without a token) a foreign Host or a cross-origin request
-	CodeNotFound         Code = "not_found"          // 404: unknown route, run, step, stream or schedule
-	CodeHookNotFound     Code = "hook_not_found"     // 404: no live hook holds the token
-	CodeNotDAGRun        Code = "not_a_dag_run"      // 404: the run is not a DAG workflow run (GET /v1/runs/{id}/dag)
-	CodeMethodNotAllowed Code = "method_not_allowed" // 405
-	CodeRunTerminal      Code = "run_terminal"       // 409: the run is completed, failed or canceled
-	CodeRunNotFailed     Code = "run_not_failed"     // 409: only a failed run can be retried
+	CodeInvalidArgument  Code = "invalid_argument"    // 400: bad input; field names it
+	CodeUnauthorized     Code = "unauthorized"        // 401: missing or wrong bearer token
+	CodeForbidden        Code = "forbidden"           // 403: the token's scope or namespace does not allow it, or (without a token) a foreign Host or a cross-origin request
+	CodeNotFound         Code = "not_found"           // 404: unknown route, run, step, stream or schedule
+	CodeHookNotFound     Code = "hook_not_found"      // 404: no live hook holds the token
+	CodeNotDAGRun        Code = "not_a_dag_run"       // 404: the run is not a DAG workflow run (GET /v1/runs/{id}/dag)
+	CodeNotFlowRun       Code = "not_an_openflow_run" // 404: the run is not an OpenFlow run (GET /v1/runs/{id}/flow)
+	CodeMethodNotAllowed Code = "method_not_allowed"  // 405
+	CodeRunTerminal      Code = "run_terminal"        // 409: the run is completed, failed or canceled
+	CodeRunNotFailed     Code = "run_not_failed"      // 409: only a failed run can be retried
 	// CodeRunNotRetryable (409): POST /v1/runs/{id}/retry on a run its
 	// workflow marked as not to be retried forward (ow.ErrRunNotRetryable:
 	// a DAG run that began to compensate), whatever its status; start a

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -25,6 +26,7 @@ import (
 	"github.com/openworkflow-go/openworkflow/backend/sqlite"
 	"github.com/openworkflow-go/openworkflow/dag"
 	"github.com/openworkflow-go/openworkflow/internal/pgtest"
+	"github.com/openworkflow-go/openworkflow/openflow"
 )
 
 func TestMain(m *testing.M) {
@@ -91,6 +93,8 @@ type server struct {
 	// dag runs the DAG workflows of dag_test.go (their interpreters are
 	// registered on the worker).
 	dag *dag.Engine
+	// flows runs OpenFlow flows (flow_test.go).
+	flows *openflow.Engine
 }
 
 // calls counts the executions of the test workflows' step functions.
@@ -119,6 +123,10 @@ func newServer(t *testing.T, b backend.Backend, opts api.Options) *server {
 	s.dag = dag.New(s.c, dag.Options{Handlers: dagHandlers(s.calls)})
 	w := ow.NewWorker(b, ow.WorkerOptions{})
 	if err := w.Register(append(testWorkflows(s.calls), s.dag.Workflow(orderWorkflow))...); err != nil {
+		t.Fatal(err)
+	}
+	s.flows = openflow.New(openflow.Options{WorkDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+	if err := s.flows.Register(w, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Start(ctx); err != nil {
@@ -170,12 +178,18 @@ func testWorkflows(c *calls) []ow.Definition {
 	})
 	// approval creates a hook with the token it is given and returns the n
 	// payloads it receives.
+	// With Schema, its metadata names it as the hook's payload schema.
 	type approvalIn struct {
-		Token string
-		N     int
+		Token  string
+		N      int
+		Schema json.RawMessage
 	}
 	approval := ow.Define(ow.Spec{Name: "approval"}, func(ctx ow.Context, in approvalIn) ([]json.RawMessage, error) {
-		h, err := ow.CreateHook[json.RawMessage](ctx, "approve", ow.WithToken(in.Token), ow.WithMetadata(map[string]string{"for": "test"}))
+		meta := map[string]any{"for": "test"}
+		if in.Schema != nil {
+			meta["payloadSchema"] = in.Schema
+		}
+		h, err := ow.CreateHook[json.RawMessage](ctx, "approve", ow.WithToken(in.Token), ow.WithMetadata(meta))
 		if err != nil {
 			return nil, err
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	ow "github.com/openworkflow-go/openworkflow"
 	"github.com/openworkflow-go/openworkflow/backend"
 )
 
@@ -185,7 +186,12 @@ func (h *Handler) resumeHook(w http.ResponseWriter, r *http.Request) error {
 // deliver resumes the hook of tok with payload and answers status.
 func (h *Handler) deliver(w http.ResponseWriter, r *http.Request, tok string, payload json.RawMessage, status int) error {
 	hook, p, err := h.c.ResumeHook(r.Context(), tok, payload)
-	if err != nil {
+	var refused *ow.HookPayloadError
+	switch {
+	case errors.As(err, &refused):
+		// The hook's payload schema refused it: nothing was stored.
+		return badField("payload", "%s", refused)
+	case err != nil:
 		return asAPIError(err, "token")
 	}
 	if status == http.StatusAccepted {

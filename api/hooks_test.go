@@ -171,3 +171,31 @@ func TestSignalRun(t *testing.T) {
 		s.must(http.StatusNotFound, "POST", "/v1/runs/no-such-run/signals/more-sig", map[string]any{"data": 1})
 	})
 }
+
+// TestHookPayloadSchema: a payload the hook's schema refuses (its
+// metadata's payloadSchema) answers 400 invalid_argument, field payload,
+// naming what is wrong; nothing is stored and the run keeps waiting for
+// the payload that fits.
+func TestHookPayloadSchema(t *testing.T) {
+	eachBackend(t, api.Options{}, func(t *testing.T, s *server) {
+		tok := "approve-with-schema"
+		schema := json.RawMessage(`{"type":"object","required":["approved"],"properties":{"approved":{"type":"boolean"}}}`)
+		run := s.start("approval", map[string]any{"Token": tok, "N": 1, "Schema": schema})
+		s.until("the hook", func() bool { return s.hookExists(tok) })
+		for body, want := range map[string]string{`{}`: "approved", `"x"`: "got string, want object", `{"approved":"yes"}`: "approved: got string, want boolean"} {
+			e := s.must(http.StatusBadRequest, "POST", "/v1/hooks/"+tok, body).apiError(t)
+			if e.Code != api.CodeInvalidArgument || e.Field != "payload" || !strings.Contains(e.Message, want) {
+				t.Errorf("POST %s: %+v; want invalid_argument on payload saying %q", body, e, want)
+			}
+		}
+		var hook api.Hook
+		s.must(http.StatusOK, "GET", "/v1/hooks/"+tok, nil).decode(t, &hook)
+		if hook.Payloads != 0 {
+			t.Fatalf("refused payloads were stored: the hook has %d", hook.Payloads)
+		}
+		s.must(http.StatusOK, "POST", "/v1/hooks/"+tok, `{"approved":true}`)
+		if out := s.waitStatus(run.ID, "completed").Output; string(out) != `[{"approved":true}]` {
+			t.Errorf("the workflow received %s", out)
+		}
+	})
+}

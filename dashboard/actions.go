@@ -238,7 +238,7 @@ func (d *Dashboard) actionFailed(w http.ResponseWriter, r *http.Request, id stri
 }
 
 var actionTitles = map[string]string{
-	"cancel": "Cancel", "retry": "Retry", "signal": "Sending the signal", "hook": "Resuming the hook", "fork": "Forking",
+	"cancel": "Cancel", "retry": "Retry", "signal": "Sending the signal", "hook": "Resuming the hook", "approve": "The decision", "fork": "Forking",
 }
 
 func (d *Dashboard) cancelRun(w http.ResponseWriter, r *http.Request) {

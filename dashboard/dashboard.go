@@ -165,6 +165,7 @@ func (d *Dashboard) routes() {
 	m.HandleFunc("POST /runs/{id}/retry", d.retryRun)
 	m.HandleFunc("POST /runs/{id}/fork", d.forkRun)
 	m.HandleFunc("POST /runs/{id}/hook", d.resumeHook)
+	m.HandleFunc("POST /runs/{id}/approve", d.approve)
 	m.HandleFunc("POST /signals", d.sendSignal)
 	m.HandleFunc("GET /workers", d.workersPage)
 	m.HandleFunc("GET /schedules", d.schedulesPage)

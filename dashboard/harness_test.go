@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
@@ -29,6 +30,7 @@ import (
 	"github.com/openworkflow-go/openworkflow/dag"
 	"github.com/openworkflow-go/openworkflow/dashboard"
 	"github.com/openworkflow-go/openworkflow/internal/pgtest"
+	"github.com/openworkflow-go/openworkflow/openflow"
 	"github.com/openworkflow-go/openworkflow/server"
 )
 
@@ -100,6 +102,8 @@ type site struct {
 	gates *gates
 	// dag runs the DAG workflow orderWorkflow (when there is a worker).
 	dag *dag.Engine
+	// flows runs OpenFlow flows (when there is a worker).
+	flows *openflow.Engine
 }
 
 func newSite(t testing.TB, b backend.Backend, opts siteOptions) *site {
@@ -126,6 +130,10 @@ func newSite(t testing.TB, b backend.Backend, opts siteOptions) *site {
 			t.Fatal(err)
 		}
 		if _, err := s.dag.Define(ctx, orderDefinition); err != nil {
+			t.Fatal(err)
+		}
+		s.flows = openflow.New(openflow.Options{WorkDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+		if err := s.flows.Register(w, false); err != nil {
 			t.Fatal(err)
 		}
 		sopts.Worker = w

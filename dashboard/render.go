@@ -14,11 +14,16 @@ import (
 // with the layout and the shared partials.
 var pageNames = []string{"runs", "run", "start", "workers", "schedules", "login", "error"}
 
+// pageParts are the templates of a page's sections kept in files of
+// their own.
+var pageParts = map[string][]string{"run": {"templates/approval.html", "templates/flow.html"}}
+
 func parsePages() map[string]*template.Template {
 	pages := map[string]*template.Template{}
 	for _, name := range pageNames {
 		t := template.New("layout.html").Funcs(templateFuncs)
-		pages[name] = template.Must(t.ParseFS(templateFS, "templates/layout.html", "templates/partials.html", "templates/"+name+".html"))
+		files := append([]string{"templates/layout.html", "templates/partials.html", "templates/" + name + ".html"}, pageParts[name]...)
+		pages[name] = template.Must(t.ParseFS(templateFS, files...))
 	}
 	return pages
 }
@@ -103,6 +108,8 @@ var notices = map[string]string{
 	"retried":  "Run retried from its failed step: it is pending again, and its completed steps keep their results.",
 	"signaled": "Signal sent.",
 	"resumed":  "Hook resumed: the payload was delivered.",
+	"approved": "Approved: the flow goes on once the module has all the approvals it requires.",
+	"rejected": "Rejected: the flow fails with SuspendedDisapproved (or goes on, if its suspend continues on disapproval).",
 	"forked":   "Run forked: this new run reuses the results of the steps before the one chosen, and runs that step and those after it.",
 
 	"schedule-paused":    "Schedule paused: its ticks start no run until it is resumed.",

@@ -21,7 +21,9 @@ type runData struct {
 	Steps    []stepView
 	Timeline timeline
 	// DAG is the graph of a DAG workflow run (nil for another run).
-	DAG      *dagGraph
+	DAG *dagGraph
+	// Flow is the title and graph of an OpenFlow run (nil for another run).
+	Flow     *flowView
 	Hooks    []api.Hook
 	Streams  []backend.StreamInfo
 	Children []childLink
@@ -33,6 +35,11 @@ type runData struct {
 	Signals []string
 	// WaitHookID is the hook the run waits on now, if any.
 	WaitHookID string
+	// Approvals are the OpenFlow modules waiting for approval, shown with
+	// Approve and Reject; ApprovalTokens their hooks' tokens, which the
+	// hooks table does not offer to resume generically.
+	Approvals      []approvalView
+	ApprovalTokens map[string]bool
 	// Began is when the run was first claimed (see firstActivity).
 	Began     *time.Time
 	Terminal  bool
@@ -77,6 +84,8 @@ type actionForm struct {
 	Signal, Data           string
 	Token, Payload         string
 	Step                   string // the fork's step
+	// Values are an approval form's fields by name, and its approver.
+	Values map[string]string
 }
 
 func (d *Dashboard) runPage(w http.ResponseWriter, r *http.Request) {
@@ -94,7 +103,11 @@ func (d *Dashboard) runPage(w http.ResponseWriter, r *http.Request) {
 
 // renderRun renders a run's page; problem is an action's failure.
 func (d *Dashboard) renderRun(w http.ResponseWriter, r *http.Request, status int, data *runData, problem string) {
-	v := d.view(r, data.Run.WorkflowName+" · "+shortID(data.Run.ID), "runs", data)
+	title := data.Run.WorkflowName
+	if data.Flow != nil {
+		title = data.Flow.Title
+	}
+	v := d.view(r, title+" · "+shortID(data.Run.ID), "runs", data)
 	v.Problem = problem
 	if !data.Terminal {
 		// The live view starts from what this page shows: it sends only
@@ -129,6 +142,11 @@ func (d *Dashboard) loadRun(ctx context.Context, id string, now time.Time) (*run
 	}
 	h.Write(raw)
 	data.Hooks = hooks.Data
+	data.Approvals = approvalsOf(hooks.Data)
+	data.ApprovalTokens = map[string]bool{}
+	for _, a := range data.Approvals {
+		data.ApprovalTokens[a.Token] = true
+	}
 	var streams api.List[backend.StreamInfo]
 	if raw, err = d.api.call(ctx, http.MethodGet, base+"/streams", nil, nil, &streams); err != nil && apiCode(err) != api.CodeNotSupported {
 		return nil, err
@@ -150,6 +168,18 @@ func (d *Dashboard) loadRun(ctx context.Context, id string, now time.Time) (*run
 		}
 		data.DAG = buildDAG(&dagRun, first)
 	case apiCode(err) != api.CodeNotDAGRun:
+		return nil, err
+	}
+
+	// An OpenFlow run's title and graph; any other run answers
+	// not_an_openflow_run.
+	var flowRun api.FlowRun
+	raw, err = d.api.call(ctx, http.MethodGet, base+"/flow", nil, nil, &flowRun)
+	switch {
+	case err == nil:
+		h.Write(raw)
+		data.Flow = buildFlow(&flowRun)
+	case apiCode(err) != api.CodeNotFlowRun:
 		return nil, err
 	}
 

@@ -353,6 +353,18 @@ func (d *decoder) suspend(o *object) *Suspend {
 	if sp.Timeout < 0 {
 		d.fail(join(s.path, "timeout"), "expected a number of seconds of at least 0, found %v", sp.Timeout)
 	}
+	if rf := s.sub("resume_form", "an object {schema: {…}}"); rf != nil {
+		if v, ok := rf.opt("schema"); ok && !isNull(v) {
+			path := join(rf.path, "schema")
+			if jsonKind(v) != "an object" {
+				d.fail(path, "expected a JSON Schema (an object), found %s", jsonKind(v))
+			} else if _, err := compileSchema(v); err != nil {
+				d.fail(path, "invalid JSON Schema: %v", err)
+			} else {
+				sp.ResumeForm = compact(v)
+			}
+		}
+	}
 	return sp
 }
 

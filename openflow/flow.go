@@ -290,6 +290,11 @@ type Suspend struct {
 	// or a timeout instead of failing it; the error object is appended to
 	// resumes.
 	ContinueOnDisapproveTimeout bool
+	// ResumeForm is the JSON Schema of an approval's payload
+	// (resume_form.schema), or nil: a resume event whose payload it
+	// refuses is refused when it is sent, and the dashboard shows its
+	// properties as the fields of the Approve form.
+	ResumeForm json.RawMessage
 }
 
 // Retry is OpenFlow's Retry: constant retries first, then exponential.

@@ -24,11 +24,45 @@ import (
 const DefaultSuspendTimeout = 1800 * time.Second
 
 // suspendHook is the metadata of a suspended module's hook: what Resume
-// and Suspended look hooks up by.
+// and Suspended look hooks up by, and what the dashboard draws its
+// Approve and Reject form from.
 type suspendHook struct {
 	OpenFlow       string `json:"openflow"` // "suspend"
 	Module         string `json:"module"`   // the module's durable key
 	RequiredEvents int    `json:"requiredEvents"`
+	// Summary is the module's summary, for whoever approves.
+	Summary string `json:"summary,omitempty"`
+	// ResumeForm is the suspend's resume_form.schema, if any.
+	ResumeForm json.RawMessage `json:"resumeForm,omitempty"`
+	// PayloadSchema is what every resume event must match (see
+	// eventSchema): the core refuses other payloads when they are sent.
+	PayloadSchema json.RawMessage `json:"payloadSchema"`
+}
+
+// eventSchema is the JSON Schema of a resume event (resumeEvent): an
+// object with "approved" (required, a boolean), "approver" (a string or
+// null) and "payload", which form (the suspend's resume_form.schema,
+// nil for none) must accept when the event approves. Anything else — a
+// bare string, {} (which would read as a disapproval), a misspelt member
+// — is refused where it is sent, so the run keeps waiting instead of
+// failing on an event it cannot read.
+func eventSchema(form json.RawMessage) json.RawMessage {
+	s := map[string]any{
+		"type":                 "object",
+		"required":             []string{"approved"},
+		"additionalProperties": false,
+		"properties": map[string]any{
+			"approved": map[string]any{"type": "boolean"},
+			"approver": map[string]any{"type": []string{"string", "null"}},
+			"payload":  true,
+		},
+	}
+	if form != nil {
+		s["if"] = map[string]any{"properties": map[string]any{"approved": map[string]any{"const": true}}}
+		s["then"] = map[string]any{"properties": map[string]any{"payload": form}}
+	}
+	out, _ := json.Marshal(s)
+	return out
 }
 
 // resumeEvent is a payload of a suspended module's hook:
@@ -60,7 +94,8 @@ func (r *flowRun) suspendAfter(f *frame, m *Module, key string) (resumeState, *o
 	}
 	deadline := start.Add(timeout)
 	hook, err := ow.CreateHook[resumeEvent](r.ctx, key+"@hook",
-		ow.WithMetadata(suspendHook{OpenFlow: "suspend", Module: key, RequiredEvents: sp.RequiredEvents}))
+		ow.WithMetadata(suspendHook{OpenFlow: "suspend", Module: key, RequiredEvents: sp.RequiredEvents, Summary: m.Summary,
+			ResumeForm: sp.ResumeForm, PayloadSchema: eventSchema(sp.ResumeForm)}))
 	if err != nil {
 		return resumeState{}, nil, err
 	}

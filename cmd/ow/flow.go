@@ -258,7 +258,9 @@ func (a *app) flowResumeCommand() *cobra.Command {
 (suspend.required_events): the payload becomes resume (and is appended to
 resumes) in the next module's expressions. --disapprove fails the flow with
 SuspendedDisapproved instead. When several modules wait at once (parallel
-branches), name one with --module.`,
+branches), name one with --module. An approval's payload must match the
+suspend's resume_form.schema, if it has one: else nothing is delivered,
+the command fails naming what is wrong, and the flow keeps waiting.`,
 		Args: exactArgs("run"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var raw json.RawMessage

@@ -238,3 +238,69 @@ func TestWorkerRunsTheFlowsOfConfiguredDirs(t *testing.T) {
 	}
 	mustContain(t, "worker stderr", se.String(), "1 flow(s) from "+filepath.Join(e.dir, "flows"), "f/math/add")
 }
+
+// TestResumeRefusesAnEventTheFlowCannotRead: `ow hooks resume` with a
+// payload that is not a resume event, and `ow flow resume` with an
+// approval the resume form refuses, fail (exit 1) naming what is wrong;
+// nothing is delivered, and the flow, still waiting, completes with the
+// approval that follows.
+func TestResumeRefusesAnEventTheFlowCannotRead(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	flow := e.writeFlow("approve.json", `{"value":{"modules":[
+		{"id":"ask","value":{"type":"identity"},"suspend":{"required_events":1,
+		 "resume_form":{"schema":{"type":"object","properties":{"comment":{"type":"string"}},"required":["comment"]}}}},
+		{"id":"done","value":{"type":"identity"}}]}}`)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	done := make(chan int, 1)
+	var so, se lockedBuffer
+	go func() {
+		done <- execute(ctx, []string{"--postgres-url=", "--sqlite-path", e.db, "flow", "run", flow, "--json"}, &so, &se, e.dir)
+	}()
+	c := e.client()
+	var waiting []openflow.SuspendedModule
+	for len(waiting) == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the run never suspended:\n%s", se.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+		runs, err := c.ListRuns(ctx, backend.ListWorkflowRunsParams{Limit: 1})
+		if err != nil || len(runs.Data) == 0 {
+			continue
+		}
+		if mods, err := openflow.Suspended(ctx, c, runs.Data[0].ID); err == nil && len(mods) == 1 {
+			waiting = mods
+		}
+	}
+	runs, err := c.ListRuns(ctx, backend.ListWorkflowRunsParams{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runID := runs.Data[0].ID
+
+	r := e.run("hooks", "resume", waiting[0].Token, "--payload", `"x"`)
+	t.Logf("ow hooks resume with \"x\": %s", r.stderr)
+	if r.code != 1 || !strings.Contains(r.stderr, "got string, want object") || !strings.Contains(r.stderr, "nothing was delivered") {
+		t.Errorf("ow hooks resume with \"x\": exit %d, stderr %s; want exit 1 naming the problem", r.code, r.stderr)
+	}
+	r = e.run("flow", "resume", runID, "--payload", `{}`)
+	t.Logf("ow flow resume with {}: %s", r.stderr)
+	if r.code != 1 || !strings.Contains(r.stderr, "comment") {
+		t.Errorf("ow flow resume without the form's field: exit %d, stderr %s; want exit 1 naming comment", r.code, r.stderr)
+	}
+	if mods, err := openflow.Suspended(ctx, c, runID); err != nil || len(mods) != 1 || mods[0].Events != 0 {
+		t.Fatalf("after refused events: %+v, %v; want module ask waiting with 0 events", mods, err)
+	}
+	e.ok("flow", "resume", runID, "--payload", `{"comment": "ship it"}`)
+	if code := <-done; code != 0 {
+		t.Fatalf("flow run exit %d:\n%s", code, se.String())
+	}
+	if !strings.Contains(so.String(), `"success": true`) {
+		t.Errorf("flow run stdout:\n%s", so.String())
+	}
+	if hooks, err := c.ListHooks(ctx, runID); err != nil || len(hooks) != 1 || hooks[0].Payloads != 1 {
+		t.Errorf("the run's hooks: %+v, %v; want one with the approval alone", hooks, err)
+	}
+}

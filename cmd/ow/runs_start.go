@@ -276,7 +276,10 @@ func (a *app) hooksCommand() *cobra.Command {
 		Short: "Deliver a payload to the hook holding a token",
 		Long: `Deliver a JSON payload to the live hook holding a token (ow.CreateHook):
 the workflow receives it with Hook.Receive, in the order payloads came,
-each once; a run parked waiting on the hook is woken at once.`,
+each once; a run parked waiting on the hook is woken at once. A payload the
+hook's schema refuses (ow.WithPayloadSchema; an OpenFlow suspend's hook
+wants {"approved": true|false, "approver", "payload"}) is not delivered:
+the command fails naming what is wrong, and the run keeps waiting.`,
 		Args: exactArgs("token"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			raw := json.RawMessage("null")
