@@ -145,6 +145,16 @@ func testSignalRun(t *testing.T, s *suite) {
 		finishWait(t, b, run.ID, w, wait)
 		next := createStep(t, b, run.ID, w, "s#1", backend.StepSignalWait, signalWaitContext("s"))
 		receive(t, b, run.ID, w, next, "s", nil)
+		// Once the run ended, a repeat still answers the send it repeats (a
+		// client retrying after a lost answer must not be told 409), while
+		// a new send is refused.
+		completeRun(t, b, run.ID, w, `1`)
+		if late := signalRun(t, b, run.ID, "s", `4`, ptr("k")); !late.Duplicate || late.ID != first.ID {
+			t.Fatalf("repeat after the run completed = %+v; want a duplicate of %s", late, first.ID)
+		}
+		if _, err := b.SignalRun(t.Context(), backend.SignalRunParams{WorkflowRunID: run.ID, Signal: "s", IdempotencyKey: ptr("new")}); !errors.Is(err, backend.ErrRunTerminal) {
+			t.Fatalf("a new keyed send to the completed run: %v, want ErrRunTerminal", err)
+		}
 	})
 
 	t.Run("refuses a missing run, a finished one and invalid params", func(t *testing.T) {

@@ -13,9 +13,10 @@ import (
 )
 
 // SignalRun implements [backend.Client] in one READ COMMITTED transaction
-// (sql/signals.sql): lock the run, refuse a terminal one, return an earlier
-// send with the same key, store the signal, and deliver the run's oldest
-// stored signal to its open wait for that name, if any, waking the run.
+// (sql/signals.sql): lock the run, return an earlier send with the same
+// key (even once the run ended), refuse a terminal run, store the signal,
+// and deliver the run's oldest stored signal to its open wait for that
+// name, if any, waking the run.
 func (b *Backend) SignalRun(ctx context.Context, p backend.SignalRunParams) (*backend.RunSignal, error) {
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("signal %q to workflow run %s: %w", p.Signal, p.WorkflowRunID, err)
@@ -31,9 +32,6 @@ func (b *Backend) SignalRun(ctx context.Context, p backend.SignalRunParams) (*ba
 		if err != nil {
 			return err
 		}
-		if s := backend.RunStatus(status).Normalize(); s.Terminal() {
-			return fmt.Errorf("the run is %s: %w", s, backend.ErrRunTerminal)
-		}
 		if p.IdempotencyKey != nil {
 			var prev string
 			var received bool
@@ -45,6 +43,11 @@ func (b *Backend) SignalRun(ctx context.Context, p backend.SignalRunParams) (*ba
 			if !errors.Is(err, pgx.ErrNoRows) {
 				return err
 			}
+		}
+		// After the key: a repeat of a send that was taken answers it even
+		// once the run has ended (a client's retry must stay safe).
+		if s := backend.RunStatus(status).Normalize(); s.Terminal() {
+			return fmt.Errorf("the run is %s: %w", s, backend.ErrRunTerminal)
 		}
 		sigID := id.New(id.PrefixSignal)
 		var data *string

@@ -13,10 +13,11 @@ import (
 )
 
 // SignalRun implements [backend.Client] in one BEGIN IMMEDIATE
-// transaction (sql/signals.sql): refuse a missing or terminal run, return
-// an earlier send with the same key, store the signal, and deliver the
-// run's oldest stored signal to its open wait for that name, if any,
-// waking the run and publishing EventWorkAvailable.
+// transaction (sql/signals.sql): refuse a missing run, return an earlier
+// send with the same key (even once the run ended), refuse a terminal
+// run, store the signal, and deliver the run's oldest stored signal to its
+// open wait for that name, if any, waking the run and publishing
+// EventWorkAvailable.
 func (b *Backend) SignalRun(ctx context.Context, p backend.SignalRunParams) (*backend.RunSignal, error) {
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("signal %q to workflow run %s: %w", p.Signal, p.WorkflowRunID, err)
@@ -32,9 +33,6 @@ func (b *Backend) SignalRun(ctx context.Context, p backend.SignalRunParams) (*ba
 		if err != nil {
 			return err
 		}
-		if s := run.Status.Normalize(); s.Terminal() {
-			return fmt.Errorf("the run is %s: %w", s, backend.ErrRunTerminal)
-		}
 		if p.IdempotencyKey != nil {
 			var prev string
 			var received bool
@@ -47,6 +45,11 @@ func (b *Backend) SignalRun(ctx context.Context, p backend.SignalRunParams) (*ba
 			if !errors.Is(err, sql.ErrNoRows) {
 				return err
 			}
+		}
+		// After the key: a repeat of a send that was taken answers it even
+		// once the run has ended (a client's retry must stay safe).
+		if s := run.Status.Normalize(); s.Terminal() {
+			return fmt.Errorf("the run is %s: %w", s, backend.ErrRunTerminal)
 		}
 		sigID := id.New(id.PrefixSignal)
 		if _, err := tx.ExecContext(ctx, b.q.InsertRunSignal, sql.Named("ns", b.ns), sql.Named("id", sigID),
