@@ -146,21 +146,23 @@ func TestSignals(t *testing.T) {
 }
 
 // TestSignalRun: a signal sent to one run is stored until the run waits
-// for it (202), a keyed repeat answers the first send (200, duplicate), a
-// completed run refuses it (409) and a missing one is 404.
+// for it (202), a keyed repeat answers the first send (200, duplicate,
+// even once the signal let the run finish), a completed run refuses a new
+// send (409) and a missing one is 404.
 func TestSignalRun(t *testing.T) {
 	eachBackend(t, api.Options{}, func(t *testing.T, s *server) {
 		run := s.start("streamer", map[string]any{"Key": "sig", "Chunks": [][]byte{[]byte("a")}})
-		var first, again api.RunSignal
-		s.must(http.StatusAccepted, "POST", "/v1/runs/"+run.ID+"/signals/more-sig", map[string]any{"data": "go", "idempotencyKey": "once"}).decode(t, &first)
-		if first.ID == "" || first.Duplicate {
-			t.Errorf("first send answered %+v", first)
-		}
-		// A name holding "/" is sent percent-encoded, and kept.
+		// A name holding "/" is sent percent-encoded, and kept (sent first:
+		// more-sig below lets the run finish, after which sends are 409).
 		var slashed api.RunSignal
 		s.must(http.StatusAccepted, "POST", "/v1/runs/"+run.ID+"/signals/order%2Ford-1%2Fdelivered", nil).decode(t, &slashed)
 		if slashed.ID == "" || slashed.Delivered {
 			t.Errorf("send of order/ord-1/delivered answered %+v; want kept", slashed)
+		}
+		var first, again api.RunSignal
+		s.must(http.StatusAccepted, "POST", "/v1/runs/"+run.ID+"/signals/more-sig", map[string]any{"data": "go", "idempotencyKey": "once"}).decode(t, &first)
+		if first.ID == "" || first.Duplicate {
+			t.Errorf("first send answered %+v", first)
 		}
 		s.must(http.StatusOK, "POST", "/v1/runs/"+run.ID+"/signals/more-sig", map[string]any{"data": "go", "idempotencyKey": "once"}).decode(t, &again)
 		if !again.Duplicate || again.ID != first.ID {
