@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync"
 	"time"
 
@@ -45,6 +46,10 @@ type runData struct {
 	Attempts int
 	// StepsTruncated: the run has more attempts than one page shows.
 	StepsTruncated bool
+	// LastError is the failure a run that goes on was rescheduled for
+	// (the API's lastError), not its outcome, when no attempt shows it (a
+	// failure outside steps); nil for an ended run.
+	LastError *errorView
 	// Form holds the values of an action's form that failed, to show
 	// them again beside the error.
 	Form actionForm
@@ -167,6 +172,9 @@ func (d *Dashboard) loadRun(ctx context.Context, id string, now time.Time) (*run
 	}
 	data.Error = viewError(run.Error)
 	data.Terminal = run.Status == "completed" || run.Status == "failed" || run.Status == "canceled"
+	if !data.Terminal && !slices.ContainsFunc(steps.Data, func(s api.Step) bool { return backend.SameJSON(s.Error, run.LastError) }) {
+		data.LastError = viewError(run.LastError)
+	}
 	data.CanCancel = !data.Terminal
 	// A compensated DAG run is stored failed, but its steps were undone: a
 	// retry would find the failed step final and end compensated again.
@@ -182,7 +190,7 @@ func (d *Dashboard) loadRun(ctx context.Context, id string, now time.Time) (*run
 	n := map[string]int{}
 	for _, s := range steps.Data {
 		n[s.StepName]++
-		sv := stepView{Step: s, N: n[s.StepName], Class: attemptClass(&s), Error: viewError(s.Error)}
+		sv := stepView{Step: s, N: n[s.StepName], Class: attemptClass(run, &s), Error: viewError(s.Error)}
 		if s.Kind != "function" && s.Kind != "retry" {
 			c, until := readWait(&s)
 			sv.Until, sv.Signal = until, c.Signal
