@@ -58,19 +58,27 @@ func AttemptState(run *Run, s *Step) string {
 // module's outcome as its step's result, failures included ({"status":
 // "failure", "result": {"error": …}, …}), so that a replay does not run
 // the module again, and the step itself completes.
-func ModuleFailed(output json.RawMessage) bool {
+func ModuleFailed(output json.RawMessage) bool { return ModuleError(output) != nil }
+
+// ModuleError is the error of the failed OpenFlow module whose record is
+// output ({name, message, …}; see [ModuleFailed]); nil for any other
+// output.
+func ModuleError(output json.RawMessage) json.RawMessage {
 	if !bytes.Contains(output, []byte(`"failure"`)) {
-		return false
+		return nil
 	}
 	var rec struct {
 		Status *string         `json:"status"`
 		Result json.RawMessage `json:"result"`
 	}
 	if json.Unmarshal(output, &rec) != nil || rec.Status == nil || *rec.Status != "failure" {
-		return false
+		return nil
 	}
 	var result struct {
 		Error json.RawMessage `json:"error"`
 	}
-	return json.Unmarshal(rec.Result, &result) == nil && len(result.Error) > 0 && string(result.Error) != "null"
+	if json.Unmarshal(rec.Result, &result) != nil || len(result.Error) == 0 || string(result.Error) == "null" {
+		return nil
+	}
+	return result.Error
 }

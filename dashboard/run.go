@@ -191,6 +191,9 @@ func (d *Dashboard) loadRun(ctx context.Context, id string, now time.Time) (*run
 	for _, s := range steps.Data {
 		n[s.StepName]++
 		sv := stepView{Step: s, N: n[s.StepName], Class: attemptClass(run, &s), Error: viewError(s.Error)}
+		if sv.Error == nil && s.Kind == "function" {
+			sv.Error = viewError(api.ModuleError(s.Output)) // an OpenFlow module that raised
+		}
 		if s.Kind != "function" && s.Kind != "retry" {
 			c, until := readWait(&s)
 			sv.Until, sv.Signal = until, c.Signal
