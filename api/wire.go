@@ -70,6 +70,18 @@ type Run struct {
 	// admitted it.
 	QueuedAt   *time.Time `json:"queuedAt"`
 	AdmittedAt *time.Time `json:"admittedAt"`
+	// ForkedFrom is, for a fork (POST /v1/runs/{id}/fork), the run it was
+	// forked from and the step it ran again from; absent otherwise.
+	ForkedFrom *RunFork `json:"forkedFrom,omitempty"`
+	// Forks are the forks of the run, oldest first (the first
+	// backend.MaxListedForks); absent for a run never forked.
+	Forks []string `json:"forks,omitempty"`
+}
+
+// RunFork is what a fork records of its origin.
+type RunFork struct {
+	RunID    string `json:"runId"`
+	FromStep string `json:"fromStep"`
 }
 
 // RunSchedule is what a run started by a schedule records of it: the
@@ -107,6 +119,10 @@ func RunOf(r *backend.WorkflowRun, resolveNone bool) Run {
 	if sr, ok := backend.ScheduledRunOf(r.Context); ok {
 		out.Schedule = &RunSchedule{Name: sr.Name, ScheduledAt: sr.ScheduledAt, Triggered: sr.Triggered}
 	}
+	if f, ok := backend.ForkOfRun(r.Context); ok {
+		out.ForkedFrom = &RunFork{RunID: f.RunID, FromStep: f.FromStep}
+	}
+	out.Forks = backend.ForksOfRun(r.Context)
 	return out
 }
 

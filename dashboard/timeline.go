@@ -191,11 +191,16 @@ func attemptEnd(s *api.Step, run *api.Run, now time.Time) time.Time {
 // firstActivity is when a run began: its first claim, which is the
 // earlier of its started_at and its first attempt's start (a reschedule
 // after a failed step or a retry clears started_at, so it may be a later
-// claim's). Nil for a run never claimed.
+// claim's). The attempts a fork copied from its origin ran there, before
+// the fork was created, and do not count. Nil for a run never claimed.
 func firstActivity(run *api.Run, steps []api.Step) *time.Time {
 	began := run.StartedAt
 	for i := range steps {
-		if t := attemptStart(&steps[i]); began == nil || t.Before(*began) {
+		t := attemptStart(&steps[i])
+		if t.Before(run.CreatedAt) || steps[i].Kind == "retry" {
+			continue // a fork's copy, or its mark
+		}
+		if began == nil || t.Before(*began) {
 			began = &t
 		}
 		break // attempts are oldest first: the first is the earliest

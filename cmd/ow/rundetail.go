@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -56,6 +57,12 @@ func (a *app) printRunDetail(d runDetail) error {
 	if r.ParentStepAttemptID != nil {
 		row("parent step", *r.ParentStepAttemptID)
 	}
+	if f, ok := backend.ForkOfRun(r.Context); ok {
+		row("forked from", fmt.Sprintf("%s (runs again from step %q)", f.RunID, f.FromStep))
+	}
+	if forks := backend.ForksOfRun(r.Context); len(forks) > 0 {
+		row("forks", strings.Join(forks, ", "))
+	}
 	if sr, ok := backend.ScheduledRunOf(r.Context); ok {
 		how := "tick"
 		if sr.Triggered {
@@ -87,7 +94,14 @@ func (a *app) printRunDetail(d runDetail) error {
 			detail = "error: " + clip(s.Error, 60)
 		}
 		status, finished := states[i], stepEnd(r, s)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.StepName, s.Kind, status,
+		name := s.StepName
+		if s.Kind == backend.StepRetry { // a mark, named by its id: say what it marks
+			name, detail = "(retried by hand)", "the steps before kept their results"
+			if strings.HasPrefix(s.StepName, "__fork:") {
+				name, detail = "(forked here)", "the steps before are the forked run's, reused"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", name, s.Kind, status,
 			formatTime(s.StartedAt), runDuration(s.StartedAt, finished, now), detail)
 	}
 	if err := tw.Flush(); err != nil {
@@ -112,7 +126,10 @@ func runStart(d runDetail) (*time.Time, string) {
 	r := d.Run
 	var first *time.Time
 	for _, s := range d.Steps {
-		if s.StartedAt != nil && (first == nil || s.StartedAt.Before(*first)) {
+		if s.StartedAt == nil || s.Kind == backend.StepRetry || s.StartedAt.Before(r.CreatedAt) {
+			continue // a mark, or an attempt a fork copied: it ran in the forked run, before this one
+		}
+		if first == nil || s.StartedAt.Before(*first) {
 			first = s.StartedAt
 		}
 	}
