@@ -63,6 +63,10 @@ func describe(run *api.Run, steps []api.Step, now time.Time) runState {
 			return runState{Class: "scheduled", Label: "scheduled", Detail: "starts", Until: run.AvailableAt,
 				Explain: fmt.Sprintf("Scheduled: no worker may start it before %s.", absTime(*run.AvailableAt))}
 		}
+		if run.ForkedFrom != nil && run.Attempts <= 1 { // a fork's copied history counts as one claim
+			return runState{Class: "pending", Label: "pending", Detail: "awaiting a worker",
+				Explain: fmt.Sprintf("Pending: a fork of run %s, never claimed yet. It waits for a worker that has workflow %q registered, which replays the reused steps from their results and runs step %q and what follows.", run.ForkedFrom.RunID, run.WorkflowName, run.ForkedFrom.FromStep)}
+		}
 		if run.Attempts > 0 {
 			return runState{Class: "pending", Label: "pending", Detail: "awaiting a worker",
 				Explain: fmt.Sprintf("Pending again after %d claim(s): it was handed back or retried, and waits for a worker that has workflow %q registered.", run.Attempts, run.WorkflowName)}
