@@ -46,6 +46,8 @@ type runData struct {
 	Attempts int
 	// StepsTruncated: the run has more attempts than one page shows.
 	StepsTruncated bool
+	// Claims counts the run's claims by workers (see claims).
+	Claims int
 	// LastError is the failure a run that goes on was rescheduled for
 	// (the API's lastError), not its outcome, when no attempt shows it (a
 	// failure outside steps); nil for an ended run.
@@ -171,6 +173,7 @@ func (d *Dashboard) loadRun(ctx context.Context, id string, now time.Time) (*run
 		data.State.Explain = "A step failed for good: the compensate handlers of the steps done run one after another, in reverse order (the DAG shows the chain). " + data.State.Explain
 	}
 	data.Error = viewError(run.Error)
+	data.Claims = claims(run)
 	data.Terminal = run.Status == "completed" || run.Status == "failed" || run.Status == "canceled"
 	if !data.Terminal && !slices.ContainsFunc(steps.Data, func(s api.Step) bool { return backend.SameJSON(s.Error, run.LastError) }) {
 		data.LastError = viewError(run.LastError)

@@ -216,6 +216,7 @@ type apiRun struct {
 		Parked     bool            `json:"parked"`
 		Error      json.RawMessage `json:"error"`
 		Output     json.RawMessage `json:"output"`
+		Attempts   int             `json:"attempts"`
 		CreatedAt  time.Time       `json:"createdAt"`
 		StartedAt  *time.Time      `json:"startedAt"`
 		ForkedFrom *struct {
@@ -296,6 +297,7 @@ type pageFacts struct {
 	Text     string            `json:"text"`
 	Created  string            `json:"created"`
 	Started  string            `json:"started"`
+	Claims   string            `json:"claims"`
 	ForkedOf string            `json:"forkedOf"`
 	Forks    []string          `json:"forks"`
 	JSONText []string          `json:"jsonText"`
@@ -321,6 +323,7 @@ const readPage = `(() => {
     text: document.body.innerText,
     created: fact('Created'),
     started: fact('Started'),
+    claims: (() => { const d = [...document.querySelectorAll('#run-overview dl.facts dt')].find(e => e.textContent.trim() === 'Claims'); return d ? d.nextElementSibling.textContent.trim() : "" })(),
     forkedOf: (q('#run-overview [data-fact="forked-from"] a') || {}).getAttribute?.('href') || "",
     forks: [...document.querySelectorAll('#run-overview [data-fact="forks"] a')].map(a => a.getAttribute('href')),
     jsonText: [...document.querySelectorAll('pre.json')].map(p => p.textContent),
@@ -526,6 +529,14 @@ func checkAgainstAPI(t *testing.T, a apiRun, p pageFacts) {
 	// its origin, before the fork was made).
 	if p.Started != "" && p.Created != "" && p.Started < p.Created {
 		t.Errorf("the page says the run started at %s, before it was created at %s", p.Started, p.Created)
+	}
+	// The claims: the API's attempts, less the one a fork starts with.
+	claims := a.Run.Attempts
+	if a.Run.ForkedFrom != nil {
+		claims--
+	}
+	if p.Claims != fmt.Sprint(claims) {
+		t.Errorf("the page counts %q claims; the API's attempts are %d (a fork: %v)", p.Claims, a.Run.Attempts, a.Run.ForkedFrom != nil)
 	}
 	// The lineage: the API's, both ways.
 	if f := a.Run.ForkedFrom; f != nil && p.ForkedOf != "/runs/"+f.RunID {
