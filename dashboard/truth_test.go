@@ -430,6 +430,43 @@ func TestTruth(t *testing.T) {
 				t.Errorf("the origin lists forks %q, want the second %s", oa.Run.Forks, fork.ID)
 			}
 		})
+		t.Run("the runs list agrees with the API", func(t *testing.T) {
+			b.t, s.t = t, t
+			b.open("/?size=100")
+			shot(b, backendName+"-list")
+			type row struct{ ID, Badge, Claims, ForkOf string }
+			rows := eval[[]row](b, `[...document.querySelectorAll('#runs-table tbody tr')].map(tr => ({
+				ID: tr.querySelector('.run-link').textContent.trim(),
+				Badge: tr.querySelector('.state .badge').textContent.trim(),
+				Claims: tr.querySelector('td.num').textContent.trim(),
+				ForkOf: [...tr.querySelectorAll('.child-of')].filter(d => d.textContent.startsWith('fork of')).map(d => d.querySelector('a').getAttribute('href'))[0] || "",
+			}))`)
+			seen := 0
+			for _, r := range rows {
+				a := s.readAPI(r.ID)
+				seen++
+				want := a.Run.Status
+				if want == "running" && a.Run.Parked {
+					want = "waiting"
+				}
+				if r.Badge != want {
+					t.Errorf("run %s: the list's badge %q, the API says %s (parked %v)", r.ID, r.Badge, a.Run.Status, a.Run.Parked)
+				}
+				claims := a.Run.Attempts
+				if a.Run.ForkedFrom != nil {
+					claims--
+				}
+				if r.Claims != fmt.Sprint(claims) {
+					t.Errorf("run %s: the list counts %s claims, the API's attempts are %d (a fork: %v)", r.ID, r.Claims, a.Run.Attempts, a.Run.ForkedFrom != nil)
+				}
+				if f := a.Run.ForkedFrom; (f == nil) != (r.ForkOf == "") || (f != nil && r.ForkOf != "/runs/"+f.RunID) {
+					t.Errorf("run %s: the list links origin %q, the API says %+v", r.ID, r.ForkOf, f)
+				}
+			}
+			if seen < 8 {
+				t.Errorf("the list shows %d runs, want the test's 8 at least", seen)
+			}
+		})
 	})
 }
 
