@@ -468,7 +468,7 @@ func encodeValue(v any) (raw json.RawMessage, err error) {
 			raw, err = nil, fmt.Errorf("%w: encoding a %T panicked: %v", backend.ErrInvalidArgument, v, r)
 		}
 	}()
-	if raw, err = json.Marshal(v); err != nil {
+	if raw, err = marshalValue(v); err != nil {
 		return nil, fmt.Errorf("%w: cannot encode a %T as JSON: %w", backend.ErrInvalidArgument, v, err)
 	}
 	if err := backend.ValidateJSON(raw); err != nil {

@@ -223,7 +223,7 @@ func encodeError(err error) (stored json.RawMessage) {
 	default:
 		out = Error{Name: errorName(err), Message: err.Error()}
 	}
-	b, mErr := json.Marshal(out)
+	b, mErr := marshalValue(out)
 	if mErr != nil {
 		b, _ = json.Marshal(Error{Name: "Error", Message: err.Error()})
 	}

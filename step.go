@@ -109,7 +109,7 @@ func runFunction[T any](x *pass, key string, fn func(context.Context) (T, error)
 		if err != nil {
 			return nil, err
 		}
-		raw, err := json.Marshal(out)
+		raw, err := marshalValue(out)
 		if err != nil {
 			return nil, NonRetryable(fmt.Errorf("encode result of step %q: %w", key, err))
 		}

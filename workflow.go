@@ -111,7 +111,7 @@ func (w *Workflow[I, O]) execute(ctx Context, raw json.RawMessage) (json.RawMess
 	if err != nil {
 		return nil, err
 	}
-	b, err := json.Marshal(out)
+	b, err := marshalValue(out)
 	if err != nil {
 		return nil, NonRetryable(fmt.Errorf("encode output of workflow %s: %w", w.spec, err))
 	}

@@ -136,10 +136,14 @@ func writeError(w *recorder, r *http.Request, err error) {
 
 // writeJSON answers v as JSON with status. The encoder writes the
 // encoded value once, from its own (pooled) buffer: a large page is not
-// copied again to add the newline.
+// copied again to add the newline. It does not escape <, > and & as
+// \u003c, \u003e and \u0026: an answer of Content-Type
+// application/json is not HTML, and a value reads back as it was given.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	out := &jsonAnswer{w: w, status: status}
-	if err := json.NewEncoder(out).Encode(v); err != nil && !out.begun {
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil && !out.begun {
 		// Nothing was written: v could not be encoded.
 		b, _ := json.Marshal(&Error{Code: CodeInternal, Message: "encode the response: " + err.Error()})
 		out.status = http.StatusInternalServerError

@@ -147,8 +147,9 @@ func TestStreams(t *testing.T) {
 		}
 		var streams api.List[backend.StreamInfo]
 		s.must(http.StatusOK, "GET", "/v1/runs/"+run.ID+"/streams", nil).decode(t, &streams)
-		// Five appends: four chunks and the writer's Close.
-		if len(streams.Data) != 1 || streams.Data[0].Stream != "out" || streams.Data[0].Chunks != 5 || !streams.Data[0].Closed {
+		// Five appends: four chunks, counted, and the writer's Close, whose
+		// empty chunk is the end mark, not counted.
+		if len(streams.Data) != 1 || streams.Data[0].Stream != "out" || streams.Data[0].Chunks != 4 || !streams.Data[0].Closed {
 			t.Errorf("streams %+v", streams.Data)
 		}
 		// A stream the run never wrote is empty; for a finished run, an

@@ -37,7 +37,14 @@ type Run struct {
 	IdempotencyKey *string         `json:"idempotencyKey"`
 	Input          json.RawMessage `json:"input,omitempty"`
 	Output         json.RawMessage `json:"output,omitempty"`
-	Error          json.RawMessage `json:"error,omitempty"`
+	// Error is the run's error: its outcome, so only a failed run has
+	// one.
+	Error json.RawMessage `json:"error,omitempty"`
+	// LastError is, for a run that is not failed, the error of the last
+	// failure that rescheduled it (a step or the workflow being retried):
+	// the engine keeps it, as OpenWorkflow does, while the run goes on and
+	// after a cancel. It is not the run's outcome.
+	LastError json.RawMessage `json:"lastError,omitempty"`
 	// Attempts counts the run's claims by workers.
 	Attempts int `json:"attempts"`
 	// ParentStepID is the step of the parent run that started this one
@@ -63,6 +70,18 @@ type Run struct {
 	// admitted it.
 	QueuedAt   *time.Time `json:"queuedAt"`
 	AdmittedAt *time.Time `json:"admittedAt"`
+	// ForkedFrom is, for a fork (POST /v1/runs/{id}/fork), the run it was
+	// forked from and the step it ran again from; absent otherwise.
+	ForkedFrom *RunFork `json:"forkedFrom,omitempty"`
+	// Forks are the forks of the run, oldest first (the first
+	// backend.MaxListedForks); absent for a run never forked.
+	Forks []string `json:"forks,omitempty"`
+}
+
+// RunFork is what a fork records of its origin.
+type RunFork struct {
+	RunID    string `json:"runId"`
+	FromStep string `json:"fromStep"`
 }
 
 // RunSchedule is what a run started by a schedule records of it: the
@@ -81,11 +100,18 @@ func RunOf(r *backend.WorkflowRun, resolveNone bool) Run {
 	out := Run{
 		ID: r.ID, WorkflowName: r.WorkflowName, Version: r.Version, Status: string(st),
 		Parked:         st == backend.RunRunning && r.WorkerID == nil,
-		IdempotencyKey: r.IdempotencyKey, Error: r.Error, Attempts: r.Attempts,
+		IdempotencyKey: r.IdempotencyKey, Attempts: r.Attempts,
 		ParentStepID: r.ParentStepAttemptID, WorkerID: r.WorkerID,
 		AvailableAt: r.AvailableAt, DeadlineAt: r.DeadlineAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		Priority: r.Priority, ConcurrencyKey: r.ConcurrencyKey, QueuedAt: r.QueuedAt, AdmittedAt: r.AdmittedAt,
+	}
+	if len(r.Error) > 0 && string(r.Error) != "null" {
+		if st == backend.RunFailed {
+			out.Error = r.Error
+		} else {
+			out.LastError = r.Error
+		}
 	}
 	if !resolveNone {
 		out.Input, out.Output = r.Input, r.Output
@@ -93,14 +119,19 @@ func RunOf(r *backend.WorkflowRun, resolveNone bool) Run {
 	if sr, ok := backend.ScheduledRunOf(r.Context); ok {
 		out.Schedule = &RunSchedule{Name: sr.Name, ScheduledAt: sr.ScheduledAt, Triggered: sr.Triggered}
 	}
+	if f, ok := backend.ForkOfRun(r.Context); ok {
+		out.ForkedFrom = &RunFork{RunID: f.RunID, FromStep: f.FromStep}
+	}
+	out.Forks = backend.ForksOfRun(r.Context)
 	return out
 }
 
 // Step is one step attempt. Kind is function, sleep, workflow (a child
 // run, ChildRunID), signal-send, signal-wait, hook, hook-wait or retry (the
 // mark of a manual retry); Status running, completed or failed. Abandoned
-// marks a running attempt nobody executes any more: its worker lost the
-// run (crashed, or cut off) and the step ran again, or the run moved on.
+// marks a running attempt nothing will finish: its worker lost the run
+// (crashed, or cut off) and the step ran again, or the run moved on, or
+// it is a wait of a run that ended (canceled, failed by its deadline).
 type Step struct {
 	ID         string          `json:"id"`
 	RunID      string          `json:"runId"`
@@ -131,20 +162,26 @@ func StepOf(a *backend.StepAttempt, resolveNone bool) Step {
 	return out
 }
 
-// MarkAbandoned sets Abandoned on the running function attempts of steps
-// (one run's, oldest first) that no worker executes any more: a later
-// attempt of the same step exists, the run is terminal or parked, or its
-// lease expired at now. Waits (sleep, child, signal, hook) stay running
-// while the run is parked: that is what parking is.
+// MarkAbandoned sets Abandoned on the running attempts of steps (one
+// run's, oldest first) that nothing will finish: function attempts no
+// worker executes any more (a later attempt of the same step exists, the
+// run is terminal or parked, or its lease expired at now), and waits of a
+// terminal run. Waits (sleep, child, signal, hook) stay running while the
+// run is parked: that is what parking is.
 func MarkAbandoned(run *backend.WorkflowRun, steps []Step, now time.Time) {
 	last := map[string]int{}
 	for i, s := range steps {
 		last[s.StepName] = i
 	}
 	lost := unleased(run, now)
+	ended := run.Status.Normalize().Terminal()
 	for i := range steps {
 		s := &steps[i]
-		if s.Status != string(backend.StepRunning) || s.Kind != string(backend.StepFunction) {
+		if s.Status != string(backend.StepRunning) || s.Kind == string(backend.StepRetry) {
+			continue
+		}
+		if s.Kind != string(backend.StepFunction) {
+			s.Abandoned = ended
 			continue
 		}
 		s.Abandoned = last[s.StepName] != i || lost

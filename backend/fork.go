@@ -37,6 +37,70 @@ type RunForker interface {
 	ForkWorkflowRun(ctx context.Context, p ForkWorkflowRunParams) (*WorkflowRun, error)
 }
 
+// Lineage. A fork's context column records the run it was forked from
+// and the step ({"forkOf": {"runId", "fromStep"}}, beside the trace
+// context; [ForkOfRun] reads it), and the forked run's context lists its
+// forks, oldest first ({"forks": [ids]}, at most [MaxListedForks]; [ForksOfRun]),
+// both written in the fork's transaction. So each side shows the link
+// without a lookup.
+
+// ForkOf is what a fork records of the run it was forked from.
+type ForkOf struct {
+	RunID    string `json:"runId"`
+	FromStep string `json:"fromStep"`
+}
+
+// MaxListedForks bounds the forks a run's context lists: a run forked
+// more often lists its first forks only (each later fork still records
+// its origin), so that the context, read at every claim, stays small.
+const MaxListedForks = 100
+
+// ForkContext is the context column of a fork of of: runContext (the
+// trace context the SDK stores, or nil) with "forkOf" set. A runContext
+// that is not a JSON object is replaced.
+func ForkContext(runContext json.RawMessage, of ForkOf) json.RawMessage {
+	m := map[string]json.RawMessage{}
+	if len(runContext) > 0 && json.Unmarshal(runContext, &m) != nil {
+		m = map[string]json.RawMessage{}
+	}
+	if m == nil { // the context was JSON null
+		m = map[string]json.RawMessage{}
+	}
+	m["forkOf"], _ = json.Marshal(of)
+	out, _ := json.Marshal(m)
+	return out
+}
+
+// ForkOfRun reads the origin a fork's context records; ok is false for a
+// run that is not a fork (or a context it cannot read).
+func ForkOfRun(runContext json.RawMessage) (of ForkOf, ok bool) {
+	if !strings.Contains(string(runContext), `"forkOf"`) {
+		return of, false
+	}
+	var c struct {
+		ForkOf *ForkOf `json:"forkOf"`
+	}
+	if json.Unmarshal(runContext, &c) != nil || c.ForkOf == nil || c.ForkOf.RunID == "" {
+		return of, false
+	}
+	return *c.ForkOf, true
+}
+
+// ForksOfRun reads the forks a run's context lists, oldest first (nil for
+// none).
+func ForksOfRun(runContext json.RawMessage) []string {
+	if !strings.Contains(string(runContext), `"forks"`) {
+		return nil
+	}
+	var c struct {
+		Forks []string `json:"forks"`
+	}
+	if json.Unmarshal(runContext, &c) != nil {
+		return nil
+	}
+	return c.Forks
+}
+
 // ForkWorkflowRunParams are the inputs of [RunForker.ForkWorkflowRun].
 type ForkWorkflowRunParams struct {
 	// WorkflowRunID is the run forked (of any status).

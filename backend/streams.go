@@ -83,9 +83,10 @@ type StreamChunk struct {
 
 // StreamInfo describes one stream of a run.
 type StreamInfo struct {
-	// Stream is its name; Chunks how many chunks were appended (shown or
-	// not: the last sequence number); Closed whether a shown chunk closed
-	// it (see StreamStore).
+	// Stream is its name; Chunks how many chunks a read of it shows
+	// (see StreamStore), an empty closing chunk — the mark a writer's
+	// Close appends — aside, so it counts what readers show as data;
+	// Closed whether a shown chunk closed it.
 	Stream string `json:"stream"`
 	Chunks int64  `json:"chunks"`
 	Closed bool   `json:"closed"`

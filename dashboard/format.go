@@ -219,12 +219,51 @@ func prettyJSON(raw json.RawMessage) string {
 	if err := json.Indent(&buf, raw, "", "  "); err != nil {
 		buf.Reset()
 		buf.Write(raw)
+	} else {
+		// A value stored with Go's HTML-safe escapes shows as it is:
+		// html/template escapes the page's text anyway.
+		buf = *bytes.NewBuffer(unescapeHTML(buf.Bytes()))
 	}
 	if buf.Len() > maxShownJSON {
 		cut := buf.Bytes()[:maxShownJSON]
 		return fmt.Sprintf("%s\n… (%s more not shown; the API has the whole value)", cut, byteSize(buf.Len()-maxShownJSON))
 	}
 	return buf.String()
+}
+
+// unescapeHTML rewrites the escapes \u003c, \u003e and \u0026 (of
+// either case) in the strings of the valid JSON text raw as the
+// characters <, > and &, which JSON allows as they are; every other
+// escape is kept (so "\\u003e", an escaped backslash before "u003e",
+// stays).
+func unescapeHTML(raw []byte) []byte {
+	if !bytes.Contains(raw, []byte(`\u00`)) {
+		return raw
+	}
+	out := make([]byte, 0, len(raw))
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if c != '\\' || i+1 >= len(raw) {
+			out = append(out, c)
+			continue
+		}
+		if raw[i+1] == 'u' && i+5 < len(raw) {
+			switch strings.ToLower(string(raw[i+2 : i+6])) {
+			case "003c":
+				out, i = append(out, '<'), i+5
+				continue
+			case "003e":
+				out, i = append(out, '>'), i+5
+				continue
+			case "0026":
+				out, i = append(out, '&'), i+5
+				continue
+			}
+		}
+		out = append(out, c, raw[i+1]) // any other escape, kept whole
+		i++
+	}
+	return out
 }
 
 func byteSize(n int) string {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync"
 	"time"
 
@@ -52,6 +53,12 @@ type runData struct {
 	Attempts int
 	// StepsTruncated: the run has more attempts than one page shows.
 	StepsTruncated bool
+	// Claims counts the run's claims by workers (see claims).
+	Claims int
+	// LastError is the failure a run that goes on was rescheduled for
+	// (the API's lastError), not its outcome, when no attempt shows it (a
+	// failure outside steps); nil for an ended run.
+	LastError *errorView
 	// Form holds the values of an action's form that failed, to show
 	// them again beside the error.
 	Form actionForm
@@ -202,7 +209,11 @@ func (d *Dashboard) loadRun(ctx context.Context, id string, now time.Time) (*run
 		data.State.Explain = "A step failed for good, and at least one compensation failed for good too: the steps were not all undone (the DAG shows which). It cannot be retried; start a new run."
 	}
 	data.Error = viewError(run.Error)
+	data.Claims = claims(run)
 	data.Terminal = run.Status == "completed" || run.Status == "failed" || run.Status == "canceled"
+	if !data.Terminal && !slices.ContainsFunc(steps.Data, func(s api.Step) bool { return backend.SameJSON(s.Error, run.LastError) }) {
+		data.LastError = viewError(run.LastError)
+	}
 	data.CanCancel = !data.Terminal
 	// A DAG run that compensated is stored failed, but its steps were
 	// undone: the API refuses to retry it forward (run_not_retryable).
@@ -219,7 +230,10 @@ func (d *Dashboard) loadRun(ctx context.Context, id string, now time.Time) (*run
 	n := map[string]int{}
 	for _, s := range steps.Data {
 		n[s.StepName]++
-		sv := stepView{Step: s, N: n[s.StepName], Class: attemptClass(&s), Error: viewError(s.Error)}
+		sv := stepView{Step: s, N: n[s.StepName], Class: attemptClass(run, &s), Error: viewError(s.Error)}
+		if sv.Error == nil && s.Kind == "function" {
+			sv.Error = viewError(api.ModuleError(s.Output)) // an OpenFlow module that raised
+		}
 		if s.Kind != "function" && s.Kind != "retry" {
 			c, until := readWait(&s)
 			sv.Until, sv.Signal = until, c.Signal

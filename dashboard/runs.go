@@ -126,6 +126,9 @@ type runRow struct {
 // Began is when the run began, for its duration (see began).
 func (r runRow) Began() *time.Time { return began(&r.Run) }
 
+// Claims counts the run's claims by workers (see claims).
+func (r runRow) Claims() int { return claims(&r.Run) }
+
 func (d *Dashboard) runsPage(w http.ResponseWriter, r *http.Request) {
 	f := readRunsFilter(r.URL.Query())
 	if f.Q != "" {

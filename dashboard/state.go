@@ -63,9 +63,13 @@ func describe(run *api.Run, steps []api.Step, now time.Time) runState {
 			return runState{Class: "scheduled", Label: "scheduled", Detail: "starts", Until: run.AvailableAt,
 				Explain: fmt.Sprintf("Scheduled: no worker may start it before %s.", absTime(*run.AvailableAt))}
 		}
+		if run.ForkedFrom != nil && run.Attempts <= 1 { // a fork's copied history counts as one claim
+			return runState{Class: "pending", Label: "pending", Detail: "awaiting a worker",
+				Explain: fmt.Sprintf("Pending: a fork of run %s, never claimed yet. It waits for a worker that has workflow %q registered, which replays the reused steps from their results and runs step %q and what follows.", run.ForkedFrom.RunID, run.WorkflowName, run.ForkedFrom.FromStep)}
+		}
 		if run.Attempts > 0 {
 			return runState{Class: "pending", Label: "pending", Detail: "awaiting a worker",
-				Explain: fmt.Sprintf("Pending again after %d claim(s): it was handed back or retried, and waits for a worker that has workflow %q registered.", run.Attempts, run.WorkflowName)}
+				Explain: fmt.Sprintf("Pending again after %d claim(s): it was handed back or retried, and waits for a worker that has workflow %q registered.", claims(run), run.WorkflowName)}
 		}
 		return runState{Class: "pending", Label: "pending", Detail: "awaiting a worker",
 			Explain: fmt.Sprintf("Pending: it waits for a worker that has workflow %q registered to claim it. If it stays pending, check that such a worker runs on this database.", run.WorkflowName)}
@@ -90,10 +94,10 @@ func describe(run *api.Run, steps []api.Step, now time.Time) runState {
 		return describeParked(run, steps, now)
 	case "completed":
 		return runState{Class: "completed", Label: "completed",
-			Explain: fmt.Sprintf("Completed after %d claim(s) by workers.", run.Attempts)}
+			Explain: fmt.Sprintf("Completed after %d claim(s) by workers.", claims(run))}
 	case "failed":
 		st := runState{Class: "failed", Label: "failed",
-			Explain: fmt.Sprintf("Failed after %d claim(s) by workers. Retry it from the failed step: completed steps keep their results.", run.Attempts)}
+			Explain: fmt.Sprintf("Failed after %d claim(s) by workers. Retry it from the failed step: completed steps keep their results.", claims(run))}
 		if e := viewError(run.Error); e != nil && e.Message != "" {
 			st.Detail = e.Message
 			if e.Code == "COMPENSATED" {
@@ -182,6 +186,15 @@ func describeParked(run *api.Run, steps []api.Step, now time.Time) runState {
 	return st
 }
 
+// claims is how many times workers claimed run: its attempts, less the
+// one a fork starts with (its copied history must look claimed once).
+func claims(run *api.Run) int {
+	if run.ForkedFrom != nil && run.Attempts > 0 {
+		return run.Attempts - 1
+	}
+	return run.Attempts
+}
+
 // hookName is the hook's step name of a hook-wait key ("approve#wait:1"
 // style keys keep the hook's name first).
 func hookName(stepName string) string {
@@ -214,7 +227,7 @@ func began(run *api.Run) *time.Time {
 	if run.StartedAt != nil {
 		return run.StartedAt
 	}
-	if run.Attempts > 0 {
+	if claims(run) > 0 {
 		return &run.CreatedAt
 	}
 	return nil

@@ -141,7 +141,7 @@ func buildTimeline(run *api.Run, steps []api.Step, now time.Time) timeline {
 			tl.Rows[r].Gaps = append(tl.Rows[r].Gaps, gap)
 		}
 		x, w := bar(from, to)
-		b := timelineBar{X: x, W: w, Class: attemptClass(s), Kind: s.Kind, Href: "#" + s.ID}
+		b := timelineBar{X: x, W: w, Class: attemptClass(run, s), Kind: s.Kind, Href: "#" + s.ID}
 		b.Title = fmt.Sprintf("%s · %s · %s", s.StepName, b.Class, fmtDuration(to.Sub(from)))
 		if s.Kind == "workflow" && s.ChildRunID != nil {
 			b.Href = "/runs/" + *s.ChildRunID
@@ -161,16 +161,12 @@ func buildTimeline(run *api.Run, steps []api.Step, now time.Time) timeline {
 	return tl
 }
 
-// attemptClass is how an attempt is drawn: completed, failed, abandoned,
-// waiting (a wait in progress) or running.
-func attemptClass(s *api.Step) string {
-	switch {
-	case s.Abandoned:
-		return "abandoned"
-	case s.Status == "running" && s.Kind != "function":
-		return "waiting"
-	}
-	return s.Status
+// attemptClass is how an attempt of run is drawn: its state as the ow
+// command shows it too (api.AttemptState): completed, failed (an OpenFlow
+// module that raised included), canceled, abandoned, waiting (a wait in
+// progress) or running.
+func attemptClass(run *api.Run, s *api.Step) string {
+	return api.AttemptState(run, s)
 }
 
 func attemptStart(s *api.Step) time.Time {
@@ -195,11 +191,16 @@ func attemptEnd(s *api.Step, run *api.Run, now time.Time) time.Time {
 // firstActivity is when a run began: its first claim, which is the
 // earlier of its started_at and its first attempt's start (a reschedule
 // after a failed step or a retry clears started_at, so it may be a later
-// claim's). Nil for a run never claimed.
+// claim's). The attempts a fork copied from its origin ran there, before
+// the fork was created, and do not count. Nil for a run never claimed.
 func firstActivity(run *api.Run, steps []api.Step) *time.Time {
 	began := run.StartedAt
 	for i := range steps {
-		if t := attemptStart(&steps[i]); began == nil || t.Before(*began) {
+		t := attemptStart(&steps[i])
+		if t.Before(run.CreatedAt) || steps[i].Kind == "retry" {
+			continue // a fork's copy, or its mark
+		}
+		if began == nil || t.Before(*began) {
 			began = &t
 		}
 		break // attempts are oldest first: the first is the earliest

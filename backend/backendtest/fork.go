@@ -108,7 +108,17 @@ func testForkWorkflowRun(t *testing.T, s *suite) {
 		if after := runSteps(t, b, src.ID); len(after) != len(srcSteps) {
 			t.Fatalf("the forked run has %d attempts after the fork, want its %d", len(after), len(srcSteps))
 		}
-		requireRun(t, "the forked run after the fork", getRun(t, b, src.ID), srcRun)
+		// The lineage, both ways: the fork names its origin and the step;
+		// the forked run, otherwise unchanged, lists the fork.
+		if of, ok := backend.ForkOfRun(fork.Context); !ok || of != (backend.ForkOf{RunID: src.ID, FromStep: "ship"}) {
+			t.Fatalf("the fork's context %s records origin %+v (%v), want %s from ship", fork.Context, of, ok, src.ID)
+		}
+		after := getRun(t, b, src.ID)
+		if forks := backend.ForksOfRun(after.Context); len(forks) != 1 || forks[0] != fork.ID {
+			t.Fatalf("the forked run's context %s lists forks %q, want [%s]", after.Context, forks, fork.ID)
+		}
+		srcRun.Context = json.RawMessage(`{"forks":["` + fork.ID + `"]}`)
+		requireRun(t, "the forked run after the fork", after, srcRun)
 		if claimed := claimRun(t, b, newWorkerID(), longLease, fork.ID); claimed.Attempts != 2 {
 			t.Fatalf("the fork's first claim has attempts %d, want 2: a worker must read its history", claimed.Attempts)
 		}

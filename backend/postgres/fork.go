@@ -24,7 +24,7 @@ func (b *Backend) ForkWorkflowRun(ctx context.Context, p backend.ForkWorkflowRun
 	}
 	forkID := id.New(id.PrefixRun)
 	var esc escapes
-	contextArg := esc.json(b.namespace, tableRuns, forkID, "context", p.Context)
+	contextArg := esc.json(b.namespace, tableRuns, forkID, "context", backend.ForkContext(p.Context, backend.ForkOf{RunID: p.WorkflowRunID, FromStep: p.FromStep}))
 	var run *backend.WorkflowRun
 	err := b.inTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, b.q.ListStepHistories, b.namespace, []string{p.WorkflowRunID})
@@ -61,6 +61,7 @@ func (b *Backend) ForkWorkflowRun(ctx context.Context, p backend.ForkWorkflowRun
 		batch.Queue(b.q.ForkSteps, b.namespace, forkID, oldIDs, newIDs, b.at())
 		batch.Queue(b.q.ForkEscapes, b.namespace, tableRuns, []string{p.WorkflowRunID}, []string{forkID})
 		batch.Queue(b.q.ForkEscapes, b.namespace, tableSteps, oldIDs, newIDs)
+		batch.Queue(b.q.ForkList, b.namespace, p.WorkflowRunID, forkID, backend.MaxListedForks)
 		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 			return err
 		}

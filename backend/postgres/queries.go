@@ -116,6 +116,7 @@ type queries struct {
 	ForkRun     string `sql:"fork_run"`
 	ForkSteps   string `sql:"fork_steps"`
 	ForkEscapes string `sql:"fork_escapes"`
+	ForkList    string `sql:"fork_list"`
 	// retention.sql
 	PruneCandidates           string `sql:"prune_candidates"`
 	PruneCandidatesOfWorkflow string `sql:"prune_candidates_of_workflow"`

@@ -23,7 +23,7 @@ func (b *Backend) ForkWorkflowRun(ctx context.Context, p backend.ForkWorkflowRun
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("fork workflow run: %w", err)
 	}
-	contextArg, err := jsonArg("context", p.Context)
+	contextArg, err := jsonArg("context", backend.ForkContext(p.Context, backend.ForkOf{RunID: p.WorkflowRunID, FromStep: p.FromStep}))
 	if err != nil {
 		return nil, fmt.Errorf("fork workflow run: %w", err)
 	}
@@ -70,6 +70,10 @@ func (b *Backend) ForkWorkflowRun(ctx context.Context, p backend.ForkWorkflowRun
 		}
 		if _, err := tx.ExecContext(ctx, b.q.ForkMark, sql.Named("ns", b.ns), sql.Named("fork_id", forkID),
 			sql.Named("mark_id", id.New(id.PrefixStep)), sql.Named("now", timeArg(now))); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, b.q.ForkList, sql.Named("ns", b.ns), sql.Named("run_id", p.WorkflowRunID),
+			sql.Named("fork_id", forkID), sql.Named("max_forks", backend.MaxListedForks)); err != nil {
 			return err
 		}
 		ev.workAvailable(b.ns)

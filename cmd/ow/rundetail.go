@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/openworkflow-go/openworkflow/api"
 	"github.com/openworkflow-go/openworkflow/backend"
 	"github.com/openworkflow-go/openworkflow/dag"
 )
@@ -55,6 +57,12 @@ func (a *app) printRunDetail(d runDetail) error {
 	if r.ParentStepAttemptID != nil {
 		row("parent step", *r.ParentStepAttemptID)
 	}
+	if f, ok := backend.ForkOfRun(r.Context); ok {
+		row("forked from", fmt.Sprintf("%s (runs again from step %q)", f.RunID, f.FromStep))
+	}
+	if forks := backend.ForksOfRun(r.Context); len(forks) > 0 {
+		row("forks", strings.Join(forks, ", "))
+	}
 	if sr, ok := backend.ScheduledRunOf(r.Context); ok {
 		how := "tick"
 		if sr.Triggered {
@@ -76,7 +84,8 @@ func (a *app) printRunDetail(d runDetail) error {
 	}
 	tw = tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "STEP\tKIND\tSTATUS\tSTARTED\tDURATION\tCHILD RUN / RESULT")
-	for _, s := range d.Steps {
+	states := attemptStates(r, d.Steps, now)
+	for i, s := range d.Steps {
 		detail := clip(s.Output, 60)
 		if s.ChildWorkflowRunID != nil {
 			detail = *s.ChildWorkflowRunID
@@ -84,8 +93,15 @@ func (a *app) printRunDetail(d runDetail) error {
 		if len(s.Error) > 0 {
 			detail = "error: " + clip(s.Error, 60)
 		}
-		status, finished := stepEnd(r, s)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.StepName, s.Kind, status,
+		status, finished := states[i], stepEnd(r, s)
+		name := s.StepName
+		if s.Kind == backend.StepRetry { // a mark, named by its id: say what it marks
+			name, detail = "(retried by hand)", "the steps before kept their results"
+			if strings.HasPrefix(s.StepName, "__fork:") {
+				name, detail = "(forked here)", "the steps before are the forked run's, reused"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", name, s.Kind, status,
 			formatTime(s.StartedAt), runDuration(s.StartedAt, finished, now), detail)
 	}
 	if err := tw.Flush(); err != nil {
@@ -110,7 +126,10 @@ func runStart(d runDetail) (*time.Time, string) {
 	r := d.Run
 	var first *time.Time
 	for _, s := range d.Steps {
-		if s.StartedAt != nil && (first == nil || s.StartedAt.Before(*first)) {
+		if s.StartedAt == nil || s.Kind == backend.StepRetry || s.StartedAt.Before(r.CreatedAt) {
+			continue // a mark, or an attempt a fork copied: it ran in the forked run, before this one
+		}
+		if first == nil || s.StartedAt.Before(*first) {
 			first = s.StartedAt
 		}
 	}
@@ -123,21 +142,35 @@ func runStart(d runDetail) (*time.Time, string) {
 	return r.StartedAt, formatTime(r.StartedAt)
 }
 
-// stepEnd returns the status to show for step attempt s of run r and the
-// end of its duration. An attempt still running in a finished run (a
-// wait left open when the run was canceled, or failed by its deadline)
-// will never finish: it is shown as "canceled" (when the run was) or
-// "abandoned", ending when the run did, instead of running with a duration
-// that grows forever.
-func stepEnd(r *backend.WorkflowRun, s backend.StepAttempt) (string, *time.Time) {
-	st := s.Status.Normalize()
-	if st != backend.StepRunning || !r.Status.Terminal() {
-		return string(st), s.FinishedAt
+// attemptStates returns the state to show for each attempt of run r, as
+// the dashboard shows it (api.AttemptState): an attempt still running in
+// a finished run (a wait left open when the run was canceled, or failed
+// by its deadline) will never finish, and is "canceled" (when the run
+// was) or "abandoned" instead of running; a wait in progress is
+// "waiting"; an OpenFlow module that raised is "failed", though its step
+// completed recording the failure.
+func attemptStates(r *backend.WorkflowRun, steps []backend.StepAttempt, now time.Time) []string {
+	run := api.RunOf(r, true)
+	views := make([]api.Step, len(steps))
+	for i := range steps {
+		views[i] = api.StepOf(&steps[i], false)
 	}
-	if r.Status.Normalize() == backend.RunCanceled {
-		return "canceled", r.FinishedAt
+	api.MarkAbandoned(r, views, now)
+	states := make([]string, len(views))
+	for i := range views {
+		states[i] = api.AttemptState(&run, &views[i])
 	}
-	return "abandoned", r.FinishedAt
+	return states
+}
+
+// stepEnd returns the end of step attempt s's duration: an attempt still
+// running in a finished run ends when the run did, instead of running
+// with a duration that grows forever.
+func stepEnd(r *backend.WorkflowRun, s backend.StepAttempt) *time.Time {
+	if s.Status.Normalize() != backend.StepRunning || !r.Status.Terminal() {
+		return s.FinishedAt
+	}
+	return r.FinishedAt
 }
 
 // errorRow returns the label and value of the run's error row; "" when

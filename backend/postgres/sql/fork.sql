@@ -77,3 +77,15 @@ JOIN {{schema}}."openworkflow_go_escaped_json" AS src
   ON src."namespace_id" = $1 AND src."table_name" = $2 AND src."row_id" = m."old_id"
 WHERE $2 <> 'workflow_runs' OR src."column_name" IN ('config', 'input')
 ON CONFLICT DO NOTHING
+
+-- name: fork_list
+-- Lists fork $3 in the context of the run it forks, $2 of namespace $1
+-- ({"forks": [ids]}, oldest first), while the list has fewer than $4 ids
+-- and the context is an object or NULL (backend/fork.go: lineage).
+-- updated_at is left alone: the run itself did not change.
+UPDATE {{schema}}."workflow_runs"
+SET "context" = jsonb_set(COALESCE("context", '{}'::jsonb), '{forks}',
+      COALESCE("context"->'forks', '[]'::jsonb) || jsonb_build_array($3::text))
+WHERE "namespace_id" = $1 AND "id" = $2
+  AND ("context" IS NULL OR jsonb_typeof("context") = 'object')
+  AND COALESCE(jsonb_array_length(CASE WHEN jsonb_typeof("context"->'forks') = 'array' THEN "context"->'forks' END), 0) < $4

@@ -137,10 +137,24 @@ ORDER BY p."seq"
 
 -- name: list_streams
 -- The streams of run $2 by name in byte order (COLLATE "C", whatever the
--- database's collation), each with its chunk count and whether a shown
--- chunk closed it.
+-- database's collation), each with the number of chunks a read shows (an
+-- empty closing chunk, the close's mark, aside) and whether a shown chunk
+-- closed it. The chunks are counted by the claim and attempt that wrote
+-- them, so that whether they are shown is asked once per attempt, not per
+-- chunk.
 WITH {{claim_of($1, $2)}}
-SELECT s."stream", s."chunks", EXISTS (
+SELECT s."stream", (
+    SELECT COALESCE(SUM(g."n"), 0)::bigint
+    FROM (
+      SELECT c."namespace_id", c."step_attempt_id", c."worker_id", c."run_attempts", COUNT(*) AS "n"
+      FROM {{schema}}."workflow_stream_chunks" AS c
+      WHERE c."namespace_id" = s."namespace_id" AND c."workflow_run_id" = s."workflow_run_id"
+        AND c."stream" = s."stream"
+        AND NOT (c."closes" AND COALESCE(octet_length(c."data"), 0) = 0)
+      GROUP BY c."namespace_id", c."step_attempt_id", c."worker_id", c."run_attempts"
+    ) AS g
+    WHERE {{chunk_shown(g)}}
+  ), EXISTS (
     SELECT 1
     FROM {{schema}}."workflow_stream_chunks" AS c
     WHERE c."namespace_id" = s."namespace_id" AND c."workflow_run_id" = s."workflow_run_id"

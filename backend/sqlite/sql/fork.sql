@@ -59,3 +59,15 @@ VALUES (
   'retry', 'completed', '{}', NULL, '{"attempts":1}', NULL,
   :now, :now, :now, :now
 )
+
+-- name: fork_list
+-- Lists fork :fork_id in the context of the run it forks, :run_id
+-- ({"forks": [ids]}, oldest first), while the list has fewer than
+-- :max_forks ids and the context is an object or NULL (backend/fork.go:
+-- lineage). updated_at is left alone: the run itself did not change.
+UPDATE "workflow_runs"
+SET "context" = json_set(COALESCE("context", '{}'), '$.forks',
+      json_insert(COALESCE(json_extract("context", '$.forks'), '[]'), '$[#]', :fork_id))
+WHERE "namespace_id" = :ns AND "id" = :run_id
+  AND ("context" IS NULL OR json_type("context") = 'object')
+  AND COALESCE(json_array_length("context", '$.forks'), 0) < :max_forks

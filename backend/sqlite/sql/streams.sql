@@ -79,9 +79,23 @@ LEFT JOIN page p ON 1
 ORDER BY p."seq"
 
 -- name: list_streams
--- The streams of run :run_id by name (byte order), with their chunk
--- counts and whether a shown chunk closed them.
-SELECT s."stream", s."chunks", EXISTS (
+-- The streams of run :run_id by name (byte order), with the number of
+-- chunks a read shows (an empty closing chunk, the close's mark, aside)
+-- and whether a shown chunk closed them. The chunks are counted by the
+-- claim and attempt that wrote them, so that whether they are shown is
+-- asked once per attempt, not per chunk.
+SELECT s."stream", (
+    SELECT COALESCE(SUM(g."n"), 0)
+    FROM (
+      SELECT c."namespace_id", c."workflow_run_id", c."step_attempt_id", c."worker_id", c."run_attempts", COUNT(*) AS "n"
+      FROM "workflow_stream_chunks" c
+      WHERE c."namespace_id" = s."namespace_id" AND c."workflow_run_id" = s."workflow_run_id"
+        AND c."stream" = s."stream"
+        AND NOT (c."closes" = 1 AND COALESCE(length(c."data"), 0) = 0)
+      GROUP BY c."namespace_id", c."workflow_run_id", c."step_attempt_id", c."worker_id", c."run_attempts"
+    ) g
+    WHERE {{chunk_shown(g)}}
+  ), EXISTS (
     SELECT 1 FROM "workflow_stream_chunks" c
     WHERE c."namespace_id" = s."namespace_id" AND c."workflow_run_id" = s."workflow_run_id"
       AND c."stream" = s."stream" AND c."closes" = 1
