@@ -40,7 +40,7 @@ func TestFlowRunView(t *testing.T) {
 			t.Errorf("the loop: %+v", loop)
 		}
 		if pick.State != "completed" || len(pick.Branches) != 2 || pick.Branches[0].Chosen || !pick.Branches[1].Chosen ||
-			pick.Branches[1].Modules[0].Summary != "Send it" || pick.Branches[1].Modules[0].State != "completed" || pick.Branches[0].State != "pending" {
+			pick.Branches[1].Modules[0].Summary != "Send it" || pick.Branches[1].Modules[0].State != "completed" || pick.Branches[0].State != "not_run" || pick.Branches[0].Modules[0].State != "not_run" {
 			t.Errorf("the branch: %+v", pick)
 		}
 

@@ -12,6 +12,8 @@ const (
 	stateCompleted = "completed"
 	stateFailed    = "failed"
 	stateSkipped   = "skipped"
+	stateNotRun    = "not_run"
+	stateStopped   = "stopped"
 )
 
 // flowView is an OpenFlow run's section of the run page: the flow's title
@@ -78,7 +80,7 @@ func buildFlow(v *api.FlowRun) *flowView {
 		m := flowModuleOf(*v.FailureModule, counts)
 		fv.Failure = &m
 	}
-	for _, s := range []string{stateFailed, stateWaiting, stateRunning, stateCompleted, stateSkipped, statePending} {
+	for _, s := range []string{stateFailed, stateStopped, stateWaiting, stateRunning, stateCompleted, stateSkipped, stateNotRun, statePending} {
 		if counts[s] > 0 {
 			fv.Counts = append(fv.Counts, flowCount{State: s, N: counts[s]})
 		}
@@ -134,8 +136,11 @@ func firstIteration(its []api.FlowIteration, state string) int {
 
 // flowClass maps a module's state to a badge class of app.css.
 func flowClass(state string) string {
-	if state == stateSkipped {
+	switch state {
+	case stateSkipped, stateNotRun:
 		return "s-canceled"
+	case stateStopped:
+		return "s-abandoned"
 	}
 	return "s-" + state
 }

@@ -44,6 +44,8 @@ var templateFuncs = template.FuncMap{
 	"durEl":  durEl,
 	// hasPrefix tells a fork's mark ("__fork:…") from a manual retry's.
 	"hasPrefix": strings.HasPrefix,
+	// words shows a state of the API ("not_run") as words ("not run").
+	"words": func(s string) string { return strings.ReplaceAll(s, "_", " ") },
 }
 
 // dict makes a map of its key, value arguments, to pass several values

@@ -33,6 +33,12 @@ const (
 	StateCompleted = "completed" // succeeded
 	StateFailed    = "failed"    // failed (continue_on_error may go on)
 	StateSkipped   = "skipped"   // skip_if was true
+	// StateNotRun: the run ended (completed, failed or canceled) before
+	// the module began — a branch not taken, what followed a failure.
+	StateNotRun = "not_run"
+	// StateStopped: the module was running or waiting when its run ended
+	// (canceled, failed at its deadline): it will not go on.
+	StateStopped = "stopped"
 )
 
 // RunView is a flow run as a tree of modules with their states.
@@ -64,7 +70,9 @@ type ModuleView struct {
 	Detail  string `json:"detail,omitempty"`
 	// Key is the durable key of the module's step here, e.g. "b[3]/c".
 	Key string `json:"key"`
-	// State is pending, running, waiting, completed, failed or skipped.
+	// State is pending, running, waiting, completed, failed or skipped
+	// while the run goes on; once it ended, a module never begun reads
+	// not_run and one still running or waiting reads stopped.
 	State string `json:"state"`
 	// Attempts counts its attempts (retries included); 0 while pending.
 	Attempts int `json:"attempts"`
@@ -150,7 +158,44 @@ func ViewOf(run *ow.WorkflowRun, attempts []ow.StepAttempt) (*RunView, error) {
 		mv := b.module("", fm)
 		v.FailureModule = &mv
 	}
+	if run.Status.Normalize().Terminal() {
+		endModules(v.Modules)
+		if v.FailureModule != nil {
+			endModule(v.FailureModule)
+		}
+	}
 	return v, nil
+}
+
+// endModules settles the states of a run that ended: nothing is pending,
+// running or waiting any more (see [StateNotRun], [StateStopped]).
+func endModules(ms []ModuleView) {
+	for i := range ms {
+		endModule(&ms[i])
+	}
+}
+
+func endModule(m *ModuleView) {
+	m.State = endedState(m.State)
+	for i := range m.Iterations {
+		m.Iterations[i].State = endedState(m.Iterations[i].State)
+		endModules(m.Iterations[i].Modules)
+	}
+	for i := range m.Branches {
+		m.Branches[i].State = endedState(m.Branches[i].State)
+		endModules(m.Branches[i].Modules)
+	}
+	endModules(m.SubFlow)
+}
+
+func endedState(state string) string {
+	switch state {
+	case StatePending:
+		return StateNotRun
+	case StateRunning, StateWaiting:
+		return StateStopped
+	}
+	return state
 }
 
 type viewBuilder struct {

@@ -67,6 +67,19 @@ func TestViewOfAFlowRun(t *testing.T) {
 			if s := v.Modules[2].Suspend; s == nil || s.Events != 0 || s.Required != 1 {
 				t.Errorf("ask's suspend: %+v", s)
 			}
+			// Once the run ended (here canceled while ask waits), nothing
+			// reads pending or waiting: ask was cut off, what follows and
+			// the branches not taken never ran.
+			ended := *run
+			ended.Status = "canceled"
+			e, err := openflow.ViewOf(&ended, env.steps(runID))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := []string{e.Modules[0].State, e.Modules[2].State, e.Modules[3].State, e.Modules[1].Branches[0].State, e.Modules[1].Branches[0].Modules[0].State, e.Modules[1].Branches[2].State}; got[0] != "completed" ||
+				got[1] != openflow.StateStopped || got[2] != openflow.StateNotRun || got[3] != openflow.StateNotRun || got[4] != openflow.StateNotRun || got[5] != openflow.StateNotRun {
+				t.Errorf("states of the ended run (each, ask, _1, the branch not taken, its module, default): %v", got)
+			}
 			// Not a flow run.
 			other := *run
 			other.Input = []byte(`{"x":1}`)
