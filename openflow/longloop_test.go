@@ -1,8 +1,11 @@
 package openflow_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,16 +14,18 @@ import (
 	"github.com/openworkflow-go/openworkflow/openflow"
 )
 
-// longForFlow is a forloop over flow_input.n items (2·index each) whose
-// body is one identity module a (its result is the iteration's
-// flow_input: {"n", "iter": {index, value}}), then a module after that
-// reads results.a, which after the loop is the last iteration's. loopExtra
-// is merged into the loop module (stop_after_if…), valueExtra into its
-// value (parallel…).
-func longForFlow(loopExtra, valueExtra map[string]any) []byte {
+// longForFlow is a forloop l over flow_input.n items (2·index each)
+// whose body is one identity module a (its result is the iteration's
+// flow_input: {"n", "iter": {index, value}}). loopExtra is merged into
+// the loop module (stop_after_if…), valueExtra into its value
+// (parallel…), and body replaces a when given.
+func longForFlow(loopExtra, valueExtra map[string]any, body ...any) []byte {
+	if body == nil {
+		body = []any{map[string]any{"id": "a", "value": map[string]any{"type": "identity"}}}
+	}
 	value := map[string]any{"type": "forloopflow",
 		"iterator": map[string]any{"type": "javascript", "expr": "Array.from({length: flow_input.n}, (_, i) => 2 * i)"},
-		"modules":  []any{map[string]any{"id": "a", "value": map[string]any{"type": "identity"}}}}
+		"modules":  body}
 	for k, v := range valueExtra {
 		value[k] = v
 	}
@@ -28,56 +33,49 @@ func longForFlow(loopExtra, valueExtra map[string]any) []byte {
 	for k, v := range loopExtra {
 		loop[k] = v
 	}
-	return mustMarshal(map[string]any{"summary": "long forloop", "value": map[string]any{"modules": []any{loop, lastA}}})
+	return mustMarshal(map[string]any{"summary": "long forloop", "value": map[string]any{"modules": []any{loop}}})
 }
 
-// lastA is a forloop over [results.a.iter.index], so the flow's result
-// holds the index of the loop's last iteration: [{"iter": {"index": 0,
-// "value": <that index>}}].
-var lastA = map[string]any{"id": "after", "value": map[string]any{"type": "forloopflow",
-	"iterator": map[string]any{"type": "javascript", "expr": "[results.a.iter.index]"},
-	"modules":  []any{map[string]any{"id": "b", "value": map[string]any{"type": "identity"}}}}}
-
-// longWhileFlow is a while loop whose body is the identity a; the loop's
-// stop_after_if ends it after flow_input.n iterations.
+// longWhileFlow is a while loop l whose body is the identity a; the
+// loop's stop_after_if ends it after flow_input.n iterations.
 func longWhileFlow() []byte {
 	loop := map[string]any{"id": "l", "stop_after_if": map[string]any{"expr": "result.iter.index >= flow_input.n - 1"},
 		"value": map[string]any{"type": "whileloopflow",
 			"modules": []any{map[string]any{"id": "a", "value": map[string]any{"type": "identity"}}}}}
-	return mustMarshal(map[string]any{"summary": "long while", "value": map[string]any{"modules": []any{loop, lastA}}})
+	return mustMarshal(map[string]any{"summary": "long while", "value": map[string]any{"modules": []any{loop}}})
 }
 
-// loopResult is what a loop run's steps say: the loop's own result
-// (module l's, recorded by the after loop's @pre input? no: read from the
-// run's output) is checked through the flow's output.
+// withAfter appends a module after the loop whose result shows the
+// loop's array and what results.a is after the loop (the last
+// iteration's result, as in Windmill): a forloop over [results.l,
+// results.a] with an identity body, so the flow's result is
+// [{"iter": {"index": 0, "value": <l's array>}}, {"iter": {"index": 1,
+// "value": <results.a>}}] (with n).
+func withAfter(doc []byte) []byte {
+	var f map[string]any
+	if err := json.Unmarshal(doc, &f); err != nil {
+		panic(err)
+	}
+	after := map[string]any{"id": "after", "value": map[string]any{"type": "forloopflow",
+		"iterator": map[string]any{"type": "javascript", "expr": "[results.l, results.a]"},
+		"modules":  []any{map[string]any{"id": "b", "value": map[string]any{"type": "identity"}}}}}
+	v := f["value"].(map[string]any)
+	v["modules"] = append(v["modules"].([]any), after)
+	return mustMarshal(f)
+}
+
+// iterResult is the result of an identity module in a loop body: the
+// iteration's flow_input.
 type iterResult struct {
 	N    int `json:"n"`
 	Iter struct {
-		Index int `json:"index"`
-		Value int `json:"value"`
+		Index int             `json:"index"`
+		Value json.RawMessage `json:"value"`
 	} `json:"iter"`
 }
 
-// checkLoop checks a long loop's run: it succeeded, results.a after the
-// loop was the iteration last, and the loop's array (the input of the
-// after loop's iterator: read from step l's successor, the flow's
-// output is after's array) is checked by checkArray.
-func checkLast(t *testing.T, res *openflow.Result, last int) {
-	t.Helper()
-	if !res.Success {
-		t.Fatalf("the flow failed: %s", truncate(string(res.Result), 2000))
-	}
-	var out []iterResult
-	if err := json.Unmarshal(res.Result, &out); err != nil || len(out) != 1 || out[0].Iter.Value != last {
-		t.Fatalf("result %s (%v), want results.a after the loop from iteration %d", truncate(string(res.Result), 500), err, last)
-	}
-}
-
-// loopArray returns the array result of module l of run runID: a
-// module's result is recorded in its step (the loop's @post is not
-// recorded without stop_after_all_iters_if), so the flows above end
-// with the after loop and l's array is checked through a second flow
-// with l last.
+// checkArray checks a loop's array of identity results: n of them, the
+// i-th with iter {index: i, value: value(i)}.
 func checkArray(t *testing.T, raw json.RawMessage, n int, value func(i int) int) {
 	t.Helper()
 	var got []iterResult
@@ -88,22 +86,10 @@ func checkArray(t *testing.T, raw json.RawMessage, n int, value func(i int) int)
 		t.Fatalf("the loop's array has %d results, want %d", len(got), n)
 	}
 	for i, r := range got {
-		if r.Iter.Index != i || r.Iter.Value != value(i) {
+		if r.Iter.Index != i || string(r.Iter.Value) != fmt.Sprint(value(i)) {
 			t.Fatalf("result %d is %+v, want iter {index: %d, value: %d}", i, r, i, value(i))
 		}
 	}
-}
-
-// withoutAfter drops the after module, so the flow's result is the loop's
-// array.
-func withoutAfter(doc []byte) []byte {
-	var f map[string]any
-	if err := json.Unmarshal(doc, &f); err != nil {
-		panic(err)
-	}
-	v := f["value"].(map[string]any)
-	v["modules"] = v["modules"].([]any)[:1]
-	return mustMarshal(f)
 }
 
 // chunkSteps counts the steps of run runID that ran loop chunks as child
@@ -120,7 +106,8 @@ func chunkSteps(env *flowEnv, runID string) (chunks, all int) {
 
 // TestLongLoop runs loops of 1,200 iterations, more than a run's 1,000
 // steps: a sequential and a parallel forloop, one broken by a stop in the
-// middle of a chunk, and a while loop; each gives Windmill's result.
+// middle of a chunk, and a while loop; each gives Windmill's result, and
+// results.a after the loop is its last iteration's.
 func TestLongLoop(t *testing.T) {
 	const n = 1200
 	double := func(i int) int { return 2 * i }
@@ -141,19 +128,28 @@ func TestLongLoop(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
 			env := startEnv(t, kind)
-			for _, c := range cases {
+			ids := make([]string, len(cases))
+			for i, c := range cases { // all at once: the worker runs 4 runs at a time
+				ids[i] = env.start(withAfter(c.doc), fmt.Sprintf(`{"n": %d}`, n))
+			}
+			for i, c := range cases {
 				t.Run(c.name, func(t *testing.T) {
-					args := fmt.Sprintf(`{"n": %d}`, n)
-					id := env.start(c.doc, args)
-					checkLast(t, env.wait(id), c.results-1)
-					if chunks, all := chunkSteps(env, id); chunks == 0 || all >= ow.StepLimit {
-						t.Errorf("the run has %d steps, %d of them chunks: want the loop in chunk runs", all, chunks)
-					}
-					res := env.run(withoutAfter(c.doc), args)
+					res := env.wait(ids[i])
 					if !res.Success {
 						t.Fatalf("the flow failed: %s", truncate(string(res.Result), 2000))
 					}
-					checkArray(t, res.Result, c.results, c.value)
+					var out []iterResult
+					if err := json.Unmarshal(res.Result, &out); err != nil || len(out) != 2 {
+						t.Fatalf("result %s: %v", truncate(string(res.Result), 300), err)
+					}
+					checkArray(t, out[0].Iter.Value, c.results, c.value)
+					var last iterResult
+					if err := json.Unmarshal(out[1].Iter.Value, &last); err != nil || last.Iter.Index != c.results-1 {
+						t.Errorf("results.a after the loop is %s, want iteration %d's", out[1].Iter.Value, c.results-1)
+					}
+					if chunks, all := chunkSteps(env, ids[i]); chunks == 0 || all >= ow.StepLimit {
+						t.Errorf("the run has %d steps, %d of them chunks: want the loop in chunk runs", all, chunks)
+					}
 				})
 			}
 		})
@@ -171,12 +167,13 @@ func TestLongLoopFailure(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
 			env := startEnv(t, kind)
+			ids := map[bool]string{}
+			for _, parallel := range []bool{false, true} {
+				ids[parallel] = env.start(longForFlow(nil, map[string]any{"parallel": parallel}, fail), fmt.Sprintf(`{"n": %d}`, n))
+			}
 			for _, parallel := range []bool{false, true} {
 				t.Run(fmt.Sprintf("parallel=%v", parallel), func(t *testing.T) {
-					var f map[string]any
-					_ = json.Unmarshal(withoutAfter(longForFlow(nil, map[string]any{"parallel": parallel})), &f)
-					f["value"].(map[string]any)["modules"].([]any)[0].(map[string]any)["value"].(map[string]any)["modules"] = []any{fail}
-					res := env.run(mustMarshal(f), fmt.Sprintf(`{"n": %d}`, n))
+					res := env.wait(ids[parallel])
 					if res.Success {
 						t.Fatalf("the flow succeeded: %s", truncate(string(res.Result), 300))
 					}
@@ -205,17 +202,145 @@ func TestVeryLongLoop(t *testing.T) {
 	}
 	env := startEnv(t, "sqlite")
 	t0 := time.Now()
-	res := env.run(withoutAfter(longForFlow(nil, nil)), `{"n": 100000}`)
+	res := env.run(longForFlow(nil, nil), `{"n": 100000}`)
 	if !res.Success {
 		t.Fatalf("the forloop failed: %s", truncate(string(res.Result), 2000))
 	}
 	checkArray(t, res.Result, 100000, func(i int) int { return 2 * i })
 	t.Logf("forloop over 100,000 items: %v", time.Since(t0))
 	t0 = time.Now()
-	res = env.run(withoutAfter(longWhileFlow()), `{"n": 10000}`)
+	res = env.run(longWhileFlow(), `{"n": 10000}`)
 	if !res.Success {
 		t.Fatalf("the while loop failed: %s", truncate(string(res.Result), 2000))
 	}
 	checkArray(t, res.Result, 10000, func(i int) int { return i })
 	t.Logf("while loop of 10,000 iterations: %v", time.Since(t0))
+}
+
+// crashLoopFlow is a forloop over flow_input.n items whose body is one
+// bash module, skipped (skip_if) but at every 1000th index, where it
+// appends the index to the file flow_input.log.
+func crashLoopFlow() []byte {
+	mark := map[string]any{"id": "mark", "skip_if": map[string]any{"expr": "flow_input.iter.index % 1000 !== 0"},
+		"value": map[string]any{"type": "rawscript", "language": "bash",
+			"content": "i=\"$1\"\nlog=\"$2\"\necho \"$i\" >> \"$log\"\necho \"$i\"",
+			"input_transforms": map[string]any{
+				"i":   map[string]any{"type": "javascript", "expr": "flow_input.iter.index"},
+				"log": map[string]any{"type": "javascript", "expr": "flow_input.log"}}}}
+	loop := map[string]any{"id": "l", "value": map[string]any{"type": "forloopflow",
+		"iterator": map[string]any{"type": "javascript", "expr": "Array.from({length: flow_input.n}, (_, i) => i)"},
+		"modules":  []any{mark}}}
+	return mustMarshal(map[string]any{"summary": "a long loop, its worker killed", "value": map[string]any{"modules": []any{loop}},
+		"schema": map[string]any{"type": "object", "properties": map[string]any{"log": map[string]any{"type": "string"}, "n": map[string]any{"type": "integer"}}}})
+}
+
+// TestLongLoopCrash kills a worker process (kill -9) during a forloop
+// over 100,000 items, about a third of the way through; another worker
+// process finishes the run. Every iteration's step completed exactly
+// once over all the loop's chunk runs, and the 100 that ran a bash
+// script wrote their index once each (the one that may have been
+// executing when the worker died may have written it twice). SQLite;
+// skipped with -short.
+func TestLongLoopCrash(t *testing.T) {
+	if os.Getenv(crashWorkerEnv) != "" {
+		t.Skip("inside a worker process")
+	}
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	const n = 100_000
+	cfg, b := crashBackend(t, "sqlite")
+	cfg.WorkDir = t.TempDir()
+	client := ow.NewClient(b)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+
+	log := filepath.Join(t.TempDir(), "executions.log")
+	f, err := openflow.Parse(crashLoopFlow())
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := startWorkerProcess(t, cfg)
+	h, err := openflow.New(openflow.Options{}).Start(ctx, client, f, mustMarshal(map[string]any{"log": log, "n": n}), "crash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := func() []string { return strings.Fields(readFile(log)) }
+	waitFor(ctx, t, "iteration 30000", func() bool { return len(lines()) >= 31 })
+	if err := first.Process.Kill(); err != nil { // SIGKILL: kill -9
+		t.Fatal(err)
+	}
+	_ = first.Wait()
+	atKill := lines()
+
+	startWorkerProcess(t, cfg)
+	res, err := openflow.Wait(ctx, client, h.ID)
+	if err != nil {
+		t.Fatalf("wait: %v", err)
+	}
+	if !res.Success {
+		t.Fatalf("the flow failed: %s", truncate(string(res.Result), 2000))
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(res.Result, &items); err != nil || len(items) != n {
+		t.Fatalf("%d results (%v), want %d", len(items), err, n)
+	}
+	for _, i := range []int{0, 1, 999, 1000, 54321, 99000, n - 1} {
+		var it iterResult
+		want := fmt.Sprint(i)
+		if i%1000 != 0 {
+			if err := json.Unmarshal(items[i], &it); err != nil || it.Iter.Index != i || string(it.Iter.Value) != fmt.Sprint(i) {
+				t.Errorf("result %d is %s, want the iteration's flow_input (a skipped module)", i, items[i])
+			}
+		} else if strings.TrimSpace(string(items[i])) != want {
+			t.Errorf("result %d is %s, want %s", i, items[i], want)
+		}
+	}
+
+	// the bash executions: each multiple of 1000 once, but the last one
+	// before the kill may have run twice
+	counts := map[string]int{}
+	for _, l := range lines() {
+		counts[l]++
+	}
+	for i := 0; i < n; i += 1000 {
+		c := counts[fmt.Sprint(i)]
+		if c == 1 || c == 2 && fmt.Sprint(i) == atKill[len(atKill)-1] {
+			continue
+		}
+		t.Errorf("the bash module of iteration %d ran %d times", i, c)
+	}
+	if len(counts) != n/1000 {
+		t.Errorf("%d distinct indexes were written, want %d", len(counts), n/1000)
+	}
+
+	// the steps: over the flow's run and every chunk run, each
+	// iteration's module completed once
+	completed := make([]int, n)
+	runs := []string{h.ID}
+	chunkRuns := 0
+	for len(runs) > 0 {
+		id := runs[0]
+		runs = runs[1:]
+		steps, err := openflow.RunSteps(ctx, client, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range steps {
+			if s.ChildWorkflowRunID != nil {
+				runs = append(runs, *s.ChildWorkflowRunID)
+				chunkRuns++
+			}
+			var i int
+			if _, err := fmt.Sscanf(s.StepName, "l[%d]/mark", &i); err == nil && s.Status.Normalize() == "completed" {
+				completed[i]++
+			}
+		}
+	}
+	for i, c := range completed {
+		if c != 1 {
+			t.Fatalf("iteration %d's module completed %d times over the runs", i, c)
+		}
+	}
+	t.Logf("%d chunk runs; bash executions at the kill: %d", chunkRuns, len(atKill))
 }
