@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	ow "github.com/openworkflow-go/openworkflow"
@@ -41,7 +42,7 @@ const (
 
 	inlineLoopSteps   = 250
 	chunkLoopSteps    = 500
-	maxLoopChildren   = 200
+	maxLoopChildren   = 50
 	maxParallelChunks = 4
 	// flowModuleSteps is what a flow module (a sub-flow by path) is
 	// counted as in [iterSteps]: its flow is only known when it runs.
@@ -64,7 +65,8 @@ type chunkInput struct {
 	Parallelism int             `json:"parallelism,omitempty"`
 	FlowInput   json.RawMessage `json:"flowInput"`
 	Env         json.RawMessage `json:"env,omitempty"`
-	// Results are the module results the body sees, by id.
+	// Results are the module results the body sees and reads, by id
+	// ([resultRefs]).
 	Results []scopeEntry `json:"results,omitempty"`
 	Depth   int          `json:"depth,omitempty"`
 	Shared  bool         `json:"shared,omitempty"`
@@ -104,6 +106,7 @@ type loopSpec struct {
 	itemsLo      int
 	skipFailures bool
 	steps        int // estimated steps per iteration
+	refs         resultRefs
 }
 
 func (s *loopSpec) value(i int) json.RawMessage {
@@ -125,6 +128,7 @@ func newLoopSpec(m *Module, akey string, items []json.RawMessage, itemsLo int) (
 		return nil, false
 	}
 	s.steps = iterSteps(m, s.body)
+	s.refs = bodyResultRefs(m, s.body)
 	return s, true
 }
 
@@ -338,8 +342,10 @@ func (r *flowRun) chunkInput(f *frame, s *loopSpec, a, b int, carried *resultsSc
 		in.Items = s.items[a-s.itemsLo : b-s.itemsLo]
 	}
 	for _, id := range carried.ids() {
-		v, _ := carried.get(id)
-		in.Results = append(in.Results, scopeEntry{ID: id, Value: v})
+		if s.refs.has(id) {
+			v, _ := carried.get(id)
+			in.Results = append(in.Results, scopeEntry{ID: id, Value: v})
+		}
 	}
 	return in
 }
@@ -399,26 +405,20 @@ func (e *Engine) runLoopChunk(ctx ow.Context, in chunkInput) (chunkOutput, error
 }
 
 // arrayBuilder builds a JSON array from items and from the items of
-// arrays, copying each once.
+// arrays. It keeps references to what it is given and copies them once,
+// into the array json returns: a loop's run replays its memoized chunks
+// at every pass, and only the last pass needs the whole array.
 type arrayBuilder struct {
-	b []byte
-}
-
-func (a *arrayBuilder) sep() {
-	if len(a.b) == 0 {
-		a.b = append(a.b, '[')
-	} else {
-		a.b = append(a.b, ',')
-	}
+	parts []json.RawMessage // items, or several items separated by commas
+	size  int
 }
 
 func (a *arrayBuilder) add(v json.RawMessage) {
-	a.sep()
 	if len(v) == 0 {
-		a.b = append(a.b, "null"...)
-		return
+		v = json.RawMessage("null")
 	}
-	a.b = append(a.b, v...)
+	a.parts = append(a.parts, v)
+	a.size += len(v) + 1
 }
 
 // addAll appends the items of the JSON array arr.
@@ -427,18 +427,146 @@ func (a *arrayBuilder) addAll(arr json.RawMessage) {
 	if len(t) < 2 || t[0] != '[' {
 		return
 	}
-	inner := bytes.TrimSpace(t[1 : len(t)-1])
-	if len(inner) == 0 {
-		return
+	if inner := bytes.TrimSpace(t[1 : len(t)-1]); len(inner) > 0 {
+		a.add(inner)
 	}
-	a.sep()
-	a.b = append(a.b, inner...)
 }
 
 // json returns the array.
 func (a *arrayBuilder) json() json.RawMessage {
-	if len(a.b) == 0 {
-		return json.RawMessage("[]")
+	b := make([]byte, 0, a.size+2)
+	b = append(b, '[')
+	for i, p := range a.parts {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, p...)
 	}
-	return append(a.b[:len(a.b):len(a.b)], ']')
+	return append(b, ']')
 }
+
+// resultRefs are the module results a loop body's expressions read: the
+// ids named as results.<id>, results?.<id> or results["<id>"], or all
+// of them when an expression uses results otherwise (Object.keys(results),
+// results[x]). A chunk run's input carries only those, so that an earlier
+// module's large result (often the loop's own items) is not copied into
+// every chunk.
+type resultRefs struct {
+	all bool
+	ids map[string]bool
+}
+
+func bodyResultRefs(m *Module, body []*Module) resultRefs {
+	refs := resultRefs{ids: map[string]bool{}}
+	var list func([]*Module)
+	transform := func(t *InputTransform) {
+		if t != nil && !t.Static {
+			refs.scan(t.Expr)
+		}
+	}
+	module := func(m *Module) {
+		if m.SkipIf != nil {
+			refs.scan(m.SkipIf.Expr)
+		}
+		if m.StopAfterIf != nil {
+			refs.scan(m.StopAfterIf.Expr)
+		}
+		if m.StopAfterAllItersIf != nil {
+			refs.scan(m.StopAfterAllItersIf.Expr)
+		}
+		if m.Retry != nil {
+			refs.scan(m.Retry.RetryIf)
+		}
+		transform(m.Sleep)
+		transform(m.Timeout)
+		switch v := m.Value.(type) {
+		case RawScript:
+			for i := range v.InputTransforms {
+				transform(&v.InputTransforms[i].InputTransform)
+			}
+		case PathScript:
+			for i := range v.InputTransforms {
+				transform(&v.InputTransforms[i].InputTransform)
+			}
+		case PathFlow: // its modules see their own results only
+			for i := range v.InputTransforms {
+				transform(&v.InputTransforms[i].InputTransform)
+			}
+		case ForLoop:
+			transform(&v.Iterator)
+			transform(v.Parallelism)
+			list(v.Modules)
+		case WhileLoop:
+			list(v.Modules)
+		case BranchOne:
+			for _, b := range v.Branches {
+				refs.scan(b.Expr)
+				list(b.Modules)
+			}
+			list(v.Default)
+		case BranchAll:
+			for _, b := range v.Branches {
+				list(b.Modules)
+			}
+		}
+	}
+	list = func(ms []*Module) {
+		for _, m := range ms {
+			module(m)
+		}
+	}
+	if m.StopAfterIf != nil {
+		refs.scan(m.StopAfterIf.Expr)
+	}
+	list(body)
+	return refs
+}
+
+// scan adds the results an expression reads.
+func (refs *resultRefs) scan(expr string) {
+	const name = "results"
+	for i := 0; !refs.all; {
+		j := strings.Index(expr[i:], name)
+		if j < 0 {
+			return
+		}
+		j += i
+		end := j + len(name)
+		i = end
+		if j > 0 && (isIdentRune(rune(expr[j-1])) || expr[j-1] == '.') || end < len(expr) && isIdentRune(rune(expr[end])) {
+			continue // another name, or a property named results
+		}
+		rest := strings.TrimLeft(expr[end:], " \t\r\n")
+		rest = strings.TrimPrefix(rest, "?")
+		switch {
+		case strings.HasPrefix(rest, "."):
+			id := strings.TrimLeft(rest[1:], " \t\r\n")
+			n := 0
+			for n < len(id) && isIdentRune(rune(id[n])) {
+				n++
+			}
+			if n == 0 {
+				refs.all = true
+				return
+			}
+			refs.ids[id[:n]] = true
+		case strings.HasPrefix(rest, "["):
+			key := strings.TrimLeft(rest[1:], " \t\r\n")
+			if key == "" || key[0] != '"' && key[0] != '\'' {
+				refs.all = true
+				return
+			}
+			k := strings.IndexByte(key[1:], key[0])
+			if k < 0 || strings.ContainsRune(key[1:1+k], '\\') || !strings.HasPrefix(strings.TrimLeft(key[2+k:], " \t\r\n"), "]") {
+				refs.all = true
+				return
+			}
+			refs.ids[key[1:1+k]] = true
+		default:
+			refs.all = true
+			return
+		}
+	}
+}
+
+func (refs resultRefs) has(id string) bool { return refs.all || refs.ids[id] }
