@@ -284,12 +284,7 @@ func (r *flowRun) parRange(f *frame, s *loopSpec, lo, hi, budget, p int, carried
 	}
 	span := childSpan(n, s.steps)
 	chunks := (n + span - 1) / span
-	window, each := maxParallelChunks, 0
-	if p > 0 {
-		window = (p + span - 1) / span
-		each = max(1, p/window)
-	}
-	window = min(window, chunks)
+	window, each := chunkWindow(p, span, chunks)
 	futs := make([]*ow.Future[chunkOutput], 0, chunks)
 	for j := 0; j < chunks; j++ {
 		if j >= window {
@@ -317,6 +312,18 @@ func (r *flowRun) parRange(f *frame, s *loopSpec, lo, hi, budget, p int, carried
 		anyFailed = anyFailed || co.Failed
 	}
 	return anyFailed, nil
+}
+
+// chunkWindow is how many chunks of span iterations a parallel loop with
+// parallelism p (0: none) runs at once, and the parallelism each gets (0:
+// none): with p, window × each <= p.
+func chunkWindow(p, span, chunks int) (window, each int) {
+	window = maxParallelChunks
+	if p > 0 {
+		window = (p + span - 1) / span
+		each = max(1, p/window)
+	}
+	return max(1, min(window, chunks)), each
 }
 
 // firstError is the first error other than ErrSuspended, else

@@ -36,3 +36,21 @@ func TestResultRefsScan(t *testing.T) {
 		}
 	}
 }
+
+// TestChunkWindowKeepsParallelism: the chunks of a parallel loop that run
+// at once never run more iterations at once than its parallelism.
+func TestChunkWindowKeepsParallelism(t *testing.T) {
+	for _, span := range []int{1, 7, 250, 500} {
+		for _, chunks := range []int{1, 2, 50} {
+			for p := 1; p <= 2000; p++ {
+				window, each := chunkWindow(p, span, chunks)
+				if window < 1 || each < 1 || window*min(each, span) > p || window > chunks {
+					t.Fatalf("p=%d span=%d chunks=%d: %d chunks at once of %d iterations at once", p, span, chunks, window, each)
+				}
+			}
+			if window, each := chunkWindow(0, span, chunks); window != min(maxParallelChunks, chunks) || each != 0 {
+				t.Errorf("no parallelism, span=%d chunks=%d: %d chunks at once of %d", span, chunks, window, each)
+			}
+		}
+	}
+}

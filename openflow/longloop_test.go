@@ -410,3 +410,63 @@ func samplePeakHeap() (stop func(), peak *uint64) {
 	}()
 	return func() { close(done); <-finished }, peak
 }
+
+// TestLongLoopChunkSeesResults: a body estimated at more steps than a
+// run should hold in one go (a nested loop: about 300) runs each
+// iteration of a three-item loop but the first in a chunk run, which
+// sees the earlier module results the body names (results.tagger) and
+// is not given those it does not name (big).
+func TestLongLoopChunkSeesResults(t *testing.T) {
+	inner := map[string]any{"id": "inner", "value": map[string]any{"type": "forloopflow",
+		"iterator": map[string]any{"type": "javascript", "expr": "[results.tagger.tag + flow_input.iter.value]"},
+		"modules":  []any{map[string]any{"id": "b", "value": map[string]any{"type": "identity"}}}}}
+	loop := map[string]any{"id": "l", "value": map[string]any{"type": "forloopflow",
+		"iterator": map[string]any{"type": "static", "value": []int{1, 2, 3}},
+		"modules":  []any{inner}}}
+	doc := mustMarshal(map[string]any{"summary": "a loop of big iterations", "value": map[string]any{"modules": []any{
+		map[string]any{"id": "big", "value": map[string]any{"type": "identity"}},
+		map[string]any{"id": "tagger", "value": map[string]any{"type": "identity"}},
+		loop}}})
+	for _, kind := range backends {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			env := startEnv(t, kind)
+			id := env.start(doc, `{"tag": "T"}`)
+			res := env.wait(id)
+			if !res.Success {
+				t.Fatalf("the flow failed: %s", res.Result)
+			}
+			var got [][]iterResult
+			if err := json.Unmarshal(res.Result, &got); err != nil || len(got) != 3 {
+				t.Fatalf("result %s: %v", res.Result, err)
+			}
+			for i, r := range got {
+				if len(r) != 1 || string(r[0].Iter.Value) != fmt.Sprintf(`"T%d"`, i+1) {
+					t.Errorf("iteration %d's inner loop gave %s, want one iteration over \"T%d\"", i, mustMarshal(r), i+1)
+				}
+			}
+			chunks := 0
+			for _, s := range env.steps(id) {
+				if s.ChildWorkflowRunID == nil {
+					continue
+				}
+				chunks++
+				run, err := env.client.GetRun(env.ctx, *s.ChildWorkflowRunID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var in struct {
+					Results []struct {
+						ID string `json:"id"`
+					} `json:"results"`
+				}
+				if err := json.Unmarshal(run.Input, &in); err != nil || len(in.Results) != 1 || in.Results[0].ID != "tagger" {
+					t.Errorf("chunk %s's input: %s (%v); want the results of tagger only", s.StepName, run.Input, err)
+				}
+			}
+			if chunks != 2 {
+				t.Errorf("%d chunk runs, want 2 (iterations 1 and 2)", chunks)
+			}
+		})
+	}
+}
