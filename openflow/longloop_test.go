@@ -214,10 +214,10 @@ func TestVeryLongLoop(t *testing.T) {
 }
 
 // crashLoopFlow is a forloop over flow_input.n items whose body is one
-// bash module, skipped (skip_if) but at every 1000th index, where it
-// appends the index to the file flow_input.log.
-func crashLoopFlow() []byte {
-	mark := map[string]any{"id": "mark", "skip_if": map[string]any{"expr": "flow_input.iter.index % 1000 !== 0"},
+// bash module, skipped (skip_if) but at every index multiple of every,
+// where it appends the index to the file flow_input.log.
+func crashLoopFlow(every int) []byte {
+	mark := map[string]any{"id": "mark", "skip_if": map[string]any{"expr": fmt.Sprintf("flow_input.iter.index %% %d !== 0", every)},
 		"value": map[string]any{"type": "rawscript", "language": "bash",
 			"content": "i=\"$1\"\nlog=\"$2\"\necho \"$i\" >> \"$log\"\necho \"$i\"",
 			"input_transforms": map[string]any{
@@ -231,12 +231,12 @@ func crashLoopFlow() []byte {
 }
 
 // TestLongLoopCrash kills a worker process (kill -9) during a forloop
-// over 100,000 items, about a third of the way through; another worker
-// process finishes the run. Every iteration's step completed exactly
-// once over all the loop's chunk runs, and the 100 that ran a bash
-// script wrote their index once each (the one that may have been
-// executing when the worker died may have written it twice). SQLite;
-// skipped with -short.
+// over 100,000 items on SQLite (5,000 on PostgreSQL), about a third of
+// the way through; another worker process finishes the run. Every
+// iteration's step completed exactly once over all the loop's chunk
+// runs, and the 100 that ran a bash script wrote their index once each
+// (the one that may have been executing when the worker died may have
+// written it twice). Skipped with -short.
 func TestLongLoopCrash(t *testing.T) {
 	if os.Getenv(crashWorkerEnv) != "" {
 		t.Skip("inside a worker process")
@@ -244,15 +244,24 @@ func TestLongLoopCrash(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
-	const n = 100_000
-	cfg, b := crashBackend(t, "sqlite")
+	for kind, n := range map[string]int{"sqlite": 100_000, "postgres": 5_000} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			longLoopCrash(t, kind, n)
+		})
+	}
+}
+
+func longLoopCrash(t *testing.T, kind string, n int) {
+	every := n / 100
+	cfg, b := crashBackend(t, kind)
 	cfg.WorkDir = t.TempDir()
 	client := ow.NewClient(b)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 
 	log := filepath.Join(t.TempDir(), "executions.log")
-	f, err := openflow.Parse(crashLoopFlow())
+	f, err := openflow.Parse(crashLoopFlow(every))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +271,7 @@ func TestLongLoopCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := func() []string { return strings.Fields(readFile(log)) }
-	waitFor(ctx, t, "iteration 30000", func() bool { return len(lines()) >= 31 })
+	waitFor(ctx, t, "a third of the iterations", func() bool { return len(lines()) >= 31 })
 	if err := first.Process.Kill(); err != nil { // SIGKILL: kill -9
 		t.Fatal(err)
 	}
@@ -284,7 +293,7 @@ func TestLongLoopCrash(t *testing.T) {
 	for i := range items {
 		var it iterResult
 		want := fmt.Sprintf("%q", fmt.Sprint(i)) // bash's stdout, a string
-		if i%1000 != 0 {
+		if i%every != 0 {
 			if err := json.Unmarshal(items[i], &it); err != nil || it.Iter.Index != i || string(it.Iter.Value) != fmt.Sprint(i) {
 				t.Fatalf("result %d is %s, want the iteration's flow_input (a skipped module)", i, items[i])
 			}
@@ -293,21 +302,21 @@ func TestLongLoopCrash(t *testing.T) {
 		}
 	}
 
-	// the bash executions: each multiple of 1000 once, but the last one
+	// the bash executions: each multiple of every once, but the last one
 	// before the kill may have run twice
 	counts := map[string]int{}
 	for _, l := range lines() {
 		counts[l]++
 	}
-	for i := 0; i < n; i += 1000 {
+	for i := 0; i < n; i += every {
 		c := counts[fmt.Sprint(i)]
 		if c == 1 || c == 2 && fmt.Sprint(i) == atKill[len(atKill)-1] {
 			continue
 		}
 		t.Errorf("the bash module of iteration %d ran %d times", i, c)
 	}
-	if len(counts) != n/1000 {
-		t.Errorf("%d distinct indexes were written, want %d", len(counts), n/1000)
+	if len(counts) != n/every {
+		t.Errorf("%d distinct indexes were written, want %d", len(counts), n/every)
 	}
 
 	// the steps: over the flow's run and every chunk run, each
