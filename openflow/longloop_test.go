@@ -152,6 +152,21 @@ func TestLongLoop(t *testing.T) {
 					if chunks, all := chunkSteps(env, ids[i]); chunks == 0 || all >= ow.StepLimit {
 						t.Errorf("the run has %d steps, %d of them chunks: want the loop in chunk runs", all, chunks)
 					}
+					// Watch (ow flow run's progress) reports the iterations
+					// run in chunk runs too
+					seen := map[string]int{}
+					if err := openflow.Watch(env.ctx, env.client, ids[i], func(ev openflow.Event) {
+						if strings.HasPrefix(ev.Module, "l[") && strings.HasSuffix(ev.Module, "]/a") && ev.Status == "success" {
+							seen[ev.Module]++
+						}
+					}); err != nil {
+						t.Fatal(err)
+					}
+					for j := 0; j < c.results; j++ {
+						if k := fmt.Sprintf("l[%d]/a", j); seen[k] != 1 {
+							t.Fatalf("Watch reported %s %d times, want once (%d modules reported)", k, seen[k], len(seen))
+						}
+					}
 				})
 			}
 		})
