@@ -145,7 +145,9 @@ func New(opts Options) *Engine {
 	return e
 }
 
-// Workflow returns the workflow that runs the flow of its input.
+// Workflow returns the workflow that runs the flow of its input. A worker
+// running it must also run the chunks of long loops: register
+// [Engine.Workflows], or use [Engine.Register].
 func (e *Engine) Workflow() *ow.Workflow[RunInput, json.RawMessage] { return e.wf }
 
 // Workflows returns the engine's own workflows, which a worker running
