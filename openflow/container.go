@@ -287,76 +287,45 @@ func (r *flowRun) iteration(f *frame, m *Module, akey string, body []*Module, i 
 
 // forLoop runs a forloopflow's iterations (reference §3.4): the result is
 // the array of iteration results in iteration order; a stop inside an
-// iteration only breaks the loop.
+// iteration only breaks the loop. A long loop runs in chunk runs
+// (longloop.go).
 func (r *flowRun) forLoop(f *frame, m *Module, akey string, v ForLoop, pre preRecord) (outcome, error) {
-	n := len(pre.Items)
+	s, _ := newLoopSpec(m, akey, pre.Items, 0)
 	carried := newResultsScope(f.res)
-	results := make([]json.RawMessage, 0, n)
+	var out arrayBuilder
+	var failed bool
+	var err error
 	if !v.Parallel {
-		for i := 0; i < n; i++ {
-			o, scope, err := r.iteration(f, m, akey, v.Modules, i, pre.Items[i], carried, false)
-			if err != nil {
-				return outcome{}, err
-			}
-			scope.mergeInto(carried)
-			results = append(results, o.result)
-			if o.stop != nil {
-				break
-			}
-			if o.failed && !v.SkipFailures {
-				carried.mergeInto(f.res)
-				return outcome{result: encodeArray(results), failed: true}, nil
-			}
-		}
-		carried.mergeInto(f.res)
-		return outcome{result: encodeArray(results)}, nil
+		_, failed, err = r.seqRange(f, s, 0, len(pre.Items), inlineLoopSteps, carried, &out)
+	} else {
+		failed, err = r.parRange(f, s, 0, len(pre.Items), inlineLoopSteps, pre.Parallelism, carried, &out)
+		failed = failed && !v.SkipFailures
 	}
-	scopes := make([]*resultsScope, n)
-	outs, err := r.fanOut(n, pre.Parallelism, func(i int) (outcome, error) {
-		o, scope, err := r.iteration(f, m, akey, v.Modules, i, pre.Items[i], carried, true)
-		scopes[i] = scope
-		return o, err
-	})
 	if err != nil {
 		return outcome{}, err
 	}
-	anyFailed := false
-	for i, o := range outs {
-		results = append(results, o.result)
-		scopes[i].mergeInto(carried)
-		anyFailed = anyFailed || o.failed
-	}
 	carried.mergeInto(f.res)
-	return outcome{result: encodeArray(results), failed: anyFailed && !v.SkipFailures}, nil
+	return outcome{result: out.json(), failed: failed}, nil
 }
 
 // whileLoop runs a whileloopflow until a stop_after_if (in the body or on
 // the loop module) breaks it, or an iteration fails (reference §3.5);
-// iter is {index: n, value: n}. It fails after MaxLoopIterations.
+// iter is {index: n, value: n}. It fails after MaxLoopIterations. A long
+// loop runs in chunk runs (longloop.go).
 func (r *flowRun) whileLoop(f *frame, m *Module, akey string, v WhileLoop) (outcome, error) {
+	s, _ := newLoopSpec(m, akey, nil, 0)
 	carried := newResultsScope(f.res)
-	var results []json.RawMessage
-	for i := 0; ; i++ {
-		if i >= r.e.opts.MaxLoopIterations {
-			carried.mergeInto(f.res)
-			return outcome{result: executionErr(m.ID, fmt.Sprintf("the while loop ran %d iterations without a stop_after_if ending it (the limit is Options.MaxLoopIterations)", i)), failed: true}, nil
-		}
-		o, scope, err := r.iteration(f, m, akey, v.Modules, i, json.RawMessage(strconv.Itoa(i)), carried, false)
-		if err != nil {
-			return outcome{}, err
-		}
-		scope.mergeInto(carried)
-		results = append(results, o.result)
-		if o.stop != nil {
-			break
-		}
-		if o.failed && !v.SkipFailures {
-			carried.mergeInto(f.res)
-			return outcome{result: encodeArray(results), failed: true}, nil
-		}
+	var out arrayBuilder
+	limit := r.e.opts.MaxLoopIterations
+	brk, failed, err := r.seqRange(f, s, 0, limit, inlineLoopSteps, carried, &out)
+	if err != nil {
+		return outcome{}, err
 	}
 	carried.mergeInto(f.res)
-	return outcome{result: encodeArray(results)}, nil
+	if !brk && !failed {
+		return outcome{result: executionErr(m.ID, fmt.Sprintf("the while loop ran %d iterations without a stop_after_if ending it (the limit is Options.MaxLoopIterations)", limit)), failed: true}, nil
+	}
+	return outcome{result: out.json(), failed: failed}, nil
 }
 
 // branchOne runs the chosen branch, or the default (reference §3.6), with
@@ -470,6 +439,7 @@ func (r *flowRun) subflow(f *frame, m *Module, akey string, pre preRecord) (outc
 	}
 	sf := f.child(akey+"/", args, newResultsScope(nil), false)
 	sf.depth = f.depth + 1
+	sf.doc = pre.Flow
 	if sub.Value.FlowEnv != nil {
 		sf.env = sub.Value.FlowEnv
 	}

@@ -44,7 +44,10 @@
 // (skip_if, the iterator, the chosen branch) and after it in "<id>@post"
 // (stop_after_all_iters_if, a computed sleep); bodies' steps are keyed by
 // path: "loop[2]/step", "branch/0/step", "sub/step"; retries are
-// "<id>#1", "<id>#2". A run records at most [ow.StepLimit] steps.
+// "<id>#1", "<id>#2". A run records at most [ow.StepLimit] steps: a loop
+// whose iterations would take more runs them in chunks, child runs of the
+// [LoopWorkflowName] workflow that record the iterations' steps under the
+// same keys ("<id>@chunk[250-749]" is the loop run's step of one chunk).
 //
 // Expressions are JavaScript evaluated with goja in a fresh runtime each
 // time, with Windmill's scope (flow_input, results.<id>, previous_result,

@@ -19,9 +19,9 @@ import (
 const WorkflowName = "openflow"
 
 // DefaultMaxLoopIterations caps a while loop's iterations (Windmill has
-// no cap; reference §7.7): 1000. A run also records at most
-// [ow.StepLimit] steps in all.
-const DefaultMaxLoopIterations = 1000
+// no cap; reference §7.7): 100,000. A while loop longer than a run's
+// [ow.StepLimit] steps allow runs in chunk runs (see [LoopWorkflowName]).
+const DefaultMaxLoopIterations = 100_000
 
 // maxSubflowDepth bounds flows calling flows by path.
 const maxSubflowDepth = 16
@@ -47,7 +47,7 @@ type Options struct {
 	// [DefaultExprTimeout] (10 s).
 	ExprTimeout time.Duration
 	// MaxLoopIterations caps a while loop. Default
-	// [DefaultMaxLoopIterations] (1000).
+	// [DefaultMaxLoopIterations] (100,000).
 	MaxLoopIterations int
 	// Now is the clock of suspend timeouts. Default time.Now.
 	Now func() time.Time
@@ -90,6 +90,7 @@ type Engine struct {
 	runners *runners
 	dirs    *registry
 	wf      *ow.Workflow[RunInput, json.RawMessage]
+	loopWF  *ow.Workflow[chunkInput, chunkOutput]
 
 	mu     sync.Mutex
 	parsed map[[32]byte]*Flow // flows parsed by a pass, by their JSON's hash
@@ -140,11 +141,19 @@ func New(opts Options) *Engine {
 	e := &Engine{opts: opts, ev: newEvaluator(opts.ExprTimeout), runners: newRunners(opts.RunnersDir), dirs: newRegistry(opts.Dirs),
 		parsed: map[[32]byte]*Flow{}}
 	e.wf = ow.Define(ow.Spec{Name: WorkflowName}, e.runInput)
+	e.loopWF = ow.Define(ow.Spec{Name: LoopWorkflowName}, e.runLoopChunk)
 	return e
 }
 
-// Workflow returns the workflow that runs the flow of its input.
+// Workflow returns the workflow that runs the flow of its input. A worker
+// running it must also run the chunks of long loops: register
+// [Engine.Workflows], or use [Engine.Register].
 func (e *Engine) Workflow() *ow.Workflow[RunInput, json.RawMessage] { return e.wf }
+
+// Workflows returns the engine's own workflows, which a worker running
+// flows must register: [Engine.Workflow] and the [LoopWorkflowName]
+// workflow that runs the chunks of long loops.
+func (e *Engine) Workflows() []ow.Definition { return []ow.Definition{e.wf, e.loopWF} }
 
 // DirWorkflows returns one workflow per flow found in [Options].Dirs,
 // named by the flow's path (e.g. "f/team/etl" for f/team/etl.flow.yaml);
@@ -163,8 +172,8 @@ func (e *Engine) DirWorkflows() ([]ow.Definition, error) {
 	}
 	defs := make([]ow.Definition, 0, len(flows))
 	for _, ff := range flows {
-		if ff.path == WorkflowName {
-			return nil, fmt.Errorf("flow %s: the path %q is the name of the engine's own workflow; rename the file", ff.file, WorkflowName)
+		if ff.path == WorkflowName || ff.path == LoopWorkflowName {
+			return nil, fmt.Errorf("flow %s: the path %q is the name of one of the engine's own workflows; rename the file", ff.file, ff.path)
 		}
 		f, err := ParseFile(ff.file)
 		if err != nil {
@@ -194,12 +203,12 @@ func (e *Engine) DirWorkflows() ([]ow.Definition, error) {
 	return defs, nil
 }
 
-// Register registers the engine's workflow and, when includeDirs is true, the
+// Register registers the engine's workflows ([Engine.Workflows]) and, when includeDirs is true, the
 // workflows of its directories ([Engine.DirWorkflows]) on w. It returns
 // DirWorkflows' error for an invalid flow file, or w.Register's (one
 // wrapping ow.ErrAlreadyRegistered for a name registered twice).
 func (e *Engine) Register(w *ow.Worker, includeDirs bool) error {
-	defs := []ow.Definition{e.wf}
+	defs := e.Workflows()
 	if includeDirs {
 		more, err := e.DirWorkflows()
 		if err != nil {

@@ -125,6 +125,12 @@ type flowEnv struct {
 // ends. The returned context bounds the test's waits (3 minutes).
 func startEnv(t testing.TB, kind string, opts ...func(*openflow.Options)) *flowEnv {
 	t.Helper()
+	return startEnvFor(t, kind, 3*time.Minute, opts...)
+}
+
+// startEnvFor is startEnv whose context lasts timeout.
+func startEnvFor(t testing.TB, kind string, timeout time.Duration, opts ...func(*openflow.Options)) *flowEnv {
+	t.Helper()
 	b := newBackend(t, kind)
 	o := openflow.Options{Dirs: []string{testdataDir(t)}, WorkDir: t.TempDir(), Logger: quietLogger()}
 	for _, f := range opts {
@@ -135,7 +141,7 @@ func startEnv(t testing.TB, kind string, opts ...func(*openflow.Options)) *flowE
 	if err := e.Register(w, true); err != nil {
 		t.Fatalf("register: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	t.Cleanup(cancel)
 	if err := w.Start(ctx); err != nil {
 		t.Fatalf("start worker: %v", err)

@@ -52,6 +52,7 @@ type frame struct {
 	depth     int  // flows by path entered
 	shared    bool // same_worker: scripts share ./shared
 	extra     map[string]json.RawMessage
+	doc       json.RawMessage // the JSON of the (sub)flow the modules are in
 }
 
 // child returns a frame for a nested module list.

@@ -36,31 +36,56 @@ const watchPoll = 100 * time.Millisecond
 // when it finishes (and each suspension and durable sleep once when it
 // begins), in the order the steps were recorded, until the run finishes
 // (it returns nil) or ctx ends (ctx's error). It reads the run's steps
-// periodically.
+// periodically, and those of the chunk runs of its long loops, with the
+// same module keys ("l[300]/a"), until each has finished; once the run
+// has finished, it reads the chunk runs still followed once more.
 func Watch(ctx context.Context, c *ow.Client, runID string, fn func(Event)) error {
 	reported := map[string]bool{}
+	following := map[string]bool{runID: true}
+	runs := []string{runID}
+	final := false // the run finished: read the others once more
 	for {
-		run, err := c.GetRun(ctx, runID)
-		if err != nil {
-			return err
-		}
-		done := run.Status.Normalize().Terminal()
-		steps, err := runSteps(ctx, c, runID)
-		if err != nil {
-			return err
-		}
-		for _, s := range steps {
-			key := s.ID + "/" + string(s.Status)
-			if reported[key] {
-				continue
+		var next []string
+		for _, id := range runs {
+			run, err := c.GetRun(ctx, id)
+			if err != nil {
+				return err
 			}
-			if ev, ok := stepEvent(runID, s.StepName, string(s.Kind), string(s.Status.Normalize()), s.Output, s.Context, s.StartedAt, s.FinishedAt); ok {
-				reported[key] = true
-				fn(ev)
+			done := run.Status.Normalize().Terminal()
+			steps, err := runSteps(ctx, c, id)
+			if err != nil {
+				return err
+			}
+			for _, s := range steps {
+				if child := s.ChildWorkflowRunID; child != nil && strings.Contains(s.StepName, "@chunk[") {
+					if !following[*child] {
+						following[*child] = true
+						next = append(next, *child)
+					}
+					continue
+				}
+				key := s.ID + "/" + string(s.Status)
+				if reported[key] {
+					continue
+				}
+				if ev, ok := stepEvent(id, s.StepName, string(s.Kind), string(s.Status.Normalize()), s.Output, s.Context, s.StartedAt, s.FinishedAt); ok {
+					reported[key] = true
+					fn(ev)
+				}
+			}
+			switch {
+			case id == runID && done:
+				final = true
+			case !done && !final:
+				next = append(next, id)
 			}
 		}
-		if done {
-			return nil
+		runs = next
+		if final {
+			if len(runs) == 0 {
+				return nil
+			}
+			continue
 		}
 		select {
 		case <-ctx.Done():

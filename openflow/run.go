@@ -63,7 +63,7 @@ func (e *Engine) execute(ctx ow.Context, f *Flow, args json.RawMessage) (json.Ra
 	info := ctx.RunInfo()
 	r := &flowRun{e: e, ctx: ctx, runID: info.ID, started: info.StartedAt,
 		workRoot: filepath.Join(e.opts.WorkDir, unsafeKeyChars.ReplaceAllString(info.ID, "_"))}
-	top := &frame{flowInput: args, env: f.Value.FlowEnv, res: newResultsScope(nil), shared: f.Value.SameWorker}
+	top := &frame{flowInput: args, env: f.Value.FlowEnv, res: newResultsScope(nil), shared: f.Value.SameWorker, doc: f.JSON()}
 	o, err := r.top(top, f)
 	if err != nil {
 		return nil, err

@@ -88,6 +88,21 @@ func TestFlowRun(t *testing.T) {
 		mustContain(t, "stderr", r.stderr, "✗ boom (bash)", "ow: flow failed (run wrun_")
 	})
 
+	t.Run("a loop longer than a run's 1,000 steps completes", func(t *testing.T) {
+		long := e.writeFlow("long.json", `{"summary": "long loop", "value": {"modules": [{"id": "l", "value": {"type": "forloopflow",
+  "iterator": {"type": "javascript", "expr": "Array.from({length: 1200}, (_, i) => i)"},
+  "modules": [{"id": "a", "value": {"type": "identity"}}]}}]}}`)
+		got := decode[openflow.Result](t, e.ok("flow", "run", long, "--json"))
+		var items []struct {
+			Iter struct {
+				Index int `json:"index"`
+			} `json:"iter"`
+		}
+		if err := json.Unmarshal(got.Result, &items); err != nil || !got.Success || len(items) != 1200 || items[1199].Iter.Index != 1199 {
+			t.Errorf("success %v, %d results (%v), want 1200", got.Success, len(items), err)
+		}
+	})
+
 	t.Run("bad args and bad flows start no run", func(t *testing.T) {
 		before := e.ok("runs", "list", "--json").stdout
 		r := e.run("flow", "run", add, "--args", `{"a": "x"}`)

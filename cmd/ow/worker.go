@@ -92,7 +92,7 @@ func (a *app) flowWorker(cfg *config.Config, b backend.Backend, m telemetry.Metr
 	if err := w.Register(defs...); err != nil {
 		return nil, err
 	}
-	flows := defs[1:]
+	flows := defs[2:]
 	fmt.Fprintf(a.stderr, "worker on %s %s: %d flow(s) from %s, and %q runs\n", cfg.Kind(), cfg.Location(), len(flows), orNone(cfg.OpenFlow.Dirs), openflow.WorkflowName)
 	for _, d := range flows {
 		fmt.Fprintf(a.stderr, "  %s\n", d.Spec().Name)
@@ -100,13 +100,14 @@ func (a *app) flowWorker(cfg *config.Config, b backend.Backend, m telemetry.Metr
 	return w, nil
 }
 
-// flowDefinitions are the "openflow" workflow, first, then one workflow
-// per flow file of cfg's openflow.dirs.
+// flowDefinitions are the engine's two workflows ("openflow" and the
+// chunks of long loops, "openflow.loop"), first, then one workflow per
+// flow file of cfg's openflow.dirs.
 func flowDefinitions(cfg *config.Config) ([]ow.Definition, error) {
 	e := openflow.New(openflow.Options{Dirs: cfg.OpenFlow.Dirs})
 	defs, err := e.DirWorkflows()
 	if err != nil {
 		return nil, fmt.Errorf("openflow.dirs: %w", err)
 	}
-	return append([]ow.Definition{e.Workflow()}, defs...), nil
+	return append(e.Workflows(), defs...), nil
 }
