@@ -489,9 +489,9 @@ func encodeValue(v any) (raw json.RawMessage, err error) {
 // its status, and is left as it is. As OpenWorkflow's users asked in their
 // issue #520.
 //
-// The mark is read before the backend's retry, in a separate read: a run
-// is marked while it runs, before it fails, so a failed run read unmarked
-// can only gain the mark if another retry of it runs in between.
+// The mark is read first, for its reason; the backend's retry checks it
+// again in its own statement (backend.ErrRunNotRetryable), so a run
+// marked by another retry's pass in between is refused all the same.
 func (c *Client) RetryRun(ctx context.Context, p backend.RetryWorkflowRunParams) (*WorkflowRun, error) {
 	reason, marked, err := c.notRetryable(ctx, p.WorkflowRunID)
 	if errors.Is(err, backend.ErrInvalidArgument) {
@@ -504,5 +504,11 @@ func (c *Client) RetryRun(ctx context.Context, p backend.RetryWorkflowRunParams)
 	if marked {
 		return nil, &RunNotRetryableError{RunID: p.WorkflowRunID, Reason: reason}
 	}
-	return c.b.RetryWorkflowRun(ctx, p)
+	run, err := c.b.RetryWorkflowRun(ctx, p)
+	if errors.Is(err, backend.ErrRunNotRetryable) {
+		if reason, _, rerr := c.notRetryable(ctx, p.WorkflowRunID); rerr == nil && reason != "" {
+			return nil, &RunNotRetryableError{RunID: p.WorkflowRunID, Reason: reason}
+		}
+	}
+	return run, err
 }

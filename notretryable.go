@@ -3,7 +3,6 @@ package openworkflow
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/openworkflow-go/openworkflow/backend"
@@ -13,14 +12,14 @@ import (
 // records in a run's history: a completed step whose output is
 // {"reason": "..."}. A user step of that name would mark its run, so do
 // not name a step so.
-const NotRetryableKey = "__not_retryable"
+const NotRetryableKey = backend.NotRetryableStep
 
 // ErrRunNotRetryable is wrapped (by a [*RunNotRetryableError]) by
 // [Client.RetryRun] for a run whose workflow marked it as not to be
 // retried forward ([MarkNotRetryable]): a DAG run that began to compensate,
 // say, whose completed steps were undone. Such a run is over; start a new
 // run (or fork one, [Client.ForkRun]) instead. Test with errors.Is.
-var ErrRunNotRetryable = errors.New("workflow run may not be retried")
+var ErrRunNotRetryable = backend.ErrRunNotRetryable
 
 // RunNotRetryableError is the error of [Client.RetryRun] for a run marked
 // with [MarkNotRetryable]. It wraps [ErrRunNotRetryable].

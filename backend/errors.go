@@ -2,6 +2,13 @@ package backend
 
 import "errors"
 
+// NotRetryableStep is the name of the step that marks a run as never to be
+// retried forward (the root package's MarkNotRetryable records it: a DAG
+// run that began to compensate). RetryWorkflowRun refuses a run whose
+// history holds it completed, in the same statement or transaction as the
+// retry, with [ErrRunNotRetryable].
+const NotRetryableStep = "__not_retryable"
+
 // Sentinel errors returned (wrapped, with the id concerned) by every
 // backend. Test with errors.Is.
 var (
@@ -18,6 +25,11 @@ var (
 	ErrRunTerminal = errors.New("workflow run is in a terminal state")
 	// ErrRunNotFailed: only a failed run can be retried.
 	ErrRunNotFailed = errors.New("workflow run is not failed")
+	// ErrRunNotRetryable: the run's history holds a completed step named
+	// [NotRetryableStep], so RetryWorkflowRun refuses it, whatever its
+	// status (the root package's Client.RetryRun says why, from the
+	// mark's output).
+	ErrRunNotRetryable = errors.New("workflow run may not be retried")
 	// ErrStepNotRunning: the step attempt is not in the status the call
 	// requires.
 	ErrStepNotRunning = errors.New("step attempt is not running")

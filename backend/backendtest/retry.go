@@ -180,6 +180,24 @@ func testRetryWorkflowRun(t *testing.T, s *suite) {
 		})
 	}
 
+	t.Run("refuses a failed run whose history holds a completed NotRetryableStep with ErrRunNotRetryable, and changes nothing", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		w := newWorkerID()
+		r := startRun(t, b, w, backend.CreateWorkflowRunParams{})
+		requireApplied(t, "the run's mark, steps and failure", applyGroups(t, b, []backend.Write{
+			insertStep(r.ID, w, "charge", backend.StepCompleted, `"ch_1"`, ""),
+			insertStep(r.ID, w, backend.NotRetryableStep, backend.StepCompleted, `{"reason":"its compensations began"}`, ""),
+			insertStep(r.ID, w, "ship", backend.StepFailed, "", `{"message":"refused"}`),
+			failWrite(r.ID, w, `{"message":"refused"}`),
+		}))
+		before, steps := getRun(t, b, r.ID), stepsOf(t, b, r.ID)
+		_, err := b.RetryWorkflowRun(t.Context(), backend.RetryWorkflowRunParams{WorkflowRunID: r.ID})
+		requireErrorIs(t, "retry of a marked run", err, backend.ErrRunNotRetryable)
+		requireRun(t, "run after the refused retry", getRun(t, b, r.ID), before)
+		requireStepsAs(t, "attempts after the refused retry", stepsOf(t, b, r.ID), steps)
+	})
+
 	t.Run("refuses an unknown run with ErrRunNotFound", func(t *testing.T) {
 		t.Parallel()
 		b := s.newBackend(t)

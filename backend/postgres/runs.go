@@ -410,6 +410,9 @@ func (b *Backend) RetryWorkflowRun(ctx context.Context, p backend.RetryWorkflowR
 		if err != nil {
 			return nil, fmt.Errorf("retry: %w", err)
 		}
+		if existing.Status.Normalize() == backend.RunFailed {
+			return nil, fmt.Errorf("cannot retry workflow run %s: its history marks it never to be retried forward: %w", p.WorkflowRunID, backend.ErrRunNotRetryable)
+		}
 		return nil, fmt.Errorf("cannot retry workflow run %s with status %s: %w", p.WorkflowRunID, existing.Status, backend.ErrRunNotFailed)
 	}
 	if err != nil {

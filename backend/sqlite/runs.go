@@ -488,6 +488,9 @@ func (b *Backend) RetryWorkflowRun(ctx context.Context, p backend.RetryWorkflowR
 			if err != nil {
 				return err
 			}
+			if existing.Status.Normalize() == backend.RunFailed {
+				return fmt.Errorf("its history marks it never to be retried forward: %w", backend.ErrRunNotRetryable)
+			}
 			return fmt.Errorf("%w: status is %s", backend.ErrRunNotFailed, existing.Status)
 		}
 		if err != nil {

@@ -145,6 +145,12 @@ WITH retried AS (
   FROM (SELECT {{limited($1, (SELECT r."workflow_name" FROM {{schema}}."workflow_runs" AS r WHERE r."namespace_id" = $1 AND r."id" = $2))}} AS "limited") AS lim
   WHERE wr."namespace_id" = $1 AND wr."id" = $2
     AND (wr."status" = 'failed') IS TRUE
+    -- a run marked never to be retried forward (backend.NotRetryableStep)
+    AND NOT EXISTS (
+      SELECT 1 FROM {{schema}}."step_attempts" AS nr
+      WHERE nr."namespace_id" = $1 AND nr."workflow_run_id" = $2
+        AND nr."step_name" = '__not_retryable' AND nr."status" IN ('completed', 'succeeded')
+    )
   RETURNING wr.*, {{notify('work')}} AS notified
 ),
 mark AS (

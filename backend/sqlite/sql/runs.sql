@@ -98,6 +98,12 @@ SET "status" = 'pending',
 WHERE "namespace_id" = :ns
   AND "id" = :run_id
   AND "status" = 'failed'
+  -- a run marked never to be retried forward (backend.NotRetryableStep)
+  AND NOT EXISTS (
+    SELECT 1 FROM "step_attempts" AS nr
+    WHERE nr."namespace_id" = :ns AND nr."workflow_run_id" = :run_id
+      AND nr."step_name" = '__not_retryable' AND nr."status" IN ('completed', 'succeeded')
+  )
 RETURNING {{run_columns}}
 
 -- name: insert_retry_mark
