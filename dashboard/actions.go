@@ -339,15 +339,32 @@ func (d *Dashboard) sendSignal(w http.ResponseWriter, r *http.Request) {
 		}
 		body["data"] = raw
 	}
+	if runID != "" {
+		// From a run's page: to that run, kept until it waits for the
+		// signal (POST /v1/runs/{id}/signals/{name}), as Temporal's users
+		// expect of a signal sent to a run.
+		if form.Signal == "" {
+			fail(&api.Error{Status: http.StatusBadRequest, Code: api.CodeInvalidArgument, Field: "signal", Message: "Give the signal's name."})
+			return
+		}
+		delete(body, "signal")
+		var sent api.RunSignal
+		if err := d.api.post(r.Context(), "/v1/runs/"+url.PathEscape(runID)+"/signals/"+url.PathEscape(form.Signal), body, &sent); err != nil {
+			fail(err)
+			return
+		}
+		done := "signal-kept"
+		if sent.Delivered {
+			done = "signal-delivered"
+		}
+		http.Redirect(w, r, "/runs/"+url.PathEscape(runID)+"?done="+done, http.StatusSeeOther)
+		return
+	}
 	var res api.SignalResult
 	if err := d.api.post(r.Context(), "/v1/signals", body, &res); err != nil {
 		fail(err)
 		return
 	}
 	q := url.Values{"done": {"signaled"}, "n": {strconv.Itoa(len(res.RunIDs))}}
-	if runID == "" {
-		http.Redirect(w, r, "/?"+q.Encode(), http.StatusSeeOther)
-		return
-	}
-	http.Redirect(w, r, "/runs/"+url.PathEscape(runID)+"?"+q.Encode(), http.StatusSeeOther)
+	http.Redirect(w, r, "/?"+q.Encode(), http.StatusSeeOther)
 }

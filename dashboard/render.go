@@ -107,6 +107,9 @@ var notices = map[string]string{
 	"canceled": "Run canceled.",
 	"retried":  "Run retried from its failed step: it is pending again, and its completed steps keep their results.",
 	"signaled": "Signal sent.",
+	// A signal sent from a run's page, to that run (SignalRun).
+	"signal-delivered": "Signal delivered to this run's wait.",
+	"signal-kept":      "Signal kept for this run: its next wait for that name receives it.",
 	"resumed":  "Hook resumed: the payload was delivered.",
 	"approved": "Approved: the flow goes on once the module has all the approvals it requires.",
 	"rejected": "Rejected: the flow fails with SuspendedDisapproved (or goes on, if its suspend continues on disapproval).",
