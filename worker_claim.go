@@ -84,7 +84,7 @@ func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (claimed, asked 
 		if ctx.Err() == nil {
 			w.quarantine(ids)
 		}
-		return 0, len(ids), fmt.Errorf("claim workflow runs: %w", err)
+		return 0, len(ids), err // the backend says what failed ("claim workflow runs: …")
 	}
 	start := func(run *backend.WorkflowRun, hist *[]backend.StepAttempt) {
 		w.mu.Lock()
