@@ -22,19 +22,15 @@ func (a *app) signalCommand() *cobra.Command {
 		Use:   "send <signal>",
 		Short: "Deliver a signal to every run waiting for it now",
 		Long: `Deliver a signal, with optional JSON data, to every run currently waiting
-for it (ow.WaitForSignal). Signals are not buffered: a run that starts
-waiting later does not receive it. With --idempotency-key, sending again
-delivers nothing new and reports the first send's runs.`,
+for it (ow.WaitForSignal). Signals sent by name are not kept: a run that
+starts waiting later does not receive it ('ow runs signal' sends to one
+run and keeps the signal until the run waits). With --idempotency-key,
+sending again delivers nothing new and reports the first send's runs.`,
 		Args: exactArgs("signal"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			raw := json.RawMessage("null")
-			if cmd.Flags().Changed("data") {
-				if !json.Valid([]byte(data)) {
-					var v any
-					err := json.Unmarshal([]byte(data), &v)
-					return fmt.Errorf("invalid --data %q: not JSON (%v); quote strings, e.g. --data '\"text\"' or --data '{\"ok\":true}'", data, err)
-				}
-				raw = json.RawMessage(data)
+			raw, err := signalData(cmd, data)
+			if err != nil {
+				return err
 			}
 			_, b, err := a.openBackend(cmd)
 			if err != nil {
@@ -86,14 +82,9 @@ With --idempotency-key, sending again to the same run and signal stores
 nothing and reports the first send. A finished run refuses the signal.`,
 		Args: exactArgs("run-id", "signal"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			raw := json.RawMessage("null")
-			if cmd.Flags().Changed("data") {
-				if !json.Valid([]byte(data)) {
-					var v any
-					err := json.Unmarshal([]byte(data), &v)
-					return fmt.Errorf("invalid --data %q: not JSON (%v); quote strings, e.g. --data '\"text\"' or --data '{\"ok\":true}'", data, err)
-				}
-				raw = json.RawMessage(data)
+			raw, err := signalData(cmd, data)
+			if err != nil {
+				return err
 			}
 			_, b, err := a.openBackend(cmd)
 			if err != nil {
@@ -121,4 +112,18 @@ nothing and reports the first send. A finished run refuses the signal.`,
 	cmd.Flags().StringVar(&data, "data", "", "JSON payload (default null)")
 	cmd.Flags().StringVar(&key, "idempotency-key", "", "dedupe repeated sends to this run and signal with this key")
 	return cmd
+}
+
+// signalData is a signal command's --data: null when the flag is not
+// given, else its value, which must be JSON.
+func signalData(cmd *cobra.Command, data string) (json.RawMessage, error) {
+	if !cmd.Flags().Changed("data") {
+		return json.RawMessage("null"), nil
+	}
+	if !json.Valid([]byte(data)) {
+		var v any
+		err := json.Unmarshal([]byte(data), &v)
+		return nil, fmt.Errorf("invalid --data %q: not JSON (%v); quote strings, e.g. --data '\"text\"' or --data '{\"ok\":true}'", data, err)
+	}
+	return json.RawMessage(data), nil
 }
