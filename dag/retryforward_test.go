@@ -80,8 +80,8 @@ func TestACompensatedRunIsNotRetriedForward(t *testing.T) {
 
 		// A run with nothing to compensate failed; retrying it runs email
 		// again, and it completes.
+		fail.Store(true) // before the start: a worker may take the run at once
 		plainID := fx.start("plain", nil)
-		fail.Store(true)
 		if st := fx.finish(plainID); st.Status != dag.StatusFailed {
 			t.Fatalf("plain run %s, want failed", st.Status)
 		}
