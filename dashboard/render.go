@@ -110,10 +110,10 @@ var notices = map[string]string{
 	// A signal sent from a run's page, to that run (SignalRun).
 	"signal-delivered": "Signal delivered to this run's wait.",
 	"signal-kept":      "Signal kept for this run: its next wait for that name receives it.",
-	"resumed":  "Hook resumed: the payload was delivered.",
-	"approved": "Approved: the flow goes on once the module has all the approvals it requires.",
-	"rejected": "Rejected: the flow fails with SuspendedDisapproved (or goes on, if its suspend continues on disapproval).",
-	"forked":   "Run forked: this new run reuses the results of the steps before the one chosen, and runs that step and those after it.",
+	"resumed":          "Hook resumed: the payload was delivered.",
+	"approved":         "Approved: the flow goes on once the module has all the approvals it requires.",
+	"rejected":         "Rejected: the flow fails with SuspendedDisapproved (or goes on, if its suspend continues on disapproval).",
+	"forked":           "Run forked: this new run reuses the results of the steps before the one chosen, and runs that step and those after it.",
 
 	"schedule-paused":    "Schedule paused: its ticks start no run until it is resumed.",
 	"schedule-resumed":   "Schedule resumed from its next tick; the ticks that passed while it was paused are not run.",
