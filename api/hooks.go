@@ -36,21 +36,9 @@ func (h *Handler) sendSignal(w http.ResponseWriter, r *http.Request) error {
 	if req.Signal == "" || len(req.Signal) > 255 || !backend.ValidText(req.Signal) {
 		return badField("signal", "signal is required: 1 to 255 bytes of text, the name runs wait on")
 	}
-	if req.Data != nil {
-		if err := backend.ValidateJSON(req.Data); err != nil {
-			return badField("data", "data cannot be stored: %s", err)
-		}
-	}
-	key := ""
-	if k := req.IdempotencyKey; k != nil {
-		if *k == "" || len(*k) > 255 || !backend.ValidText(*k) {
-			return badField("idempotencyKey", "idempotencyKey must be 1 to 255 bytes of text")
-		}
-		key = *k
-	}
-	var data any
-	if req.Data != nil {
-		data = req.Data
+	data, key, err := signalBody(req.Data, req.IdempotencyKey)
+	if err != nil {
+		return err
 	}
 	ids, err := h.c.SendSignal(r.Context(), req.Signal, data, key)
 	if err != nil {
@@ -98,21 +86,9 @@ func (h *Handler) signalRun(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &req, true); err != nil {
 		return err
 	}
-	if req.Data != nil {
-		if err := backend.ValidateJSON(req.Data); err != nil {
-			return badField("data", "data cannot be stored: %s", err)
-		}
-	}
-	key := ""
-	if k := req.IdempotencyKey; k != nil {
-		if *k == "" || len(*k) > 255 || !backend.ValidText(*k) {
-			return badField("idempotencyKey", "idempotencyKey must be 1 to 255 bytes of text")
-		}
-		key = *k
-	}
-	var data any
-	if req.Data != nil {
-		data = req.Data
+	data, key, err := signalBody(req.Data, req.IdempotencyKey)
+	if err != nil {
+		return err
 	}
 	s, err := h.c.SignalRun(r.Context(), id, name, data, key)
 	if err != nil {
@@ -276,4 +252,23 @@ func (h *Handler) listRunHooks(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, listOf(hooks, nil, func(hk *backend.Hook) Hook { return HookOf(hk, !all) }))
 	return nil
+}
+
+// signalBody checks a signal's data and idempotency key, as both sends
+// (by name, and to one run) take them: data nil when absent (null), key
+// "" when absent.
+func signalBody(raw json.RawMessage, idempotencyKey *string) (data any, key string, err error) {
+	if raw != nil {
+		if err := backend.ValidateJSON(raw); err != nil {
+			return nil, "", badField("data", "data cannot be stored: %s", err)
+		}
+		data = raw
+	}
+	if k := idempotencyKey; k != nil {
+		if *k == "" || len(*k) > 255 || !backend.ValidText(*k) {
+			return nil, "", badField("idempotencyKey", "idempotencyKey must be 1 to 255 bytes of text")
+		}
+		key = *k
+	}
+	return data, key, nil
 }
