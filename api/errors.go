@@ -33,8 +33,14 @@ const (
 	// a DAG run that began to compensate), whatever its status; start a
 	// new run, or fork one, instead.
 	CodeRunNotRetryable Code = "run_not_retryable"
-	CodeHookConflict    Code = "hook_conflict" // 409: the token is held by another live hook
-	CodeStreamClosed    Code = "stream_closed" // 409
+	// CodeRunNotCanceled (409): POST /v1/runs/{id}/resume on a failed
+	// run; retry it (POST /v1/runs/{id}/retry) instead.
+	CodeRunNotCanceled Code = "run_not_canceled"
+	// CodeDeadlinePassed (409): POST /v1/runs/{id}/resume on a canceled
+	// run whose deadline has passed; fork it instead.
+	CodeDeadlinePassed Code = "deadline_passed"
+	CodeHookConflict   Code = "hook_conflict" // 409: the token is held by another live hook
+	CodeStreamClosed   Code = "stream_closed" // 409
 	// CodeIdempotencyConflict (409): POST /v1/runs with an idempotency key
 	// that started a run of another input within 24 hours; the message
 	// names that run, which the start did not change.
@@ -104,6 +110,10 @@ func asAPIError(err error, field string) *Error {
 		return errorf(http.StatusConflict, CodeRunNotRetryable, "", "%s", err)
 	case errors.Is(err, backend.ErrRunNotFailed):
 		return errorf(http.StatusConflict, CodeRunNotFailed, "", "%s", err)
+	case errors.Is(err, backend.ErrRunNotCanceled):
+		return errorf(http.StatusConflict, CodeRunNotCanceled, "", "%s", err)
+	case errors.Is(err, backend.ErrDeadlinePassed):
+		return errorf(http.StatusConflict, CodeDeadlinePassed, "", "%s", err)
 	case errors.Is(err, ow.ErrIdempotencyConflict):
 		return errorf(http.StatusConflict, CodeIdempotencyConflict, "idempotencyKey", "%s", err)
 	case errors.Is(err, backend.ErrHookConflict):
