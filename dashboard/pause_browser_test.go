@@ -1,6 +1,7 @@
 package dashboard_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -39,6 +40,22 @@ func TestBrowserPauseResume(t *testing.T) {
 			t.Errorf("the explanation %q does not give the deadline rule", got)
 		}
 		b.screenshot(name + "-paused-run")
+		for _, scheme := range []string{"dark", "light"} {
+			b.colorScheme(scheme)
+			b.open("/runs/" + id)
+			b.until("the page's script", `document.readyState === 'complete'`)
+			var check struct {
+				Problems []string
+				Texts    int
+			}
+			raw := eval[string](b, a11yProblems)
+			if err := json.Unmarshal([]byte(raw), &check); err != nil {
+				t.Fatalf("a11y check answer %s: %v", raw, err)
+			}
+			for _, p := range check.Problems {
+				t.Errorf("paused run (%s): %s", scheme, p)
+			}
+		}
 
 		b.open("/")
 		b.until("the list", `document.querySelector('#runs-table') !== null`)
