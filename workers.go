@@ -119,3 +119,44 @@ func summarizeWorkflows(workers []backend.WorkerRecord, counts []backend.Workflo
 	})
 	return out
 }
+
+// NoLiveWorkerMessage is the sentence a run page and `ow runs get` show
+// for an active run of a workflow no live worker serves: it names the
+// workflow and version and says what to do. TypeScript workers write no
+// record, so a run one of them would take is said unserved too, and the
+// sentence says so.
+func NoLiveWorkerMessage(name, version string) string {
+	v := ""
+	if version != "" {
+		v = " (version " + version + ")"
+	}
+	return fmt.Sprintf("no live worker serves workflow %q%s: the run waits until one registers it; start one with "+
+		"ow.NewWorker(…).Register(yourWorkflow) in your program (or ow worker / ow dev for flows and the samples), "+
+		"and check with ow workflows (TypeScript workers are not listed there)", name, v)
+}
+
+// UnservedReason returns [NoLiveWorkerMessage] for r when it is pending
+// or running and no running worker of the registry registered its
+// workflow (name and version); "" when it is finished, when it is served,
+// or when the backend keeps no registry of workers. Errors are the
+// backend's.
+func (c *Client) UnservedReason(ctx context.Context, r *backend.WorkflowRun) (string, error) {
+	wr, ok := c.b.(backend.WorkerRegistry)
+	if !ok || r.Status.Terminal() {
+		return "", nil
+	}
+	ws, err := wr.ListWorkers(ctx)
+	if err != nil {
+		return "", err
+	}
+	version := ""
+	if r.Version != nil {
+		version = *r.Version
+	}
+	for _, w := range ws {
+		if w.Live() && slices.ContainsFunc(w.Workflows, func(rw backend.RegisteredWorkflow) bool { return rw.Name == r.WorkflowName && rw.Version == version }) {
+			return "", nil
+		}
+	}
+	return NoLiveWorkerMessage(r.WorkflowName, version), nil
+}

@@ -70,6 +70,8 @@ or:          ow init app  (a Go module of your own, with a workflow and a worker
 	}
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
+	root.Version = readBuildVersion().String()
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%w (see '%s --help')", flagError(err), c.CommandPath())
 	})
@@ -82,7 +84,8 @@ or:          ow init app  (a Go module of your own, with a workflow and a worker
 	f.BoolVar(&a.jsonOut, "json", false, "print one JSON document on stdout instead of text")
 
 	root.AddCommand(a.migrateCommand(), a.runsCommand(), a.signalCommand(), a.doctorCommand(), a.demoCommand(), a.benchCommand(),
-		a.flowCommand(), a.workerCommand(), a.serverCommand(), a.hooksCommand(), a.devCommand(), a.initCommand(), a.schedulesCommand(), a.limitsCommand())
+		a.flowCommand(), a.workerCommand(), a.serverCommand(), a.hooksCommand(), a.devCommand(), a.initCommand(), a.schedulesCommand(), a.limitsCommand(),
+		a.versionCommand(), a.workersCommand(), a.workflowsCommand())
 	return root
 }
 

@@ -137,6 +137,9 @@ func (a *app) runsGetCommand() *cobra.Command {
 			if st, err := dag.StatusOf(run, d.Steps); err == nil {
 				d.DAG = st
 			}
+			if d.Unserved, err = c.UnservedReason(ctx, run); err != nil {
+				return err
+			}
 			if a.jsonOut {
 				return a.printJSON(d)
 			}
