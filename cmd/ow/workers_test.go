@@ -33,7 +33,7 @@ func TestWorkersListsAnIdleWorkerAndWorkflowsSaysWhoServes(t *testing.T) {
 			t.Fatal(err)
 		}
 		out = e.ok("workflows").stdout
-		if !regexp.MustCompile(`(?m)^greet\s+v1\s+` + regexp.QuoteMeta(ws[0].ID) + `\s+0\s+0\s+\{"name":"Ada"\}\s*$`).MatchString(out) ||
+		if !regexp.MustCompile(`(?m)^greet\s+v1\s+`+regexp.QuoteMeta(ws[0].ID)+`\s+0\s+0\s+\{"name":"Ada"\}\s*$`).MatchString(out) ||
 			!regexp.MustCompile(`(?m)^orphan\s+-\s+nobody\s+1\s+0\s+-\s*$`).MatchString(out) {
 			t.Fatalf("ow workflows:\n%s\nwant greet served by %s with its example, and orphan served by nobody with 1 pending run", out, ws[0].ID)
 		}
