@@ -31,6 +31,7 @@ type app struct {
 	jsonOut     bool
 	concurrency int     // only on commands that run a worker
 	serverAddr  *string // --addr of ow server, when given
+	inv         string  // how the user runs ow, for hints ("ow", or "go run ./cmd/ow"; see invocationFor)
 
 	cfg *config.Config // the configuration loaded, once loaded
 }
@@ -38,14 +39,14 @@ type app struct {
 // execute runs the ow command line with args and returns the exit status:
 // 0 on success, 1 after printing the error to stderr.
 func execute(ctx context.Context, args []string, stdout, stderr io.Writer, dir string) int {
-	a := &app{stdout: stdout, stderr: stderr, dir: dir}
+	a := &app{stdout: stdout, stderr: stderr, dir: dir, inv: invocation()}
 	root := a.rootCommand()
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
 		if a.cfg != nil {
 			err = a.cfg.ExplainError(ctx, err) // a damaged SQLite file says so
 		}
-		fmt.Fprintln(stderr, "ow:", err)
+		fmt.Fprintln(stderr, "ow:", a.hint(err.Error()))
 		return 1
 	}
 	return 0

@@ -71,7 +71,7 @@ of the next page: pass it back with --cursor.`,
 			if a.jsonOut {
 				return a.printJSON(page)
 			}
-			return a.printRuns(page, nextPageCommand(cmd))
+			return a.printRuns(page, nextPageCommand(cmd, a.inv))
 		},
 	}
 	f := c.Flags()
