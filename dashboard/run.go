@@ -221,7 +221,8 @@ func (d *Dashboard) loadRun(ctx context.Context, id string, now time.Time) (*run
 	data.CanCancel = !data.Terminal
 	if !data.Terminal {
 		if data.Unserved, err = d.unserved(ctx, run); err != nil {
-			return nil, err
+			// Advisory, as the registry is: the run is shown all the same.
+			data.Unserved = "Whether a live worker serves this workflow could not be read: " + err.Error()
 		}
 		h.Write([]byte(data.Unserved)) // a worker starting or going changes the page
 	}
