@@ -90,8 +90,8 @@ func (d *Dashboard) startForm(w http.ResponseWriter, r *http.Request) {
 	}
 	var err error
 	if f.Registered, err = d.loadRegistered(r.Context()); err != nil {
-		d.failAPI(w, r, "The registered workflows could not be listed", err)
-		return
+		// A convenience: the form works without the list.
+		f.Problem = "The registered workflows could not be listed: " + err.Error()
 	}
 	// ?workflow=name[&version=v] without a run to copy: the workflow's
 	// example input, as choosing it in the list does.
