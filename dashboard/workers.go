@@ -107,6 +107,10 @@ type workerView struct {
 	// Expired: every lease it holds has expired (the worker is gone or
 	// stuck).
 	Expired bool
+	// InUse and Free are the slots in use and free: the record's, or more
+	// in use when the worker holds more unexpired leases than its last
+	// heartbeat counted (it claimed since).
+	InUse, Free int
 }
 
 // Down reports a worker that claims nothing: stopped or gone by its
@@ -200,6 +204,14 @@ func (d *Dashboard) loadWorkers(ctx context.Context, now time.Time) (*workersDat
 			byID[rec.ID] = wv
 		}
 		wv.Record = rec
+		held := 0
+		for _, hr := range wv.Runs {
+			if !hr.Expired {
+				held++
+			}
+		}
+		wv.InUse = min(max(rec.InUse, held), rec.Concurrency)
+		wv.Free = rec.Concurrency - wv.InUse
 	}
 	for _, wv := range byID {
 		data.Workers = append(data.Workers, *wv)
