@@ -111,8 +111,8 @@ func (w *Worker) Start(ctx context.Context) error {
 		return err
 	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if w.started {
+		w.mu.Unlock()
 		return errors.New("openworkflow: worker already started")
 	}
 	w.started = true
@@ -128,8 +128,9 @@ func (w *Worker) Start(ctx context.Context) error {
 		w.m.ObserveWorker(true, w.opts.Concurrency)
 	}
 	w.mu.Unlock()
-	w.putRecord(ctx, backend.WorkerRunning) // before the loop: its heartbeats come after
-	w.mu.Lock()
+	// Recorded before the loop starts, so that its heartbeats, and Stop's
+	// draining and stopped (which wait for the loop), come after.
+	w.putRecord(ctx, backend.WorkerRunning)
 	go w.loop(loopCtx, events)
 	return nil
 }
