@@ -36,6 +36,7 @@ type Worker struct {
 	quarantined  []string         // worker ids of slots a failed claim may hold runs for (see quarantine)
 	limits       workerLimits     // the limits of the registered workflows (limits.go)
 	started      bool
+	startedAt    time.Time                   // when Start ran, by Now (the registry record's)
 	stopObserved sync.Once                   // the worker's stop is reported to m once
 	schedules    []backend.PutScheduleParams // put by Start (RegisterSchedules)
 
@@ -110,11 +111,12 @@ func (w *Worker) Start(ctx context.Context) error {
 		return err
 	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if w.started {
+		w.mu.Unlock()
 		return errors.New("openworkflow: worker already started")
 	}
 	w.started = true
+	w.startedAt = w.opts.Now()
 	loopCtx, cancel := context.WithCancel(context.Background())
 	w.loopCancel = cancel
 	w.loopDone = make(chan struct{})
@@ -125,6 +127,10 @@ func (w *Worker) Start(ctx context.Context) error {
 	if w.m != nil {
 		w.m.ObserveWorker(true, w.opts.Concurrency)
 	}
+	w.mu.Unlock()
+	// Recorded before the loop starts, so that its heartbeats, and Stop's
+	// draining and stopped (which wait for the loop), come after.
+	w.putRecord(ctx, backend.WorkerRunning)
 	go w.loop(loopCtx, events)
 	return nil
 }
@@ -195,6 +201,8 @@ func (w *Worker) Stop(ctx context.Context) error {
 		if w.m != nil {
 			defer w.stopObserved.Do(func() { w.m.ObserveWorker(false, w.opts.Concurrency) })
 		}
+		w.putRecord(ctx, backend.WorkerDraining)
+		defer w.putRecord(ctx, backend.WorkerStopped)
 	}
 	done := make(chan struct{})
 	go func() { w.passes.Wait(); close(done) }()

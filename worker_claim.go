@@ -296,6 +296,13 @@ func (w *Worker) loop(ctx context.Context, events <-chan backend.Event) {
 			w.scheduleLoop(ctx, ss)
 		}()
 	}
+	if w.workerRegistry() != nil {
+		listener.Add(1)
+		go func() {
+			defer listener.Done()
+			w.registryLoop(ctx)
+		}()
+	}
 	idle := 0
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()

@@ -124,6 +124,16 @@ type WorkerOptions struct {
 	// Concurrency, and at least 10, so that such code at most doubles
 	// what a worker runs.
 	MaxAbandonedSteps int
+	// RegistryInterval is how often the worker writes its record to the
+	// backend's registry of workers (backend.WorkerRegistry: id, host,
+	// process, SDK version, registered workflows, slots in use), in real
+	// time; it also writes it when it starts and, draining then stopped,
+	// when it stops. Each write is one small upsert, on no claim or step
+	// path: 0.1 commits/s per worker at the default. A worker silent for 3
+	// intervals is shown gone, and forgotten after 24 h. Default 10 s;
+	// negative: the worker writes no record (it is then shown only by the
+	// runs it holds).
+	RegistryInterval time.Duration
 }
 
 func (o WorkerOptions) withDefaults() WorkerOptions {
@@ -153,6 +163,9 @@ func (o WorkerOptions) withDefaults() WorkerOptions {
 	}
 	if o.MaxAbandonedSteps <= 0 {
 		o.MaxAbandonedSteps = max(o.Concurrency, 10)
+	}
+	if o.RegistryInterval == 0 {
+		o.RegistryInterval = defaultRegistryInterval
 	}
 	if o.RunningStepAfter <= 0 {
 		o.RunningStepAfter = 50 * time.Millisecond

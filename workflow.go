@@ -28,6 +28,12 @@ type Spec struct {
 	// They are per workflow name: versions registered on one worker must
 	// agree.
 	Limits Limits
+	// InputExample is an example input of the workflow as JSON text
+	// (e.g. `{"orderId": "o-1"}`), written by the workers that register it
+	// to the registry of workers, so that the dashboard's start form
+	// offers it and `ow workflows` shows it. Empty: none. Registering a
+	// workflow whose example is not JSON fails.
+	InputExample string
 }
 
 func (s Spec) key() string { return registryKey(s.Name, versionPtr(s.Version)) }
@@ -137,6 +143,11 @@ func (r *registry) register(defs ...Definition) error {
 		s := d.Spec()
 		if !d.hasBody() {
 			return fmt.Errorf("register workflow %s: it was declared without a body (use Define)", s)
+		}
+		if s.InputExample != "" {
+			if err := backend.ValidateJSON([]byte(s.InputExample)); err != nil {
+				return fmt.Errorf("register workflow %s: Spec.InputExample is not storable JSON: %w", s, err)
+			}
 		}
 		if _, dup := r.defs[s.key()]; dup {
 			return fmt.Errorf("register workflow %s: %w", s, ErrAlreadyRegistered)

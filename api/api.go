@@ -214,6 +214,8 @@ var routeTable = []Route{
 	{"POST", "/v1/schedules/{name}/resume", "resumeSchedule", write, (*Handler).resumeSchedule},
 	{"POST", "/v1/schedules/{name}/trigger", "triggerSchedule", write, (*Handler).triggerSchedule},
 	{"GET", "/v1/limits", "listLimits", read, (*Handler).listLimits},
+	{"GET", "/v1/workers", "listWorkers", read, (*Handler).listWorkers},
+	{"GET", "/v1/workflows", "listWorkflows", read, (*Handler).listWorkflows},
 }
 
 // New returns the API handler over c. Its operations are those of c (and

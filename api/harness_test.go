@@ -151,7 +151,7 @@ func newServer(t *testing.T, b backend.Backend, opts api.Options) *server {
 var failing sync.Map
 
 func testWorkflows(c *calls) []ow.Definition {
-	add := ow.Define(ow.Spec{Name: "add"}, func(ctx ow.Context, in struct{ A, B int }) (int, error) {
+	add := ow.Define(ow.Spec{Name: "add", InputExample: `{"A": 2, "B": 3}`}, func(ctx ow.Context, in struct{ A, B int }) (int, error) {
 		return ow.Run(ctx, "sum", func(context.Context) (int, error) { c.add("add/sum"); return in.A + in.B, nil })
 	})
 	echo := ow.Define(ow.Spec{Name: "echo"}, func(ctx ow.Context, in json.RawMessage) (json.RawMessage, error) {

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,6 +34,42 @@ type startFormData struct {
 	Problem  string
 	// From is the run the form was prefilled from, if any.
 	From string
+	// Registered are the workflows of the registry of workers (GET
+	// /v1/workflows) to choose from, each with its example input.
+	Registered []registeredChoice
+}
+
+// registeredChoice is a workflow the start form offers: one a worker of
+// the registry registered, with the example input its spec gives
+// (indented; "" for none) and whether a live worker serves it.
+type registeredChoice struct {
+	Name, Version, Example string
+	Served                 bool
+}
+
+// loadRegistered reads the registered workflows for the start form; a
+// backend without a registry (501) offers none.
+func (d *Dashboard) loadRegistered(ctx context.Context) ([]registeredChoice, error) {
+	var page api.List[api.WorkflowSummary]
+	if err := d.api.get(ctx, "/v1/workflows", nil, &page); err != nil {
+		if apiCode(err) == api.CodeNotSupported {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var out []registeredChoice
+	for _, s := range page.Data {
+		if !s.Registered {
+			continue
+		}
+		c := registeredChoice{Name: s.Name, Version: deref(s.Version), Served: s.Served}
+		var buf bytes.Buffer
+		if string(s.InputExample) != "null" && json.Indent(&buf, s.InputExample, "", "  ") == nil {
+			c.Example = buf.String()
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 func (d *Dashboard) startForm(w http.ResponseWriter, r *http.Request) {
@@ -49,6 +86,21 @@ func (d *Dashboard) startForm(w http.ResponseWriter, r *http.Request) {
 		var buf bytes.Buffer
 		if len(run.Input) > 0 && json.Indent(&buf, run.Input, "", "  ") == nil {
 			f.Input = buf.String() // whole, not cut as for display: it is sent again
+		}
+	}
+	var err error
+	if f.Registered, err = d.loadRegistered(r.Context()); err != nil {
+		// A convenience: the form works without the list.
+		f.Problem = "The registered workflows could not be listed: " + err.Error()
+	}
+	// ?workflow=name[&version=v] without a run to copy: the workflow's
+	// example input, as choosing it in the list does.
+	if f.From == "" && f.Workflow != "" {
+		f.Version = q.Get("version")
+		for _, c := range f.Registered {
+			if c.Name == f.Workflow && c.Version == f.Version && c.Example != "" {
+				f.Input = c.Example
+			}
 		}
 	}
 	d.render(w, r, http.StatusOK, "start", d.view(r, "Start a run", "start", &f))
@@ -118,6 +170,7 @@ func (d *Dashboard) startRun(w http.ResponseWriter, r *http.Request) {
 			f.Problem = err.Error()
 		}
 	}
+	f.Registered, _ = d.loadRegistered(r.Context()) // the list is a convenience: the form shows without it
 	v := d.view(r, "Start a run", "start", &f)
 	v.Problem = "The run was not started: correct what is marked below."
 	d.render(w, r, status, "start", v)

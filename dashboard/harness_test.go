@@ -209,7 +209,7 @@ func (g *gates) wait(ctx context.Context, key string) error {
 // failing holds the keys whose "charge" step fails.
 var failing sync.Map
 
-var greet = ow.Define(ow.Spec{Name: "greet"}, func(ctx ow.Context, name string) (string, error) {
+var greet = ow.Define(ow.Spec{Name: "greet", InputExample: `"Ada Lovelace"`}, func(ctx ow.Context, name string) (string, error) {
 	return ow.Run(ctx, "shout", func(context.Context) (string, error) { return "hello, " + strings.ToUpper(name), nil })
 })
 

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	ow "github.com/openworkflow-go/openworkflow"
 	"github.com/openworkflow-go/openworkflow/api"
 	"github.com/openworkflow-go/openworkflow/backend"
 )
@@ -66,6 +67,9 @@ type runData struct {
 	// Form holds the values of an action's form that failed, to show
 	// them again beside the error.
 	Form actionForm
+	// Unserved says that no live worker serves the active run's workflow
+	// (ow.NoLiveWorkerMessage); "" when one does, or for a finished run.
+	Unserved string
 
 	// fingerprint hashes the API answers the page was made from, so a
 	// live view sends an update only when something changed.
@@ -221,6 +225,13 @@ func (d *Dashboard) loadRun(ctx context.Context, id string, now time.Time) (*run
 	data.CanCancel = !data.Terminal
 	data.CanPause = !data.Terminal && !run.Paused
 	data.CanResume = run.Paused || run.Status == "canceled"
+	if !data.Terminal {
+		if data.Unserved, err = d.unserved(ctx, run); err != nil {
+			// Advisory, as the registry is: the run is shown all the same.
+			data.Unserved = "Whether a live worker serves this workflow could not be read: " + err.Error()
+		}
+		h.Write([]byte(data.Unserved)) // a worker starting or going changes the page
+	}
 	// A DAG run that compensated is stored failed, but its steps were
 	// undone: the API refuses to retry it forward (run_not_retryable).
 	data.CanRetry = run.Status == "failed" && (data.DAG == nil ||
@@ -289,4 +300,24 @@ func (d *Dashboard) loadRun(ctx context.Context, id string, now time.Time) (*run
 	}
 	copy(data.fingerprint[:], h.Sum(nil))
 	return data, ctx.Err()
+}
+
+// unserved returns ow.NoLiveWorkerMessage for run when no live worker of
+// the registry (GET /v1/workflows) serves its workflow and version; ""
+// when one does, or when the backend keeps no registry.
+func (d *Dashboard) unserved(ctx context.Context, run *api.Run) (string, error) {
+	var page api.List[api.WorkflowSummary]
+	if err := d.api.get(ctx, "/v1/workflows", nil, &page); err != nil {
+		if apiCode(err) == api.CodeNotSupported {
+			return "", nil
+		}
+		return "", err
+	}
+	version := deref(run.Version)
+	for _, s := range page.Data {
+		if s.Name == run.WorkflowName && deref(s.Version) == version && s.Served {
+			return "", nil
+		}
+	}
+	return ow.NoLiveWorkerMessage(run.WorkflowName, version), nil
 }

@@ -12,13 +12,15 @@ import (
 	"github.com/openworkflow-go/openworkflow/api"
 )
 
-// The workers view is derived from the runs: there is no table of
-// workers (a worker writes nothing but its runs' rows), so a worker is
-// seen through the running runs it leases. A run's worker id is a slot
+// The workers view joins two sources. The registry of workers (GET
+// /v1/workers, go migration 17): every Go worker writes its record at
+// start, every RegistryInterval and at stop, so idle workers are listed,
+// with their state (gone after 3 missed heartbeats), slots and
+// registered workflows. And the running runs: a run's worker id is a slot
 // id, "<worker id>/<slot>" from this SDK; a heartbeat renews the lease
 // (available_at) and sets updated_at, so a run's updated_at is its
-// worker's last sign of life for it (a heartbeat or a step's write). A
-// worker that holds no run is not seen.
+// worker's last sign of life for it. TypeScript workers write no record
+// and are seen only through the runs they hold.
 
 // workersData is the workers page.
 type workersData struct {
@@ -31,6 +33,9 @@ type workersData struct {
 	// Limits are the workflows' stored limits (none when the backend
 	// keeps none).
 	Limits []limitView
+	// Registry: the backend keeps a registry of workers (GET /v1/workers
+	// answered).
+	Registry bool
 }
 
 // limitView is a workflow's stored limits in words, and the different
@@ -90,14 +95,31 @@ func (d *Dashboard) loadLimits(ctx context.Context) ([]limitView, error) {
 }
 
 type workerView struct {
-	ID   string
-	Runs []heldRun
+	ID string
+	// Record is the worker's record in the registry; nil for a worker
+	// seen only through its runs (a TypeScript worker, or a backend
+	// without a registry).
+	Record *api.Worker
+	Runs   []heldRun
 	// LastSeen is the latest updated_at of its runs; LeaseUntil the latest
 	// lease expiry.
 	LastSeen, LeaseUntil time.Time
 	// Expired: every lease it holds has expired (the worker is gone or
 	// stuck).
 	Expired bool
+	// InUse and Free are the slots in use and free: the record's, or more
+	// in use when the worker holds more unexpired leases than its last
+	// heartbeat counted (it claimed since).
+	InUse, Free int
+}
+
+// Down reports a worker that claims nothing: stopped or gone by its
+// record, or, without one, holding only expired leases.
+func (v workerView) Down() bool {
+	if v.Record != nil {
+		return v.Record.State == "stopped" || v.Record.State == "gone"
+	}
+	return v.Expired
 }
 
 type heldRun struct {
@@ -167,13 +189,37 @@ func (d *Dashboard) loadWorkers(ctx context.Context, now time.Time) (*workersDat
 		}
 		cursor = *page.Cursor
 	}
+	var reg api.List[api.Worker]
+	switch err := d.api.get(ctx, "/v1/workers", nil, &reg); {
+	case err == nil:
+		data.Registry = true
+	case apiCode(err) != api.CodeNotSupported:
+		return nil, err
+	}
+	for i := range reg.Data {
+		rec := &reg.Data[i]
+		wv := byID[rec.ID]
+		if wv == nil {
+			wv = &workerView{ID: rec.ID}
+			byID[rec.ID] = wv
+		}
+		wv.Record = rec
+		held := 0
+		for _, hr := range wv.Runs {
+			if !hr.Expired {
+				held++
+			}
+		}
+		wv.InUse = min(max(rec.InUse, held), rec.Concurrency)
+		wv.Free = rec.Concurrency - wv.InUse
+	}
 	for _, wv := range byID {
 		data.Workers = append(data.Workers, *wv)
 	}
-	// Live workers first, then by id.
+	// Workers claiming runs first, then by id.
 	slices.SortFunc(data.Workers, func(a, b workerView) int {
-		if a.Expired != b.Expired {
-			if a.Expired {
+		if a.Down() != b.Down() {
+			if a.Down() {
 				return 1
 			}
 			return -1

@@ -130,6 +130,7 @@ func Run(t *testing.T, h Harness) {
 		{"Limits", testLimits},
 		{"Limit audit", testLimitAudit},
 		{"Limit backlog", testLimitBacklog},
+		{"WorkerRegistry", testWorkerRegistry},
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {

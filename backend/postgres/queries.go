@@ -137,6 +137,10 @@ type queries struct {
 	PutDefinition   string `sql:"put_definition"`
 	GetDefinition   string `sql:"get_definition"`
 	ListDefinitions string `sql:"list_definitions"`
+	// workers.sql
+	PutWorker                 string `sql:"put_worker"`
+	ListWorkers               string `sql:"list_workers"`
+	CountActiveRunsByWorkflow string `sql:"count_active_runs_by_workflow"`
 	// schedules.sql
 	PutSchedule           string `sql:"put_schedule"`
 	GetSchedule           string `sql:"get_schedule"`

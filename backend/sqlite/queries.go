@@ -141,6 +141,11 @@ type queries struct {
 	PutDefinition   string `sql:"put_definition"`
 	GetDefinition   string `sql:"get_definition"`
 	ListDefinitions string `sql:"list_definitions"`
+	// workers.sql
+	ForgetWorkers             string `sql:"forget_workers"`
+	PutWorker                 string `sql:"put_worker"`
+	ListWorkers               string `sql:"list_workers"`
+	CountActiveRunsByWorkflow string `sql:"count_active_runs_by_workflow"`
 	// schedules.sql
 	PutSchedule           string `sql:"put_schedule"`
 	GetSchedule           string `sql:"get_schedule"`

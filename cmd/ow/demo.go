@@ -84,7 +84,7 @@ never execute (and print) each other's runs.`,
 			if a.jsonOut {
 				return a.printJSON(res)
 			}
-			return printReport(a.stdout, res, time.Since(start))
+			return printReport(a.stdout, res, time.Since(start), a.inv)
 		},
 	}
 	f := c.Flags()
@@ -96,11 +96,13 @@ never execute (and print) each other's runs.`,
 	return c
 }
 
-func printReport(w io.Writer, res *goindex.DemoResult, took time.Duration) error {
+// printReport prints the demo's report and how to inspect the run with
+// ow, run as inv (see invocationFor).
+func printReport(w io.Writer, res *goindex.DemoResult, took time.Duration, inv string) error {
 	fmt.Fprintln(w)
 	if err := res.Report.WriteText(w); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\ndone in %s: run %s; inspect it with 'ow runs get %s'\n", formatDuration(took), res.RunID, res.RunID)
+	fmt.Fprintf(w, "\ndone in %s: run %s; inspect it with '%s runs get %s'\n", formatDuration(took), res.RunID, inv, res.RunID)
 	return nil
 }

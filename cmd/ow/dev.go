@@ -94,7 +94,7 @@ next 'ow dev'.`,
 			}
 			opts.Worker = w
 			opts.Ready = func(addr string) {
-				printDevBanner(a.stdout, cfg, addr, defs, opts.Dashboard != nil)
+				printDevBanner(a.stdout, cfg, addr, defs, opts.Dashboard != nil, a.inv)
 			}
 			err = server.Serve(cmd.Context(), client, opts)
 			if err == nil {
@@ -108,8 +108,9 @@ next 'ow dev'.`,
 	return c
 }
 
-// printDevBanner says where everything is and how to start a run.
-func printDevBanner(w io.Writer, cfg *config.Config, addr string, defs []ow.Definition, dashboard bool) {
+// printDevBanner says where everything is and how to start a run, with
+// ow run as inv (see invocationFor).
+func printDevBanner(w io.Writer, cfg *config.Config, addr string, defs []ow.Definition, dashboard bool, inv string) {
 	base := "http://" + addr
 	var names []string
 	for _, d := range defs {
@@ -124,7 +125,7 @@ func printDevBanner(w io.Writer, cfg *config.Config, addr string, defs []ow.Defi
 	fmt.Fprintf(w, "  metrics    %s/metrics\n", base)
 	fmt.Fprintf(w, "Start a run:\n")
 	fmt.Fprintf(w, "  curl -s %s/v1/runs -H 'Content-Type: application/json' -d '{\"workflowName\":\"%s\",\"input\":{\"name\":\"Ada\"}}'\n", base, samples.HelloName)
-	fmt.Fprintf(w, "  ow runs start %s --input '{}'   # prints the run's id\n", samples.OrderName)
-	fmt.Fprintf(w, "  ow runs signal <run id> %s --data '{\"by\":\"courier\"}'\n", samples.DeliveredSignal("ord-1"))
+	fmt.Fprintf(w, "  %s runs start %s --input '{}'   # prints the run's id\n", inv, samples.OrderName)
+	fmt.Fprintf(w, "  %s runs signal <run id> %s --data '{\"by\":\"courier\"}'\n", inv, samples.DeliveredSignal("ord-1"))
 	fmt.Fprintf(w, "Ctrl-C stops it.\n")
 }

@@ -5,7 +5,9 @@ package main
 import (
 	"context"
 	"net/url"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -80,7 +82,7 @@ func TestNextPageHintMasksThePassword(t *testing.T) {
 	if err := cmd.ParseFlags(rest); err != nil {
 		t.Fatal(err)
 	}
-	hint := nextPageCommand(cmd)
+	hint := nextPageCommand(cmd, "")
 	if strings.Contains(hint, "secret") {
 		t.Errorf("hint prints the password: %s", hint)
 	}
@@ -173,5 +175,37 @@ func TestPostgresRefusalsAreToldApartFromAnUnreachableServer(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestHintsSayHowOwWasRun: the command lines ow quotes in its hints are
+// the ones the user can paste: "ow …" for an installed binary, "go run
+// ./cmd/ow …" under go run in the checkout (as the README runs it), the
+// path to cmd/ow from a subdirectory, and the module path outside a
+// checkout.
+func TestHintsSayHowOwWasRun(t *testing.T) {
+	checkout, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	goRunExe := filepath.Join(os.TempDir(), "go-build2795", "b001", "exe", "ow")
+	for _, c := range []struct{ exe, cwd, want string }{
+		{"/usr/local/bin/ow", checkout, "ow"},
+		{filepath.Join(t.TempDir(), "exe", "ow"), checkout, "ow"}, // not the go command's build directory
+		{goRunExe, checkout, "go run ./cmd/ow"},
+		{goRunExe, filepath.Join(checkout, "docs"), "go run ../cmd/ow"},
+		{goRunExe, filepath.Join(checkout, "cmd", "ow"), "go run ."},
+		{goRunExe, t.TempDir(), "go run github.com/openworkflow-go/openworkflow/cmd/ow"},
+	} {
+		if got := invocationFor(c.exe, c.cwd); got != c.want {
+			t.Errorf("invocationFor(%s, %s) = %q, want %q", c.exe, c.cwd, got, c.want)
+		}
+	}
+	a := &app{inv: "go run ./cmd/ow"}
+	if got := a.hint("no run \"x\": check the id with 'ow runs list' (and --namespace)"); got != "no run \"x\": check the id with 'go run ./cmd/ow runs list' (and --namespace)" {
+		t.Errorf("hint = %q", got)
+	}
+	if got := (&app{inv: "ow"}).hint("see 'ow runs get x'"); got != "see 'ow runs get x'" {
+		t.Errorf("hint of an installed ow = %q", got)
 	}
 }

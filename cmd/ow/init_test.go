@@ -90,4 +90,32 @@ func TestInitMakesAModuleThatBuildsTestsAndRuns(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, ".openworkflow", "openworkflow.db")); err != nil {
 		t.Errorf("the scaffold did not keep its runs where openworkflow.yaml says: %v", err)
 	}
+
+	// The README's install command works before the module is published
+	// (from the checkout go.mod is replaced with), and the ow it installs
+	// lists the scaffold's run from the scaffold's directory.
+	readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("Install the `ow` command with\n\n```sh\n(.+)\n```").FindSubmatch(readme)
+	if m == nil {
+		t.Fatalf("the scaffold's README gives no install command for ow:\n%s", readme)
+	}
+	install := string(m[1])
+	if !strings.HasPrefix(install, "go -C ") || !strings.HasSuffix(install, " install ./cmd/ow") {
+		t.Fatalf("the README's install command %q does not install from the checkout", install)
+	}
+	gobin := t.TempDir()
+	sh := exec.CommandContext(ctx, "sh", "-c", install)
+	sh.Dir, sh.Env = dir, append(cleanEnv(), "GOBIN="+gobin)
+	if out, err := sh.CombinedOutput(); err != nil {
+		t.Fatalf("the README's install command %q failed: %v\n%s", install, err, out)
+	}
+	list := exec.CommandContext(ctx, filepath.Join(gobin, "ow"), "runs", "list")
+	list.Dir, list.Env = dir, cleanEnv()
+	out, err := list.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "hello") || !strings.Contains(string(out), "completed") {
+		t.Fatalf("the installed ow runs list in the scaffold: %v\n%s\nwant the completed run of hello", err, out)
+	}
 }

@@ -31,6 +31,7 @@ type app struct {
 	jsonOut     bool
 	concurrency int     // only on commands that run a worker
 	serverAddr  *string // --addr of ow server, when given
+	inv         string  // how the user runs ow, for hints ("ow", or "go run ./cmd/ow"; see invocationFor)
 
 	cfg *config.Config // the configuration loaded, once loaded
 }
@@ -38,14 +39,14 @@ type app struct {
 // execute runs the ow command line with args and returns the exit status:
 // 0 on success, 1 after printing the error to stderr.
 func execute(ctx context.Context, args []string, stdout, stderr io.Writer, dir string) int {
-	a := &app{stdout: stdout, stderr: stderr, dir: dir}
+	a := &app{stdout: stdout, stderr: stderr, dir: dir, inv: invocation()}
 	root := a.rootCommand()
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
 		if a.cfg != nil {
 			err = a.cfg.ExplainError(ctx, err) // a damaged SQLite file says so
 		}
-		fmt.Fprintln(stderr, "ow:", err)
+		fmt.Fprintln(stderr, "ow:", a.hint(err.Error()))
 		return 1
 	}
 	return 0
@@ -70,6 +71,8 @@ or:          ow init app  (a Go module of your own, with a workflow and a worker
 	}
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
+	root.Version = readBuildVersion().String()
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%w (see '%s --help')", flagError(err), c.CommandPath())
 	})
@@ -82,7 +85,8 @@ or:          ow init app  (a Go module of your own, with a workflow and a worker
 	f.BoolVar(&a.jsonOut, "json", false, "print one JSON document on stdout instead of text")
 
 	root.AddCommand(a.migrateCommand(), a.runsCommand(), a.signalCommand(), a.doctorCommand(), a.demoCommand(), a.benchCommand(),
-		a.flowCommand(), a.workerCommand(), a.serverCommand(), a.hooksCommand(), a.devCommand(), a.initCommand(), a.schedulesCommand(), a.limitsCommand())
+		a.flowCommand(), a.workerCommand(), a.serverCommand(), a.hooksCommand(), a.devCommand(), a.initCommand(), a.schedulesCommand(), a.limitsCommand(),
+		a.versionCommand(), a.workersCommand(), a.workflowsCommand())
 	return root
 }
 

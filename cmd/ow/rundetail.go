@@ -19,6 +19,9 @@ type runDetail struct {
 	Steps []backend.StepAttempt `json:"steps"`
 	// DAG is the DAG status of a DAG workflow's run (package dag).
 	DAG *dag.RunStatus `json:"dag,omitempty"`
+	// Unserved says that no live worker serves the active run's workflow
+	// (ow.Client.UnservedReason); omitted when one does.
+	Unserved string `json:"unserved,omitempty"`
 }
 
 // printRunDetail prints a run as "key: value" rows, then its step attempts
@@ -37,6 +40,9 @@ func (a *app) printRunDetail(d runDetail) error {
 	row("attempts", fmt.Sprint(r.Attempts))
 	row("idempotency key", orDash(r.IdempotencyKey))
 	row("worker", orDash(r.WorkerID))
+	if d.Unserved != "" {
+		row("served by", d.Unserved)
+	}
 	row("created", formatTime(&r.CreatedAt))
 	started, startedText := runStart(d)
 	row("started", startedText)

@@ -72,7 +72,7 @@ of the next page: pass it back with --cursor.`,
 			if a.jsonOut {
 				return a.printJSON(page)
 			}
-			return a.printRuns(page, nextPageCommand(cmd))
+			return a.printRuns(page, nextPageCommand(cmd, a.inv))
 		},
 	}
 	f := c.Flags()
@@ -137,6 +137,11 @@ func (a *app) runsGetCommand() *cobra.Command {
 			}
 			if st, err := dag.StatusOf(run, d.Steps); err == nil {
 				d.DAG = st
+			}
+			// Advisory, as the registry is: a registry that cannot be read
+			// is said, and the run shown.
+			if d.Unserved, err = c.UnservedReason(ctx, run); err != nil {
+				fmt.Fprintf(a.stderr, "ow: whether a live worker serves the run's workflow could not be read: %v\n", err)
 			}
 			if a.jsonOut {
 				return a.printJSON(d)

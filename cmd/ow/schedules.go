@@ -78,7 +78,7 @@ PUT /v1/schedules/{name}.`,
 				if a.jsonOut {
 					return a.printJSON(list)
 				}
-				return a.printSchedules(list, nextPageCommand(cmd))
+				return a.printSchedules(list, nextPageCommand(cmd, a.inv))
 			})
 		},
 	}
@@ -284,7 +284,7 @@ now (RunInfo().Schedule, marked triggered). Its ticks are unchanged.`,
 				if a.jsonOut {
 					return a.printJSON(api.RunOf(h.Run, false))
 				}
-				fmt.Fprintf(a.stdout, "started run %s of %s; follow it with 'ow runs get %s'\n", h.ID, h.WorkflowName, h.ID)
+				fmt.Fprint(a.stdout, a.hint(fmt.Sprintf("started run %s of %s; follow it with 'ow runs get %s'\n", h.ID, h.WorkflowName, h.ID)))
 				return nil
 			})
 		},

@@ -173,6 +173,21 @@
     if (e.target.matches('[data-when]')) checkWhen(e.target);
   });
 
+  // The start form's list of registered workflows fills in the chosen
+  // one's name, version and example input.
+  document.addEventListener('change', (e) => {
+    if (!e.target.matches('select[data-registered]')) return;
+    const opt = e.target.selectedOptions[0];
+    if (!opt || !opt.dataset.name) return;
+    const form = e.target.form;
+    form.elements.workflow.value = opt.dataset.name;
+    form.elements.version.value = opt.dataset.version || '';
+    if (opt.dataset.example) {
+      form.elements.input.value = opt.dataset.example;
+      checkJSON(form.elements.input);
+    }
+  });
+
   // Live sections: replace each element by id with the server's HTML,
   // keeping what the reader has open or focused, and the elements marked
   // data-preserve (streams being followed).

@@ -104,7 +104,10 @@ func Write(opts Options) ([]string, error) {
 	}
 	out := map[string][]byte{"go.mod": gomod}
 	names := []string{"go.mod"}
-	data := struct{ Module, Name string }{mod, path.Base(mod)}
+	data := struct {
+		Module, Name, InstallOW string
+		FromCheckout            bool // InstallOW installs from the checkout of Replace
+	}{mod, path.Base(mod), installCommand(opts), opts.Replace != ""}
 	for _, f := range files {
 		t, err := template.ParseFS(templates, "template/"+f.template)
 		if err != nil {
@@ -180,6 +183,35 @@ func goMod(mod string, opts Options) ([]byte, error) {
 	}
 	f.Cleanup()
 	return modfile.Format(f.Syntax), nil
+}
+
+// installCommand is the command the scaffold's README gives to install
+// the ow command: from the checkout go.mod is replaced with (go -C
+// <checkout> install ./cmd/ow), which works before the module is
+// published; else from the module proxy at the version go.mod requires
+// (@latest when none).
+func installCommand(opts Options) string {
+	if opts.Replace != "" {
+		if dir, err := filepath.Abs(opts.Replace); err == nil {
+			return "go -C " + shellWord(dir) + " install ./cmd/ow"
+		}
+	}
+	version := opts.SDKVersion
+	if version == "" {
+		version = runningVersion()
+	}
+	if version == "" {
+		version = "latest"
+	}
+	return "go install " + SDKModule + "/cmd/ow@" + version
+}
+
+// shellWord quotes s for a POSIX shell when it needs it.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // checkSDK fails unless dir holds the SDK's go.mod.

@@ -56,6 +56,13 @@ func TestWriteNamesTheModuleAfterTheDirectoryAndRequiresTheSDK(t *testing.T) {
 	if !strings.Contains(string(main), "// Command billing runs") || strings.Contains(string(main), "{{") {
 		t.Errorf("main.go is not filled in:\n%s", main)
 	}
+	// A published SDK: ow installs from the proxy at the version go.mod
+	// requires, and the README says what to do before publication.
+	readme, _ := os.ReadFile(filepath.Join(dir, "README.md"))
+	if !strings.Contains(string(readme), "\ngo install "+SDKModule+"/cmd/ow@v1.2.3\n") ||
+		!strings.Contains(string(readme), "go -C path/to/openworkflow install ./cmd/ow") {
+		t.Errorf("README.md does not say how to install ow:\n%s", readme)
+	}
 }
 
 func TestWriteReplacesTheSDKWithACheckoutOnlyIfItIsOne(t *testing.T) {
@@ -68,6 +75,11 @@ func TestWriteReplacesTheSDKWithACheckoutOnlyIfItIsOne(t *testing.T) {
 	mf, _ := modfile.Parse("go.mod", b, nil)
 	if len(mf.Replace) != 1 || mf.Replace[0].New.Path != checkout || mf.Require[0].Mod.Version != unpublished {
 		t.Errorf("go.mod:\n%s", b)
+	}
+	// ow installs from the same checkout, which works unpublished.
+	readme, _ := os.ReadFile(filepath.Join(dir, "README.md"))
+	if !strings.Contains(string(readme), "\ngo -C "+shellWord(checkout)+" install ./cmd/ow\n") || strings.Contains(string(readme), "@latest") {
+		t.Errorf("README.md does not install ow from the checkout:\n%s", readme)
 	}
 	_, err := Write(Options{Dir: t.TempDir(), Module: "example.com/app", Replace: t.TempDir()})
 	if err == nil || !strings.Contains(err.Error(), "want a checkout of "+SDKModule) {

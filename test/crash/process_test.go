@@ -57,6 +57,9 @@ type workerConfig struct {
 	HeartbeatInterval time.Duration `json:"heartbeatInterval"`
 	MaxPollInterval   time.Duration `json:"maxPollInterval"`
 	ShutdownGrace     time.Duration `json:"shutdownGrace"`
+	// RegistryInterval is the worker's WorkerOptions.RegistryInterval
+	// (0: the default).
+	RegistryInterval time.Duration `json:"registryInterval,omitempty"`
 }
 
 // workerIDPrefix is the prefix of the worker ids a worker process writes
@@ -116,6 +119,7 @@ func runWorkerProcess(cfg workerConfig) error {
 		Logger:              logger,
 		ID:                  fmt.Sprintf("crashtest-%d", os.Getpid()),
 		Now:                 now,
+		RegistryInterval:    cfg.RegistryInterval,
 	})
 	rec := &stepRecorder{log: steps, block: cfg.BlockStep, work: cfg.StepWork}
 	if err := w.Register(newDefinitions(rec)...); err != nil {
