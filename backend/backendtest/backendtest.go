@@ -124,6 +124,7 @@ func Run(t *testing.T, h Harness) {
 		{"Retention", testRetention},
 		{"CreateWorkflowRunTx", testCreateWorkflowRunTx},
 		{"ForkWorkflowRun", testForkWorkflowRun},
+		{"ContinueWorkflowRun", testContinueWorkflowRun},
 		{"Schedules", testSchedules},
 		{"Priorities", testPriorities},
 		{"Limits", testLimits},
