@@ -316,12 +316,36 @@ func (c *Client) startedHandle(name string, run *backend.WorkflowRun, input json
 // Result); without notifications it polls with backoff from 10 ms to this.
 const resultFallbackPoll = 2 * time.Second
 
+// ResultOption configures [RunHandle.Result].
+type ResultOption func(*resultOptions)
+
+type resultOptions struct{ noFollow bool }
+
+// DisableFollowingRuns makes [RunHandle.Result] of a run that continued as
+// new ([ContinueAsNew]) return a *[RunContinuedError] naming its
+// successor, instead of following the chain to its last run, as
+// Temporal's WorkflowRunGetOptions.DisableFollowingRuns.
+func DisableFollowingRuns() ResultOption {
+	return func(o *resultOptions) { o.noFollow = true }
+}
+
 // Result waits until the run finishes and returns its JSON output. It
 // returns a *[RunFailedError] if the run failed, an error wrapping
 // [ErrRunCanceled] if it was canceled, and ctx's error if ctx ends first
 // (bound the wait with a context deadline). It wakes on the backend's
 // completion event when the backend has them, instead of polling.
-func (h *RunHandle) Result(ctx context.Context) (json.RawMessage, error) {
+//
+// A run that continued as new ([ContinueAsNew]) is followed, as Temporal
+// follows runs by default: Result waits for its successor, and so on to
+// the chain's last run, whose output or failure it returns; so the handle
+// of a start that an idempotency key answered with the chain's first run
+// gets the chain's result. [DisableFollowingRuns] returns a
+// *[RunContinuedError] instead.
+func (h *RunHandle) Result(ctx context.Context, opts ...ResultOption) (json.RawMessage, error) {
+	var o resultOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	subCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	events, err := h.c.b.Subscribe(subCtx)
@@ -329,8 +353,9 @@ func (h *RunHandle) Result(ctx context.Context) (json.RawMessage, error) {
 		events = nil
 	}
 	poll := 10 * time.Millisecond
+	runID := h.ID
 	for {
-		run, err := h.c.b.GetWorkflowRun(ctx, h.ID)
+		run, err := h.c.b.GetWorkflowRun(ctx, runID)
 		if err != nil {
 			return nil, err
 		}
@@ -339,7 +364,15 @@ func (h *RunHandle) Result(ctx context.Context) (json.RawMessage, error) {
 		}
 		switch run.Status.Normalize() {
 		case backend.RunCompleted:
-			return run.Output, nil
+			next, continued := backend.ContinuedTo(run.Context)
+			if !continued {
+				return run.Output, nil
+			}
+			if o.noFollow {
+				return nil, &RunContinuedError{RunID: run.ID, WorkflowName: run.WorkflowName, NextRunID: next}
+			}
+			runID = next
+			continue
 		case backend.RunFailed:
 			return nil, &RunFailedError{RunID: run.ID, WorkflowName: run.WorkflowName, Err: decodeError(run.Error)}
 		case backend.RunCanceled:
@@ -349,7 +382,7 @@ func (h *RunHandle) Result(ctx context.Context) (json.RawMessage, error) {
 		if events == nil {
 			wait, poll = poll, min(poll*2, resultFallbackPoll)
 		}
-		if err := waitForFinish(ctx, events, h.ID, wait); err != nil {
+		if err := waitForFinish(ctx, events, runID, wait); err != nil {
 			return nil, err
 		}
 	}
@@ -389,10 +422,11 @@ type Handle[O any] struct {
 	*RunHandle
 }
 
-// Result waits for the run's output, as [RunHandle.Result], decoded into O.
-func (h *Handle[O]) Result(ctx context.Context) (O, error) {
+// Result waits for the run's output, as [RunHandle.Result] (options
+// included), decoded into O.
+func (h *Handle[O]) Result(ctx context.Context, opts ...ResultOption) (O, error) {
 	var out O
-	raw, err := h.RunHandle.Result(ctx)
+	raw, err := h.RunHandle.Result(ctx, opts...)
 	if err != nil {
 		return out, err
 	}
