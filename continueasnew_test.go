@@ -245,7 +245,7 @@ func TestARunThatLostItsLeaseBeforeContinuingCreatesNoSuccessor(t *testing.T) {
 func TestContinueAsNewFromAStepFailsTheStepAndFromAnUnencodableInputFailsTheRun(t *testing.T) {
 	e := newEnv(t)
 	fromStep := ow.Define(ow.Spec{Name: "can-step"}, func(ctx ow.Context, _ int) (int, error) {
-		return ow.Run(ctx, "bad", func(context.Context) (int, error) { return 0, ow.NonRetryable(ow.ContinueAsNew(1)) })
+		return ow.Run(ctx, "bad", func(context.Context) (int, error) { return 0, ow.ContinueAsNew(1) })
 	})
 	unencodable := ow.Define(ow.Spec{Name: "can-chan"}, func(ctx ow.Context, _ int) (int, error) {
 		return 0, ow.ContinueAsNew(make(chan int))
@@ -253,7 +253,10 @@ func TestContinueAsNewFromAStepFailsTheStepAndFromAnUnencodableInputFailsTheRun(
 	e.register(fromStep, unencodable)
 	a, b := start(e, fromStep, 0), start(e, unencodable, 0)
 	e.drain()
-	e.requireStatus(a, backend.RunFailed)
+	ra := e.requireStatus(a, backend.RunFailed)
+	if msg, _ := errorOf(e, ra)["message"].(string); !strings.Contains(msg, "return it from the workflow function, not from a step") {
+		t.Fatalf("the run whose step returned ContinueAsNew failed with %s, want an error saying to return it from the workflow", ra.Error)
+	}
 	r := e.requireStatus(b, backend.RunFailed)
 	if msg, _ := errorOf(e, r)["message"].(string); msg == "" || !strings.Contains(msg, "cannot be encoded") {
 		t.Fatalf("the run's error = %s, want it to say the successor's input cannot be encoded", r.Error)

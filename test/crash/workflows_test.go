@@ -22,7 +22,7 @@ var (
 	// with n-1 until n is 0, and returns the number of runs of its chain
 	// (each run adds 1 to what it was given).
 	countdownWorkflow = ow.Declare[countdown, int](countdownSpec)
-	diamondWorkflow  = ow.Declare[int, int](diamondSpec)
+	diamondWorkflow   = ow.Declare[int, int](diamondSpec)
 )
 
 // countdown is the countdown workflow's input: the links left after this
