@@ -97,6 +97,11 @@ func ContinueAsNew(input any, opts ...ContinueAsNewOption) error {
 	return e
 }
 
+// Continuation is what a run started by [ContinueAsNew] records of the
+// run it continues: its id and this run's generation in the chain (1 for
+// the first successor). See [RunInfo].ContinuedFrom.
+type Continuation = backend.Continuation
+
 // RunContinuedError is returned by [RunHandle.Result] with
 // [DisableFollowingRuns] for a run that continued as new:
 // errors.Is(err, ErrContinuedAsNew) holds, and NextRunID is its successor.

@@ -28,6 +28,9 @@ func counterWorkflow(name string, perRun, generations int) *ow.Workflow[tally, i
 			}
 			s.Total += n
 		}
+		if c := ctx.RunInfo().ContinuedFrom; (c == nil) != (s.Generation == 0) || (c != nil && c.Generation != s.Generation) {
+			return 0, ow.NonRetryable(fmt.Errorf("RunInfo().ContinuedFrom = %+v in generation %d", c, s.Generation))
+		}
 		if s.Generation+1 < generations {
 			return 0, ow.ContinueAsNew(tally{Total: s.Total, Generation: s.Generation + 1})
 		}

@@ -138,6 +138,9 @@ func runInfo(run *backend.WorkflowRun) RunInfo {
 	if sr, ok := backend.ScheduledRunOf(run.Context); ok {
 		info.Schedule = &sr
 	}
+	if c, ok := backend.ContinuationOf(run.Context); ok {
+		info.ContinuedFrom = &c
+	}
 	return info
 }
 
