@@ -217,4 +217,29 @@ func testContinueWorkflowRun(t *testing.T, s *suite) {
 			t.Fatalf("the parent is due at %v after the chain's last run completed, want now", p.AvailableAt)
 		}
 	})
+
+	t.Run("a schedule's last run becomes the successor, so its overlap rule sees the chain running", func(t *testing.T) {
+		t.Parallel()
+		clk := newClock()
+		b := s.newBackendOn(t, clk)
+		ss := scheduleStore(t, b)
+		putSchedule(t, ss, backend.PutScheduleParams{Name: "s", WorkflowName: "report", Cron: "*/10 * * * * *", Input: json.RawMessage(`1`)})
+		clk.Advance(10*time.Second + 3*time.Millisecond)
+		r := fire(t, ss)
+		requireOutcomes(t, r, fakeEpoch, "started@10s")
+		runID := r.Firings[0].Ticks[0].RunID
+		w := newWorkerID()
+		claimRun(t, b, w, longLease, runID)
+		next := continueRun(t, b, runID, w, `2`)
+		if got := getSchedule(t, ss, "s"); got.LastRunID == nil || *got.LastRunID != next.ID {
+			t.Fatalf("the schedule's last run = %v after its run continued, want the successor %s", got.LastRunID, next.ID)
+		}
+		requireScheduledRun(t, b, next.ID, "s", fakeEpoch.Add(10*time.Second), false, `2`)
+		// The next tick finds the chain's run still pending: the default
+		// overlap policy skips it.
+		clk.Advance(10 * time.Second)
+		if r := fire(t, ss); len(r.Firings) != 1 || len(r.Firings[0].Ticks) != 1 || r.Firings[0].Ticks[0].RunID != "" {
+			t.Fatalf("the next tick while the chain runs: %v, want it not to start a run", outcomes(r, fakeEpoch))
+		}
+	})
 }
