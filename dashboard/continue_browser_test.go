@@ -36,6 +36,9 @@ func TestBrowserContinuedRun(t *testing.T) {
 		if got := eval[string](b, `document.querySelector('[data-fact="continued-to"] a').getAttribute('href')`); got != "/runs/"+second {
 			t.Fatalf("the first run's 'Continued as' links to %q, want /runs/%s", got, second)
 		}
+		if !eval[bool](b, `document.body.innerText.includes('Continued as new in ')`) {
+			t.Error("the continued run's page does not say it continued as new")
+		}
 		b.screenshot(name + "-continued")
 		b.clickToLoad(`[data-fact="continued-to"] a`)
 		if got := eval[string](b, `document.getElementById('run-id').textContent`); got != second {
