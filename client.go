@@ -240,7 +240,11 @@ func (c *Client) SendSignal(ctx context.Context, signal string, data any, idempo
 // run and signal a no-op returning the first send (Duplicate). A missing
 // run gives an error wrapping backend.ErrRunNotFound, a completed, failed
 // or canceled one backend.ErrRunTerminal: start a new run, or send before
-// the run ends. Only Go workers receive stored signals: a TypeScript run
+// the run ends. A run that continued as new ([ContinueAsNew]) is not an
+// end: the signal goes to its successor, or the chain's current run, so
+// the first run's id addresses the whole chain (an idempotency key then
+// dedupes against the signals that run holds: those not yet received
+// moved there with the switch). Only Go workers receive stored signals: a TypeScript run
 // receives a signal sent so only if it is waiting for it at the send.
 func (c *Client) SignalRun(ctx context.Context, runID, signal string, data any, idempotencyKey string) (*backend.RunSignal, error) {
 	if signal == "" {
@@ -258,6 +262,21 @@ func (c *Client) SignalRun(ctx context.Context, runID, signal string, data any, 
 		trace.WithAttributes(telemetry.AttrSignalName.String(signal), telemetry.AttrRunID.String(runID)))
 	defer span.End()
 	s, err := c.b.SignalRun(ctx, p)
+	for errors.Is(err, backend.ErrRunTerminal) {
+		// A run that continued as new hands its signals on: the signal
+		// goes to its successor (and on down the chain), as the signals
+		// stored for it moved there at the switch.
+		run, gerr := c.b.GetWorkflowRun(ctx, p.WorkflowRunID)
+		next, continued := "", false
+		if gerr == nil {
+			next, continued = backend.ContinuedTo(run.Context)
+		}
+		if !continued {
+			break
+		}
+		p.WorkflowRunID = next
+		s, err = c.b.SignalRun(ctx, p)
+	}
 	if err != nil {
 		recordError(span, err)
 		return nil, err

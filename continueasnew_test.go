@@ -186,6 +186,43 @@ func TestASignalSentToTheRunBeforeItContinuesReachesItsSuccessor(t *testing.T) {
 	}
 }
 
+func TestASignalSentToAContinuedRunGoesToTheChainsCurrentRun(t *testing.T) {
+	e := newEnv(t)
+	wf := ow.Define(ow.Spec{Name: "can-entity"}, func(ctx ow.Context, gen int) (string, error) {
+		if gen < 2 {
+			return "", ow.ContinueAsNew(gen + 1)
+		}
+		v, ok, err := ow.WaitForSignal[string](ctx, "msg")
+		if err != nil || !ok {
+			return "", fmt.Errorf("no signal (ok %v): %w", ok, err)
+		}
+		return v, nil
+	})
+	e.register(wf)
+	h, err := wf.Start(e.ctx, e.client, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.drain()
+	runs := chain(e, h.ID)
+	if len(runs) != 3 || runs[2].Status != backend.RunRunning {
+		t.Fatalf("the chain has %d runs, the last %s; want 3, the last waiting", len(runs), runs[len(runs)-1].Status)
+	}
+	// Addressed to the first run, which completed two switches ago.
+	s, err := e.client.SignalRun(e.ctx, h.ID, "msg", "to the chain", "")
+	if err != nil || !s.Delivered {
+		t.Fatalf("SignalRun to the chain's first run = %+v, %v; want it delivered to the waiting third run", s, err)
+	}
+	e.drain()
+	if got, err := h.Result(e.ctx); err != nil || got != "to the chain" {
+		t.Fatalf("Result = %q, %v; want the signal sent to the first run", got, err)
+	}
+	// A run that ended without continuing still refuses.
+	if _, err := e.client.SignalRun(e.ctx, runs[2].ID, "msg", "late", ""); !errors.Is(err, backend.ErrRunTerminal) {
+		t.Fatalf("SignalRun to the chain's completed last run: %v, want ErrRunTerminal", err)
+	}
+}
+
 func TestAParentWaitingOnAChildGetsTheResultOfTheChildsLastRun(t *testing.T) {
 	e := newEnv(t)
 	child := counterWorkflow("can-child", 2, 3)
