@@ -120,9 +120,10 @@ func (e *RunContinuedError) Is(target error) bool { return target == ErrContinue
 // HistoryLength is the number of step attempts the executing run has
 // recorded so far (replayed and new, of every kind), which grows with each
 // step, retry and wait; a workflow that loops compares it with a bound of
-// its own to decide when to [ContinueAsNew] (Temporal suggests it at 4,096
-// events; a worker reads a run's whole history at each claim, so a few
-// hundred is a good bound).
+// its own to decide when to [ContinueAsNew]. A run fails with
+// [StepLimitExceededError] beyond [StepLimit] (1,000) attempts, and a
+// worker reads a run's whole history at each claim, so a few hundred is a
+// good bound (Temporal suggests continuing at 4,096 events).
 func HistoryLength(ctx Context) int { return ctx.exec().hist.Count() }
 
 // continueAsNew makes the transition of a pass whose workflow returned
