@@ -106,7 +106,10 @@ type Continuation = backend.Continuation
 // [DisableFollowingRuns] for a run that continued as new:
 // errors.Is(err, ErrContinuedAsNew) holds, and NextRunID is its successor.
 type RunContinuedError struct {
-	RunID, WorkflowName, NextRunID string
+	// RunID and WorkflowName are the run whose result was asked for.
+	RunID, WorkflowName string
+	// NextRunID is its successor, whose Result carries on.
+	NextRunID string
 }
 
 // Error names the run and its successor.

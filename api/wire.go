@@ -88,8 +88,11 @@ type Run struct {
 
 // RunContinuation is what a successor records of the run it continues.
 type RunContinuation struct {
-	RunID      string `json:"runId"`
-	Generation int    `json:"generation"`
+	// RunID is the run this one continues.
+	RunID string `json:"runId"`
+	// Generation is this run's place in its chain (1 for the first
+	// successor).
+	Generation int `json:"generation"`
 }
 
 // RunFork is what a fork records of its origin.

@@ -96,8 +96,11 @@ func (p ContinueWorkflowRunParams) Validate() error {
 // the run it continues and its place in the chain (Generation 1 for the
 // first successor of a run that was not itself a successor).
 type Continuation struct {
-	RunID      string `json:"runId"`
-	Generation int    `json:"generation"`
+	// RunID is the run this one continues (its predecessor).
+	RunID string `json:"runId"`
+	// Generation is this run's place in the chain: 1 for the first
+	// successor, one more for each link after it.
+	Generation int `json:"generation"`
 }
 
 // ContinuedOutput is the output stored on a run that continued as
