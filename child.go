@@ -159,6 +159,15 @@ func resolveChild[O any](x *pass, a *backend.StepAttempt) (O, error) {
 	if err != nil {
 		return zero, x.backendErr(fmt.Sprintf("read child run %s", *a.ChildWorkflowRunID), err)
 	}
+	// A child that continued as new is followed to its chain's last run.
+	// The continuation relinks this attempt to the successor
+	// (RunContinuer), so this matters only if the child continued before
+	// the attempt was linked to it.
+	for next, ok := backend.ContinuedTo(child.Context); ok && child.Status.Normalize() == backend.RunCompleted; next, ok = backend.ContinuedTo(child.Context) {
+		if child, err = x.b.GetWorkflowRun(x.ctx, next); err != nil {
+			return zero, x.backendErr(fmt.Sprintf("read run %s, successor of child run %s", next, *a.ChildWorkflowRunID), err)
+		}
+	}
 	now := x.now()
 	finishedInTime := child.Status.Terminal() && (!hasTimeout || child.FinishedAt == nil || child.FinishedAt.Before(timeoutAt))
 	if hasTimeout && !now.Before(timeoutAt) && !finishedInTime {

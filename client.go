@@ -240,7 +240,11 @@ func (c *Client) SendSignal(ctx context.Context, signal string, data any, idempo
 // run and signal a no-op returning the first send (Duplicate). A missing
 // run gives an error wrapping backend.ErrRunNotFound, a completed, failed
 // or canceled one backend.ErrRunTerminal: start a new run, or send before
-// the run ends. Only Go workers receive stored signals: a TypeScript run
+// the run ends. A run that continued as new ([ContinueAsNew]) is not an
+// end: the signal goes to its successor, or the chain's current run, so
+// the first run's id addresses the whole chain (an idempotency key then
+// dedupes against the signals that run holds: those not yet received
+// moved there with the switch). Only Go workers receive stored signals: a TypeScript run
 // receives a signal sent so only if it is waiting for it at the send.
 func (c *Client) SignalRun(ctx context.Context, runID, signal string, data any, idempotencyKey string) (*backend.RunSignal, error) {
 	if signal == "" {
@@ -258,6 +262,21 @@ func (c *Client) SignalRun(ctx context.Context, runID, signal string, data any, 
 		trace.WithAttributes(telemetry.AttrSignalName.String(signal), telemetry.AttrRunID.String(runID)))
 	defer span.End()
 	s, err := c.b.SignalRun(ctx, p)
+	for errors.Is(err, backend.ErrRunTerminal) {
+		// A run that continued as new hands its signals on: the signal
+		// goes to its successor (and on down the chain), as the signals
+		// stored for it moved there at the switch.
+		run, gerr := c.b.GetWorkflowRun(ctx, p.WorkflowRunID)
+		next, continued := "", false
+		if gerr == nil {
+			next, continued = backend.ContinuedTo(run.Context)
+		}
+		if !continued {
+			break
+		}
+		p.WorkflowRunID = next
+		s, err = c.b.SignalRun(ctx, p)
+	}
 	if err != nil {
 		recordError(span, err)
 		return nil, err
@@ -316,12 +335,36 @@ func (c *Client) startedHandle(name string, run *backend.WorkflowRun, input json
 // Result); without notifications it polls with backoff from 10 ms to this.
 const resultFallbackPoll = 2 * time.Second
 
+// ResultOption configures [RunHandle.Result].
+type ResultOption func(*resultOptions)
+
+type resultOptions struct{ noFollow bool }
+
+// DisableFollowingRuns makes [RunHandle.Result] of a run that continued as
+// new ([ContinueAsNew]) return a *[RunContinuedError] naming its
+// successor, instead of following the chain to its last run, as
+// Temporal's WorkflowRunGetOptions.DisableFollowingRuns.
+func DisableFollowingRuns() ResultOption {
+	return func(o *resultOptions) { o.noFollow = true }
+}
+
 // Result waits until the run finishes and returns its JSON output. It
 // returns a *[RunFailedError] if the run failed, an error wrapping
 // [ErrRunCanceled] if it was canceled, and ctx's error if ctx ends first
 // (bound the wait with a context deadline). It wakes on the backend's
 // completion event when the backend has them, instead of polling.
-func (h *RunHandle) Result(ctx context.Context) (json.RawMessage, error) {
+//
+// A run that continued as new ([ContinueAsNew]) is followed, as Temporal
+// follows runs by default: Result waits for its successor, and so on to
+// the chain's last run, whose output or failure it returns; so the handle
+// of a start that an idempotency key answered with the chain's first run
+// gets the chain's result. [DisableFollowingRuns] returns a
+// *[RunContinuedError] instead.
+func (h *RunHandle) Result(ctx context.Context, opts ...ResultOption) (json.RawMessage, error) {
+	var o resultOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	subCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	events, err := h.c.b.Subscribe(subCtx)
@@ -329,8 +372,9 @@ func (h *RunHandle) Result(ctx context.Context) (json.RawMessage, error) {
 		events = nil
 	}
 	poll := 10 * time.Millisecond
+	runID := h.ID
 	for {
-		run, err := h.c.b.GetWorkflowRun(ctx, h.ID)
+		run, err := h.c.b.GetWorkflowRun(ctx, runID)
 		if err != nil {
 			return nil, err
 		}
@@ -339,7 +383,15 @@ func (h *RunHandle) Result(ctx context.Context) (json.RawMessage, error) {
 		}
 		switch run.Status.Normalize() {
 		case backend.RunCompleted:
-			return run.Output, nil
+			next, continued := backend.ContinuedTo(run.Context)
+			if !continued {
+				return run.Output, nil
+			}
+			if o.noFollow {
+				return nil, &RunContinuedError{RunID: run.ID, WorkflowName: run.WorkflowName, NextRunID: next}
+			}
+			runID = next
+			continue
 		case backend.RunFailed:
 			return nil, &RunFailedError{RunID: run.ID, WorkflowName: run.WorkflowName, Err: decodeError(run.Error)}
 		case backend.RunCanceled:
@@ -349,7 +401,7 @@ func (h *RunHandle) Result(ctx context.Context) (json.RawMessage, error) {
 		if events == nil {
 			wait, poll = poll, min(poll*2, resultFallbackPoll)
 		}
-		if err := waitForFinish(ctx, events, h.ID, wait); err != nil {
+		if err := waitForFinish(ctx, events, runID, wait); err != nil {
 			return nil, err
 		}
 	}
@@ -389,10 +441,11 @@ type Handle[O any] struct {
 	*RunHandle
 }
 
-// Result waits for the run's output, as [RunHandle.Result], decoded into O.
-func (h *Handle[O]) Result(ctx context.Context) (O, error) {
+// Result waits for the run's output, as [RunHandle.Result] (options
+// included), decoded into O.
+func (h *Handle[O]) Result(ctx context.Context, opts ...ResultOption) (O, error) {
 	var out O
-	raw, err := h.RunHandle.Result(ctx)
+	raw, err := h.RunHandle.Result(ctx, opts...)
 	if err != nil {
 		return out, err
 	}

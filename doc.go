@@ -55,6 +55,8 @@
 //	ErrLeaseLost            the run was canceled, moved to another worker, passed its deadline,
 //	                        or the backend failed: the pass ends and commits nothing more
 //	*RunFailedError         Result of a failed run; ErrRunCanceled of a canceled one
+//	ContinueAsNew(input)    end the run and start a fresh one of the workflow with input (return it)
+//	*RunContinuedError      Result with DisableFollowingRuns of a run that continued as new
 //	ErrRunNotFound          GetRun, CancelRun, Result: no such run in the namespace
 //	ErrRunTerminal          CancelRun of a completed or failed run
 //	ErrInvalidArgument      a malformed request, or a value no backend can store
@@ -111,7 +113,9 @@
 // exists if and only if that transaction commits, and idle workers wake
 // when it does), retries a failed run from its failed step
 // ([Client.RetryRun]), forks a run from a named step, reusing the results
-// of the steps before it ([Client.ForkRun]), and deletes the finished runs
+// of the steps before it ([Client.ForkRun]), follows a run that continued
+// as new ([ContinueAsNew]) to its chain's last run in [RunHandle.Result]
+// and [Client.SignalRun], and deletes the finished runs
 // a [Retention] no longer keeps ([Client.PruneRuns]; a [Pruner] does it
 // periodically, as `ow server` does with the retention of
 // openworkflow.yaml).

@@ -2,6 +2,7 @@ package openworkflow_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -137,4 +138,48 @@ func ExampleRunWorkflow() {
 	out, err := h.Result(ctx)
 	fmt.Println(out, err)
 	// Output: 41 <nil>
+}
+
+// A workflow that loops forever keeps its history bounded by continuing
+// as new: each run adds a few numbers, then hands its state to a fresh
+// run. Result follows the chain to its last run.
+func ExampleContinueAsNew() {
+	type sum struct{ Next, Total int }
+	adder := ow.Define(ow.Spec{Name: "adder"}, func(ctx ow.Context, s sum) (int, error) {
+		for ow.HistoryLength(ctx) < 3 { // three steps per run
+			n, err := ow.Run(ctx, "add", func(context.Context) (int, error) { return s.Next, nil })
+			if err != nil {
+				return 0, err
+			}
+			s.Next, s.Total = s.Next+1, s.Total+n
+		}
+		if s.Next < 9 {
+			return 0, ow.ContinueAsNew(s) // a fresh run, with no history, from s
+		}
+		return s.Total, nil
+	})
+
+	ctx := context.Background()
+	b, closeBackend := exampleBackend()
+	defer closeBackend()
+	w := ow.NewWorker(b, ow.WorkerOptions{})
+	if err := w.Register(adder); err != nil {
+		log.Fatal(err)
+	}
+	if err := w.Start(ctx); err != nil {
+		log.Fatal(err)
+	}
+	defer w.Stop(ctx)
+
+	h, err := adder.Start(ctx, ow.NewClient(b), sum{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	out, err := h.Result(ctx) // the third run's result: 0+1+…+8
+	fmt.Println(out, err)
+	_, err = h.Result(ctx, ow.DisableFollowingRuns())
+	fmt.Println(errors.Is(err, ow.ErrContinuedAsNew))
+	// Output:
+	// 36 <nil>
+	// true
 }

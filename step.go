@@ -3,6 +3,7 @@ package openworkflow
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"time"
@@ -106,6 +107,9 @@ func runFunction[T any](x *pass, key string, fn func(context.Context) (T, error)
 	// checked storable inside the same protection as the function.
 	raw, ferr := callProtected(func() (json.RawMessage, error) {
 		out, err := fn(sctx)
+		if errors.Is(err, ErrContinuedAsNew) {
+			return nil, NonRetryable(fmt.Errorf("step %q returned ow.ContinueAsNew: return it from the workflow function, not from a step (%w)", key, err))
+		}
 		if err != nil {
 			return nil, err
 		}

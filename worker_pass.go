@@ -138,6 +138,9 @@ func runInfo(run *backend.WorkflowRun) RunInfo {
 	if sr, ok := backend.ScheduledRunOf(run.Context); ok {
 		info.Schedule = &sr
 	}
+	if c, ok := backend.ContinuationOf(run.Context); ok {
+		info.ContinuedFrom = &c
+	}
 	return info
 }
 
@@ -261,6 +264,10 @@ func (w *Worker) finish(x *pass, out json.RawMessage, err error) {
 		return
 	}
 	if !x.isLost() {
+		if can := continuation(x, err); can != nil {
+			w.continueAsNew(x, can)
+			return
+		}
 		tw := w.transitionFor(x, out, err)
 		werr := x.write(tw)
 		x.outcome = outcomeOf(tw.Kind, werr)
@@ -280,6 +287,24 @@ func (w *Worker) finish(x *pass, out json.RawMessage, err error) {
 		x.span.SetAttributes(telemetry.AttrExecutionOutcome.String(telemetry.OutcomeStale))
 	}
 	w.settle(x)
+}
+
+// continuation is the ContinueAsNewError err carries when the pass ends
+// by continuing as new: the workflow returned it (not through a step's
+// failure) and no wait point suspended the pass; nil otherwise.
+func continuation(x *pass, err error) *ContinueAsNewError {
+	var can *ContinueAsNewError
+	var step *StepError
+	if err == nil || !errors.As(err, &can) || errors.As(err, &step) {
+		return nil // none, or one a step returned: that step failed
+	}
+	x.mu.Lock()
+	suspended := x.suspended
+	x.mu.Unlock()
+	if suspended {
+		return nil
+	}
+	return can
 }
 
 // transitionFor is the write that ends a pass that still owns its run:

@@ -194,6 +194,11 @@ type RunInfo struct {
 	// for a run no schedule started. Read from the run's context column
 	// (backend.ScheduledRun).
 	Schedule *ScheduledRun
+	// ContinuedFrom is, for a run started by another run's
+	// [ContinueAsNew], that run and this run's generation in the chain (1
+	// for the first successor); nil otherwise. Read from the run's
+	// context column (backend.ContinuationOf).
+	ContinuedFrom *Continuation
 }
 
 // Context is the context a workflow function receives: a context.Context

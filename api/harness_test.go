@@ -244,7 +244,14 @@ func testWorkflows(c *calls) []ow.Definition {
 		}
 		return len(in.Chunks), nil
 	})
-	return []ow.Definition{add, echo, flaky, approval, streamer}
+	// countdown continues as new with n-1 until n is 0 (continue-as-new).
+	countdown := ow.Define(ow.Spec{Name: "countdown"}, func(ctx ow.Context, n int) (string, error) {
+		if n > 0 {
+			return "", ow.ContinueAsNew(n - 1)
+		}
+		return "liftoff", nil
+	})
+	return []ow.Definition{add, echo, flaky, approval, streamer, countdown}
 }
 
 // response is an answer of the server.

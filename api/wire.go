@@ -83,6 +83,23 @@ type Run struct {
 	// Forks are the forks of the run, oldest first (the first
 	// backend.MaxListedForks); absent for a run never forked.
 	Forks []string `json:"forks,omitempty"`
+	// ContinuedFrom is, for a run started by another run's continue-as-new
+	// (ow.ContinueAsNew), that run and this run's place in the chain
+	// (generation 1 for the first successor); absent otherwise.
+	ContinuedFrom *RunContinuation `json:"continuedFrom,omitempty"`
+	// ContinuedTo is, for a run that continued as new, its successor's
+	// id; absent otherwise. Such a run is completed, with the output
+	// {"continuedAsNew": {"runId": ContinuedTo}}.
+	ContinuedTo string `json:"continuedTo,omitempty"`
+}
+
+// RunContinuation is what a successor records of the run it continues.
+type RunContinuation struct {
+	// RunID is the run this one continues.
+	RunID string `json:"runId"`
+	// Generation is this run's place in its chain (1 for the first
+	// successor).
+	Generation int `json:"generation"`
 }
 
 // RunFork is what a fork records of its origin.
@@ -133,6 +150,10 @@ func RunOf(r *backend.WorkflowRun, resolveNone bool) Run {
 		out.ForkedFrom = &RunFork{RunID: f.RunID, FromStep: f.FromStep}
 	}
 	out.Forks = backend.ForksOfRun(r.Context)
+	if c, ok := backend.ContinuationOf(r.Context); ok {
+		out.ContinuedFrom = &RunContinuation{RunID: c.RunID, Generation: c.Generation}
+	}
+	out.ContinuedTo, _ = backend.ContinuedTo(r.Context)
 	return out
 }
 

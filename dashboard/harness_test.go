@@ -309,7 +309,18 @@ func testWorkflows(g *gates) []ow.Definition {
 		}
 		return v, nil
 	})
-	return []ow.Definition{greet, steps, flaky, parent, approval, stuck, waiter}
+	// countdown continues as new with n-1 until n is 0, one step per run.
+	countdown := ow.Define(ow.Spec{Name: "countdown"}, func(ctx ow.Context, n int) (string, error) {
+		left, err := ow.Run(ctx, "tick", func(context.Context) (int, error) { return n, nil })
+		if err != nil {
+			return "", err
+		}
+		if left > 0 {
+			return "", ow.ContinueAsNew(left - 1)
+		}
+		return "liftoff", nil
+	})
+	return []ow.Definition{greet, steps, flaky, parent, approval, stuck, waiter, countdown}
 }
 
 // start starts a run through the client.

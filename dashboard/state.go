@@ -96,6 +96,10 @@ func describe(run *api.Run, steps []api.Step, now time.Time) runState {
 		}
 		return describeParked(run, steps, now)
 	case "completed":
+		if run.ContinuedTo != "" {
+			return runState{Class: "completed", Label: "completed", Detail: "continued as new",
+				Explain: fmt.Sprintf("Continued as new after %d claim(s) by workers: the workflow carries on in run %s, with a fresh history.", claims(run), run.ContinuedTo)}
+		}
 		return runState{Class: "completed", Label: "completed",
 			Explain: fmt.Sprintf("Completed after %d claim(s) by workers.", claims(run))}
 	case "failed":

@@ -125,6 +125,7 @@ func Run(t *testing.T, h Harness) {
 		{"Retention", testRetention},
 		{"CreateWorkflowRunTx", testCreateWorkflowRunTx},
 		{"ForkWorkflowRun", testForkWorkflowRun},
+		{"ContinueWorkflowRun", testContinueWorkflowRun},
 		{"Schedules", testSchedules},
 		{"Priorities", testPriorities},
 		{"Limits", testLimits},

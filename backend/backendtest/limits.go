@@ -271,6 +271,23 @@ func testLimits(t *testing.T, s *suite) {
 		requireIDs(t, "admitted", runIDs(admitClaim(t, b, []string{"limited"}, 2)), []string{fork.ID})
 	})
 
+	t.Run("the successor of a continued run of a limited workflow waits for admission, and the run's end frees its slot", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		putLimits(t, b, "limited", backend.Limits{ConcurrencyPerKey: 1})
+		createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: "limited", Priority: 2, ConcurrencyKey: ptr("k")})
+		held := admitClaim(t, b, []string{"limited"}, 1)
+		if len(held) != 1 {
+			t.Fatalf("admitted %d runs, want 1", len(held))
+		}
+		next := continueRun(t, b, held[0].ID, *held[0].WorkerID, `2`)
+		requireWaiting(t, b, "continued as new", next)
+		if next.Priority != 2 || next.ConcurrencyKey == nil || *next.ConcurrencyKey != "k" {
+			t.Errorf("successor: priority %d key %v, want the run's 2 and k", next.Priority, next.ConcurrencyKey)
+		}
+		requireIDs(t, "admitted", runIDs(admitClaim(t, b, []string{"limited"}, 2)), []string{next.ID})
+	})
+
 	t.Run("a schedule's run of a limited workflow waits for admission", func(t *testing.T) {
 		t.Parallel()
 		b := s.newBackend(t)

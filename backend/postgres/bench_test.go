@@ -293,3 +293,39 @@ func BenchmarkCreateWorkflowRuns(b *testing.B) {
 		b.ReportMetric(5000*float64(b.N)/b.Elapsed().Seconds(), "runs/s")
 	})
 }
+
+// BenchmarkContinueWorkflowRun measures one continue-as-new of a claimed
+// run (ContinueWorkflowRun: one transaction of six statements), against
+// what a workflow would do without it: complete the run (ApplyWrites) and
+// start a fresh one (CreateWorkflowRun), two transactions with no
+// lineage and no fence on the start. Runs are created and claimed outside
+// the timer.
+func BenchmarkContinueWorkflowRun(b *testing.B) {
+	ctx := context.Background()
+	b.Run("continue", func(b *testing.B) {
+		be := benchBackend(b)
+		b.ReportAllocs()
+		for b.Loop() {
+			b.StopTimer()
+			r := claimedRuns(b, be, 1)[0]
+			b.StartTimer()
+			if _, err := be.ContinueWorkflowRun(ctx, backend.ContinueWorkflowRunParams{WorkflowRunID: r.ID, WorkerID: *r.WorkerID, Input: json.RawMessage(`{"i":2}`)}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("complete-then-start", func(b *testing.B) {
+		be := benchBackend(b)
+		b.ReportAllocs()
+		for b.Loop() {
+			b.StopTimer()
+			r := claimedRuns(b, be, 1)[0]
+			b.StartTimer()
+			requireAllApplied(b, be.ApplyWrites(ctx, [][]backend.Write{{
+				{Kind: backend.WriteCompleteRun, WorkflowRunID: r.ID, WorkerID: *r.WorkerID, Output: json.RawMessage(`{"done":true}`)}}}))
+			if _, err := be.CreateWorkflowRun(ctx, backend.CreateWorkflowRunParams{WorkflowName: "bench", Input: json.RawMessage(`{"i":2}`)}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

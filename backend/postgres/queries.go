@@ -157,6 +157,13 @@ type queries struct {
 	InsertScheduleRun     string `sql:"insert_schedule_run"`
 	SaveScheduleState     string `sql:"save_schedule_state"`
 	RecordScheduleFailure string `sql:"record_schedule_failure"`
+	// continue.sql
+	ContinueLockRun      string `sql:"continue_lock_run"`
+	ContinueInsertRun    string `sql:"continue_insert_run"`
+	ContinueEndRun       string `sql:"continue_end_run"`
+	ContinueMoveSignals  string `sql:"continue_move_signals"`
+	ContinueRelinkParent string `sql:"continue_relink_parent"`
+	ContinueScheduleRuns string `sql:"continue_schedule_runs"`
 	// migrate.sql
 	MigrationLock                string `sql:"migration_lock"`
 	MigrationUnlock              string `sql:"migration_unlock"`

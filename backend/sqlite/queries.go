@@ -121,6 +121,14 @@ type queries struct {
 	CreateAdmittedIndex          string `sql:"create_admitted_index"`
 	GoMigrationsTableExists      string `sql:"go_migrations_table_exists"`
 	GoMigrationVersions          string `sql:"go_migration_versions"`
+	// continue.sql
+	ContinueGetOwnedRun     string `sql:"continue_get_owned_run"`
+	ContinueInsertRun       string `sql:"continue_insert_run"`
+	ContinueEndRun          string `sql:"continue_end_run"`
+	ContinueMoveSignals     string `sql:"continue_move_signals"`
+	ContinueRelinkParent    string `sql:"continue_relink_parent"`
+	ContinueScheduleLastRun string `sql:"continue_schedule_last_run"`
+	ContinueScheduleRuns    string `sql:"continue_schedule_runs"`
 	// fork.sql
 	ForkRun   string `sql:"fork_run"`
 	ForkSteps string `sql:"fork_steps"`

@@ -72,6 +72,12 @@ func (a *app) printRunDetail(d runDetail) error {
 	if forks := backend.ForksOfRun(r.Context); len(forks) > 0 {
 		row("forks", strings.Join(forks, ", "))
 	}
+	if c, ok := backend.ContinuationOf(r.Context); ok {
+		row("continued from", fmt.Sprintf("%s (continue-as-new; this run is link %d of its chain after the first)", c.RunID, c.Generation))
+	}
+	if next, ok := backend.ContinuedTo(r.Context); ok {
+		row("continued as", next+" (continue-as-new: ow runs get "+next+")")
+	}
 	if sr, ok := backend.ScheduledRunOf(r.Context); ok {
 		how := "tick"
 		if sr.Triggered {

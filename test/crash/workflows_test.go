@@ -3,6 +3,7 @@ package crash
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	ow "github.com/openworkflow-go/openworkflow"
@@ -15,9 +16,21 @@ var (
 	sequenceSpec = ow.Spec{Name: "crashtest-sequence"}
 	diamondSpec  = ow.Spec{Name: "crashtest-diamond"}
 
+	countdownSpec    = ow.Spec{Name: "crashtest-countdown"}
 	sequenceWorkflow = ow.Declare[int, int](sequenceSpec)
-	diamondWorkflow  = ow.Declare[int, int](diamondSpec)
+	// countdownWorkflow runs one step, "tick-<n>", then continues as new
+	// with n-1 until n is 0, and returns the number of runs of its chain
+	// (each run adds 1 to what it was given).
+	countdownWorkflow = ow.Declare[countdown, int](countdownSpec)
+	diamondWorkflow   = ow.Declare[int, int](diamondSpec)
 )
+
+// countdown is the countdown workflow's input: the links left after this
+// run, and the runs of the chain before it.
+type countdown struct {
+	Left int `json:"left"`
+	Runs int `json:"runs"`
+}
 
 // Step keys of the sequence workflow, in order. blockingStep is the one the
 // first worker process of the crash test never finishes.
@@ -128,5 +141,15 @@ func newDefinitions(r *stepRecorder) []ow.Definition {
 		}
 		return run(ctx, r, stepCombine, func() int { return l + rr })
 	})
-	return []ow.Definition{sequence, diamond, scheduledWorkflow}
+	countdownDef := ow.Define(countdownSpec, func(ctx ow.Context, in countdown) (int, error) {
+		runs, err := run(ctx, r, fmt.Sprintf("tick-%d", in.Left), func() int { return in.Runs + 1 })
+		if err != nil {
+			return 0, err
+		}
+		if in.Left > 0 {
+			return 0, ow.ContinueAsNew(countdown{Left: in.Left - 1, Runs: runs})
+		}
+		return runs, nil
+	})
+	return []ow.Definition{sequence, diamond, scheduledWorkflow, countdownDef}
 }
