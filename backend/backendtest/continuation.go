@@ -111,6 +111,29 @@ func testContinueWorkflowRun(t *testing.T, s *suite) {
 		}
 	})
 
+	t.Run("the successor of a paused run is paused with the same reason, so the chain stays held until resumed", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		if _, ok := b.(backend.RunPauser); !ok {
+			t.Skip("the backend does not implement backend.RunPauser")
+		}
+		w := newWorkerID()
+		run := startRun(t, b, w, backend.CreateWorkflowRunParams{WorkflowName: "counter", Version: ptr("v1")})
+		// Paused while it executes: the worker may still continue it
+		// before its next heartbeat says so.
+		pauseRun(t, b, run.ID, "hold the chain")
+		next := continueRun(t, b, run.ID, w, `{"n":1}`)
+		requirePausedHeld(t, "successor of a paused run", next, backend.RunPending)
+		if next.PauseReason == nil || *next.PauseReason != "hold the chain" {
+			t.Fatalf("successor's pause reason = %v, want the run's", next.PauseReason)
+		}
+		requireNothingClaimable(t, b)
+		if res := resumeRun(t, b, next.ID); !res.Acted || res.Run.Paused() {
+			t.Fatalf("resume of the successor: acted %v, paused %v; want acted and unpaused", res.Acted, res.Run.Paused())
+		}
+		claimRun(t, b, newWorkerID(), time.Minute, next.ID)
+	})
+
 	t.Run("a version and a start time given are the successor's", func(t *testing.T) {
 		t.Parallel()
 		b := s.newBackend(t)

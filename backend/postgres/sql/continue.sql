@@ -19,22 +19,28 @@ FOR NO KEY UPDATE
 -- concurrency key, parent link and deadline, version $5 (NULL: the old
 -- run's), input $4, context $6, no idempotency key; a successor of a
 -- workflow with stored limits waits for admission, as insert_run's runs.
+-- A successor of a paused run is paused too (same time and reason, its due
+-- time saved in go_paused_due_at), so that a chain paused while its run
+-- continued stays held (resume_paused_run queues it for admission then).
 WITH inserted AS (
   INSERT INTO {{schema}}."workflow_runs" AS wr (
     "namespace_id", "id", "workflow_name", "version", "status", "idempotency_key",
     "config", "context", "input", "attempts",
     "parent_step_attempt_namespace_id", "parent_step_attempt_id",
     "available_at", "deadline_at", "created_at", "updated_at",
-    "go_priority", "go_concurrency_key", "go_queued_at"
+    "go_priority", "go_concurrency_key", "go_queued_at",
+    "go_paused_at", "go_pause_reason", "go_paused_due_at"
   )
   SELECT src."namespace_id", $3, src."workflow_name", COALESCE($5::text, src."version"), 'pending', NULL,
     src."config", $6::jsonb, $4::jsonb, 0,
     src."parent_step_attempt_namespace_id", src."parent_step_attempt_id",
-    CASE WHEN lim."limited" THEN NULL ELSE COALESCE($7::timestamptz, {{now($8)}}) END,
+    CASE WHEN lim."limited" OR src."go_paused_at" IS NOT NULL THEN NULL ELSE COALESCE($7::timestamptz, {{now($8)}}) END,
     src."deadline_at", {{now($8)}}, {{now($8)}},
     src."go_priority",
     CASE WHEN lim."limited" THEN COALESCE(src."go_concurrency_key", '') ELSE src."go_concurrency_key" END,
-    CASE WHEN lim."limited" THEN COALESCE($7::timestamptz, {{now($8)}}) END
+    CASE WHEN lim."limited" AND src."go_paused_at" IS NULL THEN COALESCE($7::timestamptz, {{now($8)}}) END,
+    src."go_paused_at", src."go_pause_reason",
+    CASE WHEN src."go_paused_at" IS NOT NULL THEN COALESCE($7::timestamptz, {{now($8)}}) END
   FROM {{schema}}."workflow_runs" AS src
   CROSS JOIN LATERAL (SELECT {{limited(src."namespace_id", src."workflow_name")}} AS "limited") AS lim
   WHERE src."namespace_id" = $1 AND src."id" = $2

@@ -15,20 +15,25 @@ WHERE {{owned_run}}
 -- :available_at, the same workflow name, config, priority, concurrency
 -- key, parent link and deadline, version :version (NULL: the old run's),
 -- input :input, context :context, no idempotency key; waiting for
--- admission when its workflow has stored limits (see insert_run).
+-- admission when its workflow has stored limits (see insert_run). A
+-- successor of a paused run is paused too (same time and reason, its due
+-- time saved in go_paused_due_at), so that a chain paused while its run
+-- continued stays held.
 INSERT INTO "workflow_runs" (
   "namespace_id", "id", "workflow_name", "version", "status",
   "idempotency_key", "config", "context", "input", "attempts",
   "parent_step_attempt_namespace_id", "parent_step_attempt_id",
   "available_at", "deadline_at", "created_at", "updated_at",
-  "go_priority", "go_concurrency_key", "go_queued_at"
+  "go_priority", "go_concurrency_key", "go_queued_at",
+  "go_paused_at", "go_pause_reason", "go_paused_due_at"
 )
 SELECT "namespace_id", :next_id, "workflow_name", COALESCE(:version, "version"), 'pending',
   NULL, "config", :context, :input, 0,
   "parent_step_attempt_namespace_id", "parent_step_attempt_id",
-  CASE WHEN {{limited}} THEN NULL ELSE :available_at END, "deadline_at", :now, :now,
+  CASE WHEN {{limited}} OR "go_paused_at" IS NOT NULL THEN NULL ELSE :available_at END, "deadline_at", :now, :now,
   "go_priority", CASE WHEN {{limited}} THEN COALESCE("go_concurrency_key", '') ELSE "go_concurrency_key" END,
-  CASE WHEN {{limited}} THEN :available_at END
+  CASE WHEN {{limited}} AND "go_paused_at" IS NULL THEN :available_at END,
+  "go_paused_at", "go_pause_reason", CASE WHEN "go_paused_at" IS NOT NULL THEN :available_at END
 FROM "workflow_runs"
 WHERE "namespace_id" = :ns AND "id" = :run_id
 RETURNING {{run_columns}}
