@@ -257,19 +257,19 @@ func (c *Client) finishedRunView(ctx context.Context, u *backend.RunUpdate) (*ba
 	return &v, nil
 }
 
-// updatePoll is how often WaitUpdate reads the update again while events
-// announce settlements (events are hints), and at most how long it waits
-// between two reads without them; each read of an update still admitted
-// also wakes its run again, should the run have parked in the instant
-// between reading its updates and parking.
+// updatePoll is the longest WaitUpdate waits between two reads of the
+// update (events are hints), and how often it wakes the update's run
+// again, should the run have parked in the instant between reading its
+// updates and parking.
 const updatePoll = time.Second
 
 // WaitUpdate waits until the update updateID of the run runID is settled
 // (rejected, completed or failed, or read as rejected once its run
 // finished) and returns it; ctx bounds the wait, and when it ends first
 // the error is an [*UpdateTimeoutError] with the stage reached. It wakes
-// on the backend's settlement events (PostgreSQL NOTIFY, SQLite's hub)
-// and reads the update again at least every second.
+// on the backend's settlement events (PostgreSQL NOTIFY, SQLite's hub in
+// the writer's process) and reads the update again after 5 ms, 10 ms, …,
+// then every second.
 func (c *Client) WaitUpdate(ctx context.Context, runID, updateID string) (*backend.RunUpdate, error) {
 	store, err := c.updateStore()
 	if err != nil {
@@ -281,8 +281,12 @@ func (c *Client) WaitUpdate(ctx context.Context, runID, updateID string) (*backe
 	if err != nil {
 		events = nil
 	}
+	// Reads back off from 5 ms to updatePoll, events or not: SQLite's
+	// events reach only the writer's process, so a worker in another
+	// process settles unannounced.
 	poll := 5 * time.Millisecond
-	for first := true; ; first = false {
+	lastWake := time.Now()
+	for {
 		u, err := c.GetUpdate(ctx, runID, updateID)
 		if err != nil {
 			return nil, timeoutOr(ctx, runID, updateID, backend.UpdateAdmitted, err)
@@ -290,16 +294,15 @@ func (c *Client) WaitUpdate(ctx context.Context, runID, updateID string) (*backe
 		if u.State.Settled() {
 			return u, nil
 		}
-		if !first {
+		if time.Since(lastWake) >= updatePoll {
 			// Wake the run again (an admission of the same id does).
+			lastWake = time.Now()
 			if _, err := store.AdmitRunUpdate(ctx, backend.AdmitRunUpdateParams{WorkflowRunID: runID, UpdateID: updateID, Name: u.Name}); err != nil {
 				return nil, timeoutOr(ctx, runID, updateID, u.State, err)
 			}
 		}
-		wait := updatePoll
-		if events == nil {
-			wait, poll = poll, min(poll*2, updatePoll)
-		}
+		wait := poll
+		poll = min(poll*2, updatePoll)
 		if err := waitForSettled(ctx, events, runID, updateID, wait); err != nil {
 			return nil, &UpdateTimeoutError{RunID: runID, UpdateID: updateID, Stage: u.State, Err: err}
 		}

@@ -23,7 +23,7 @@ const maxListLimit = 1000
 func (a *app) runsCommand() *cobra.Command {
 	return groupCommand("runs", "Start, list, inspect, follow, cancel, retry, fork, prune and signal workflow runs",
 		a.runsStartCommand(), a.runsListCommand(), a.runsGetCommand(), a.runsTailCommand(), a.runsCancelCommand(), a.runsRetryCommand(),
-		a.runsForkCommand(), a.runsPruneCommand(), a.runsSignalCommand())
+		a.runsForkCommand(), a.runsPruneCommand(), a.runsSignalCommand(), a.runsUpdateCommand())
 }
 
 func (a *app) runsListCommand() *cobra.Command {
