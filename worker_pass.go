@@ -130,6 +130,31 @@ func (w *Worker) execute(run *backend.WorkflowRun, hist *[]backend.StepAttempt, 
 	w.finish(x, out, err)
 }
 
+// reconcileUpdates wakes a run that declared update handlers and has
+// just parked, if an update was admitted while the pass still owned it
+// (after it read the run's updates, before the park committed): that
+// admission found the run owned and could not wake it. Reading after the
+// park's commit closes the window — a later admission finds the run parked
+// and wakes it itself. The wake is an admission of the waiting update's
+// id again, which wakes a parked run (UpdateStore.AdmitRunUpdate).
+func (w *Worker) reconcileUpdates(x *pass) {
+	store, ok := w.b.(backend.UpdateStore)
+	if !ok || !x.wantsUpdates() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(w.hardCtx, 5*time.Second)
+	defer cancel()
+	pending, err := store.ListRunUpdates(ctx, x.run.ID, true)
+	if err == nil && len(pending) > 0 {
+		u := pending[0]
+		_, err = store.AdmitRunUpdate(ctx, backend.AdmitRunUpdateParams{WorkflowRunID: u.WorkflowRunID, UpdateID: u.ID, Name: u.Name})
+	}
+	if err != nil {
+		// The update's caller wakes the run again within a second.
+		w.log.Debug("openworkflow: could not check a parked run for updates admitted while it parked", "run", x.run.ID, "error", err)
+	}
+}
+
 // updatesWaiting reports, for a run whose pre-pass would park it again
 // (a sleep still pending: it was woken early), whether updates wait for
 // it; if so the pass runs the workflow to its wait point to handle them,
@@ -305,6 +330,9 @@ func (w *Worker) finish(x *pass, out json.RawMessage, err error) {
 			switch tw.Kind {
 			case backend.WriteParkRun, backend.WriteRescheduleRun:
 				w.noteWake(tw.AvailableAt)
+				if tw.Kind == backend.WriteParkRun {
+					w.reconcileUpdates(x)
+				}
 			case backend.WriteCompleteRun:
 				w.observeRunFinished(x, backend.RunCompleted)
 			case backend.WriteFailRun:
