@@ -15,43 +15,59 @@ import (
 var _ backend.UpdateStore = (*Backend)(nil)
 
 // AdmitRunUpdate implements [backend.UpdateStore] in one READ COMMITTED
-// transaction (sql/updates.sql): lock the run, return an earlier update
-// of the same id (waking the run again while it is admitted), refuse a
-// finished run and the limits, store the update and wake the run if it is
-// parked.
+// transaction (sql/updates.sql) of two batches, each one round trip: lock
+// the run and read the update's id and the run's counts; then store the
+// update and wake the run if it is parked — or return the earlier update
+// of the same id (waking the run again while it is admitted), or refuse a
+// finished run and the limits.
 func (b *Backend) AdmitRunUpdate(ctx context.Context, p backend.AdmitRunUpdateParams) (*backend.RunUpdate, error) {
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("update %q of workflow run %s: %w", p.Name, p.WorkflowRunID, err)
 	}
+	input := p.Input
+	if len(input) == 0 {
+		input = json.RawMessage("null")
+	}
 	var out *backend.RunUpdate
 	err := b.inTx(ctx, func(tx pgx.Tx) error {
 		out = nil
+		// One round trip: the run's lock first, then what it guards.
+		read := &pgx.Batch{}
 		var status string
-		err := tx.QueryRow(ctx, b.q.LockSignaledRun, b.namespace, p.WorkflowRunID).Scan(&status)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return backend.ErrRunNotFound
-		}
-		if err != nil {
+		var prev *backend.RunUpdate
+		var open, all int
+		read.Queue(b.q.LockSignaledRun, b.namespace, p.WorkflowRunID).QueryRow(func(row pgx.Row) error {
+			err := row.Scan(&status)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return backend.ErrRunNotFound
+			}
+			return err
+		})
+		read.Queue(b.q.GetRunUpdate, b.namespace, p.WorkflowRunID, p.UpdateID).QueryRow(func(row pgx.Row) error {
+			u, err := scanRunUpdate(row)
+			if errors.Is(err, backend.ErrUpdateNotFound) {
+				return nil
+			}
+			prev = u
+			return err
+		})
+		read.Queue(b.q.CountRunUpdates, b.namespace, p.WorkflowRunID).QueryRow(func(row pgx.Row) error {
+			return row.Scan(&open, &all)
+		})
+		if err := tx.SendBatch(ctx, read).Close(); err != nil {
 			return err
 		}
-		prev, err := scanRunUpdate(tx.QueryRow(ctx, b.q.GetRunUpdate, b.namespace, p.WorkflowRunID, p.UpdateID))
-		switch {
-		case err == nil:
+		if prev != nil {
 			prev.Duplicate = true
 			out = prev
 			if prev.State == backend.UpdateAdmitted {
-				_, err = tx.Exec(ctx, b.q.WakeSignaledRun, b.namespace, p.WorkflowRunID, b.at())
+				_, err := tx.Exec(ctx, b.q.WakeSignaledRun, b.namespace, p.WorkflowRunID, b.at())
+				return err
 			}
-			return err
-		case !errors.Is(err, backend.ErrUpdateNotFound):
-			return err
+			return nil
 		}
 		if s := backend.RunStatus(status).Normalize(); s.Terminal() {
 			return fmt.Errorf("the run is %s: %w", s, backend.ErrRunTerminal)
-		}
-		var open, all int
-		if err := tx.QueryRow(ctx, b.q.CountRunUpdates, b.namespace, p.WorkflowRunID).Scan(&open, &all); err != nil {
-			return err
 		}
 		if open >= backend.MaxInFlightUpdates {
 			return fmt.Errorf("%w: %d updates wait to be handled (at most %d)", backend.ErrTooManyUpdates, open, backend.MaxInFlightUpdates)
@@ -59,20 +75,19 @@ func (b *Backend) AdmitRunUpdate(ctx context.Context, p backend.AdmitRunUpdatePa
 		if all >= backend.MaxUpdatesPerRun {
 			return fmt.Errorf("%w: the run has had %d updates (at most %d)", backend.ErrTooManyUpdates, all, backend.MaxUpdatesPerRun)
 		}
-		input := p.Input
-		if len(input) == 0 {
-			input = json.RawMessage("null")
-		}
 		u := &backend.RunUpdate{NamespaceID: b.namespace, WorkflowRunID: p.WorkflowRunID, ID: p.UpdateID, Name: p.Name,
 			Input: input, State: backend.UpdateAdmitted}
-		if err := tx.QueryRow(ctx, b.q.InsertRunUpdate, b.namespace, p.WorkflowRunID, p.UpdateID, p.Name, string(input), b.at()).
-			Scan(&u.Seq, &u.CreatedAt); err != nil {
+		write := &pgx.Batch{}
+		write.Queue(b.q.InsertRunUpdate, b.namespace, p.WorkflowRunID, p.UpdateID, p.Name, string(input), b.at()).QueryRow(func(row pgx.Row) error {
+			return row.Scan(&u.Seq, &u.CreatedAt)
+		})
+		write.Queue(b.q.WakeSignaledRun, b.namespace, p.WorkflowRunID, b.at())
+		if err := tx.SendBatch(ctx, write).Close(); err != nil {
 			return err
 		}
 		u.CreatedAt = u.CreatedAt.UTC()
 		out = u
-		_, err = tx.Exec(ctx, b.q.WakeSignaledRun, b.namespace, p.WorkflowRunID, b.at())
-		return err
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("update %q of workflow run %s: %w", p.Name, p.WorkflowRunID, err)
@@ -110,35 +125,27 @@ func (b *Backend) ListRunUpdates(ctx context.Context, runID string, onlyAdmitted
 	return out, nil
 }
 
-// SettleRunUpdate implements [backend.UpdateStore] in one transaction
-// fenced on the run's lease (lock_owned_run).
+// SettleRunUpdate implements [backend.UpdateStore] in one statement
+// fenced on the run's lease (settle_run_update); when it changes nothing,
+// the run's ownership says whether the fence refused it (ErrNotOwner) or
+// the update was settled already (nil).
 func (b *Backend) SettleRunUpdate(ctx context.Context, p backend.SettleRunUpdateParams) error {
 	if !p.State.Settled() {
 		return fmt.Errorf("settle update %s of workflow run %s: %w: state %q is not final", p.UpdateID, p.WorkflowRunID, backend.ErrInvalidArgument, p.State)
 	}
-	fenced := false
-	err := b.inTx(ctx, func(tx pgx.Tx) error {
-		fenced = false
-		var attempts int
-		err := tx.QueryRow(ctx, b.q.LockOwnedRun, b.namespace, p.WorkflowRunID, p.WorkerID).Scan(&attempts)
-		if errors.Is(err, pgx.ErrNoRows) {
-			fenced = true
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, b.q.SettleRunUpdate, b.namespace, p.WorkflowRunID, p.UpdateID, string(p.State),
-			nullText(p.Result), nullText(p.Error), b.at())
-		return err
-	})
-	if err == nil && fenced {
-		return b.fenceError(ctx, "settle update", p.WorkflowRunID, p.WorkerID)
-	}
+	tag, err := b.pool.Exec(ctx, b.q.SettleRunUpdate, b.namespace, p.WorkflowRunID, p.UpdateID, string(p.State),
+		nullText(p.Result), nullText(p.Error), p.WorkerID, b.at())
 	if err != nil {
 		return fmt.Errorf("settle update %s of workflow run %s: %w", p.UpdateID, p.WorkflowRunID, err)
 	}
-	return nil
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	status, owner, err := b.runOwnership(ctx, p.WorkflowRunID)
+	if err == nil && backend.RunStatus(status) == backend.RunRunning && owner != nil && *owner == p.WorkerID {
+		return nil // settled already: the first settlement wins
+	}
+	return ownershipError("settle update", p.WorkflowRunID, p.WorkerID, status, owner, err)
 }
 
 // nullText is raw as text, or NULL when empty.

@@ -3,8 +3,8 @@
 -- earlier update of the same id, refuses a finished run and the limits
 -- (count_run_updates), stores the row (insert_run_update) and wakes the
 -- run if it is parked (wake_signaled_run). A worker settles an update
--- under its lease (lock_owned_run, hooks.sql; settle_run_update), which
--- announces it to the callers waiting.
+-- under its lease in one statement (settle_run_update), which announces
+-- it to the callers waiting.
 
 -- fragment: update_columns
 ru."namespace_id", ru."workflow_run_id", ru."id", ru."name", ru."seq", ru."input", ru."state",
@@ -44,11 +44,18 @@ RETURNING "seq", "created_at"
 
 -- name: settle_run_update
 -- Moves admitted update $3 of run $2 to state $4 with result $5 or error
--- $6, and announces it (kind 'update', the run's id and the update's).
+-- $6 while the run is running under worker $7 (owned_run locks its row, so
+-- a claim moving the lease waits for the settlement or refuses it), and
+-- announces it (kind 'update', the run's id and the update's). One
+-- statement, one round trip: a settled update's caller is waiting. No row
+-- when the fence refuses or the update was settled already (the caller
+-- tells the two apart).
+WITH {{owned_run($1, $2, $7)}}
 UPDATE {{schema}}."go_run_updates" AS ru
-SET "state" = $4, "result" = $5, "error" = $6, "settled_at" = {{now($7)}}
+SET "state" = $4, "result" = $5, "error" = $6, "settled_at" = {{now($8)}}
 WHERE ru."namespace_id" = $1 AND ru."workflow_run_id" = $2 AND ru."id" = $3
   AND ru."state" = 'admitted'
+  AND EXISTS (SELECT 1 FROM owned_run)
 RETURNING pg_notify('openworkflow', json_build_object(
   'schema', {{schema_literal}}, 'ns', ru."namespace_id", 'kind', 'update',
   'id', ru."workflow_run_id", 'uid', ru."id")::text)
