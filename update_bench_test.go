@@ -88,7 +88,9 @@ func BenchmarkUpdateRunIdleWorker(b *testing.B) {
 			}
 			slices.Sort(lat)
 			slices.Sort(ref)
-			pct := func(d []time.Duration, p float64) float64 { return float64(d[int(p*float64(len(d)-1))].Microseconds()) / 1000 }
+			pct := func(d []time.Duration, p float64) float64 {
+				return float64(d[int(p*float64(len(d)-1))].Microseconds()) / 1000
+			}
 			b.ReportMetric(pct(lat, 0.5), "p50-ms")
 			b.ReportMetric(pct(lat, 0.9), "p90-ms")
 			b.ReportMetric(pct(ref, 0.5), "read-p50-ms")
