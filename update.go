@@ -185,8 +185,14 @@ func (x *pass) handleUpdate(store backend.UpdateStore, u backend.RunUpdate, park
 	if !ok {
 		return x.rejectUpdate(store, u, fmt.Errorf("unknown update %q: the workflow declares no handler for it (it declares %q)", u.Name, x.handlerNames()))
 	}
-	if err := x.validateUpdate(h, u.Input); err != nil {
-		return x.rejectUpdate(store, u, err)
+	// A running attempt of the handler's step is an acceptance a crashed
+	// pass recorded (a handler running longer than RunningStepAfter has
+	// its row written): the validator accepted it then, and is not asked
+	// again.
+	if _, accepted := x.hist.Running(key); !accepted {
+		if err := x.validateUpdate(h, u.Input); err != nil {
+			return x.rejectUpdate(store, u, err)
+		}
 	}
 	outcome, err := runFunction(x, key, func(ctx context.Context) (updateOutcome, error) {
 		raw, err := callProtected(func() (json.RawMessage, error) { return h.run(ctx, u.Input) })
