@@ -17,9 +17,9 @@ import (
 // handler's step and the settlement, and the caller's wake-up. It reports
 // the latency's p50 and p90 in ms, and, as a yardstick on a loaded
 // machine, the p50 of one read of the run (GetWorkflowRun, one round trip)
-// measured between the updates, and the ratio of the two p50s. A run takes 50 updates, then the next
-// run (so the replayed history stays short, as in a run handling a few
-// updates between its waits).
+// measured between the updates, and the ratio of the two p50s. A run
+// takes 50 updates, then the next run (so the replayed history stays
+// short, as in a run handling a few updates between its waits).
 //
 //	go test -run '^$' -bench UpdateRunIdleWorker .
 func BenchmarkUpdateRunIdleWorker(b *testing.B) {
