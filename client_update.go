@@ -37,8 +37,11 @@ const CodeRunFinished = "RUN_FINISHED"
 // [ErrUpdateRejected], and also [ErrRunTerminal] when the run finished
 // before handling the update (Err.Code is [CodeRunFinished]).
 type UpdateRejectedError struct {
+	// RunID, UpdateID and Name name the update.
 	RunID, UpdateID, Name string
-	Err                   *Error
+	// Err is the stored reason: the validator's error, an unknown name, or
+	// the run finished first (Code CodeRunFinished).
+	Err *Error
 }
 
 // Error names the update, the run and the reason.
@@ -57,8 +60,10 @@ func (e *UpdateRejectedError) Unwrap() error { return e.Err }
 // UpdateFailedError is the error of an update whose handler returned an
 // error (Err, as stored). It matches [ErrUpdateFailed].
 type UpdateFailedError struct {
+	// RunID, UpdateID and Name name the update.
 	RunID, UpdateID, Name string
-	Err                   *Error
+	// Err is the handler's error as stored.
+	Err *Error
 }
 
 // Error names the update, the run and the handler's error.
@@ -78,9 +83,12 @@ func (e *UpdateFailedError) Unwrap() error { return e.Err }
 // (or UpdateRun again with the same id, [WithUpdateID]) to go on
 // waiting. It unwraps to the context's error.
 type UpdateTimeoutError struct {
+	// RunID and UpdateID name the update.
 	RunID, UpdateID string
-	Stage           backend.RunUpdateState
-	Err             error
+	// Stage is the state the update had when the wait ended.
+	Stage backend.RunUpdateState
+	// Err is the context's error (nil from UpdateOutcome).
+	Err error
 }
 
 // Error names the update and the stage it reached.

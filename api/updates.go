@@ -35,15 +35,23 @@ type updateRequest struct {
 // (result), failed (the handler's error) or rejected (error: the
 // validator's, an unknown name, or the run finished first).
 type RunUpdate struct {
-	ID        string          `json:"id"`
-	RunID     string          `json:"runId"`
-	Name      string          `json:"name"`
-	State     string          `json:"state"`
-	Input     json.RawMessage `json:"input"`
-	Result    json.RawMessage `json:"result,omitempty"`
-	Error     json.RawMessage `json:"error,omitempty"`
-	CreatedAt time.Time       `json:"createdAt"`
-	SettledAt *time.Time      `json:"settledAt"`
+	// ID is the update's id, its idempotency key within the run.
+	ID string `json:"id"`
+	// RunID is the run's id; Name the update's (its handler's) name.
+	RunID string `json:"runId"`
+	Name  string `json:"name"`
+	// State is admitted, completed, failed or rejected.
+	State string `json:"state"`
+	// Input is the input as admitted; Result the handler's result
+	// (completed); Error the stored error {name?, message, code?} of a
+	// failed or rejected update.
+	Input  json.RawMessage `json:"input"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  json.RawMessage `json:"error,omitempty"`
+	// CreatedAt is when it was admitted, SettledAt when it was settled
+	// (null while admitted).
+	CreatedAt time.Time  `json:"createdAt"`
+	SettledAt *time.Time `json:"settledAt"`
 	// Duplicate: the POST repeated an update id the run already had;
 	// nothing was admitted, and this is the earlier update.
 	Duplicate bool `json:"duplicate,omitempty"`

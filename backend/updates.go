@@ -54,6 +54,7 @@ func (s RunUpdateState) Settled() bool {
 
 // RunUpdate is one update of a run, as stored in go_run_updates.
 type RunUpdate struct {
+	// NamespaceID and WorkflowRunID name the run the update is for.
 	NamespaceID   string `json:"namespaceId"`
 	WorkflowRunID string `json:"workflowRunId"`
 	// ID is the update id: the caller's idempotency key within the run.
@@ -64,13 +65,15 @@ type RunUpdate struct {
 	Seq int64 `json:"seq"`
 	// Input is the update's JSON input as sent (JSON null when none).
 	Input json.RawMessage `json:"input"`
-	State RunUpdateState  `json:"state"`
+	// State is admitted until a worker settles it.
+	State RunUpdateState `json:"state"`
 	// Result is the handler's JSON result (completed only).
 	Result json.RawMessage `json:"result,omitempty"`
 	// Error is the stored error of a rejected or failed update
 	// ({"message": …}).
-	Error     json.RawMessage `json:"error,omitempty"`
-	CreatedAt time.Time       `json:"createdAt"`
+	Error json.RawMessage `json:"error,omitempty"`
+	// CreatedAt is when it was admitted.
+	CreatedAt time.Time `json:"createdAt"`
 	// SettledAt is when it was rejected, completed or failed.
 	SettledAt *time.Time `json:"settledAt,omitempty"`
 	// Duplicate is true on the answer of an admission whose id the run
@@ -80,6 +83,7 @@ type RunUpdate struct {
 
 // AdmitRunUpdateParams are UpdateStore.AdmitRunUpdate's.
 type AdmitRunUpdateParams struct {
+	// WorkflowRunID is the run the update is for (required).
 	WorkflowRunID string
 	// UpdateID is the update's id, unique within the run (required).
 	UpdateID string
@@ -113,6 +117,7 @@ func (p AdmitRunUpdateParams) Validate() error {
 
 // SettleRunUpdateParams are UpdateStore.SettleRunUpdate's.
 type SettleRunUpdateParams struct {
+	// WorkflowRunID and UpdateID name the update.
 	WorkflowRunID string
 	// WorkerID fences the write: the run must be running under it.
 	WorkerID string
