@@ -414,3 +414,55 @@ func TestUpdateOutcomesAtTheEdges(t *testing.T) {
 		t.Fatalf("an update to a missing run = %v; want ErrRunNotFound", err)
 	}
 }
+
+// A run whose workflow declares no handler at all, parked on a sleep, is
+// woken by an update, rejects it as unknown, and parks again until its
+// sleep's time, its history unchanged; a handler's panic fails its update,
+// not its run.
+func TestUpdateToAWorkflowWithoutHandlersAndAPanickingHandler(t *testing.T) {
+	e := newEnv(t)
+	plain := ow.Define(ow.Spec{Name: "plain"}, func(ctx ow.Context, _ int) (string, error) {
+		if err := ow.Sleep(ctx, "nap", time.Hour); err != nil {
+			return "", err
+		}
+		return "woke", nil
+	})
+	panicky := ow.Define(ow.Spec{Name: "panicky"}, func(ctx ow.Context, _ int) (string, error) {
+		if err := ow.HandleUpdate(ctx, "explode", func(context.Context, int) (int, error) { panic("boom") }, nil); err != nil {
+			return "", err
+		}
+		if err := ow.Sleep(ctx, "nap", time.Hour); err != nil {
+			return "", err
+		}
+		return "woke", nil
+	})
+	e.register(plain, panicky)
+	id := start(e, plain, 0)
+	other := start(e, panicky, 0)
+	e.drain()
+	parked := e.run(id)
+	before := e.stepNames(id)
+
+	u := e.admitUpdate(id, "anything", 1)
+	p := e.admitUpdate(other, "explode", 1)
+	e.drain()
+	got := e.update(id, u.ID)
+	if got.State != backend.UpdateRejected || !strings.Contains(string(got.Error), `unknown update \"anything\"`) {
+		t.Fatalf("update of a workflow without handlers = %s %s; want rejected as unknown", got.State, got.Error)
+	}
+	now := e.run(id)
+	if now.WorkerID != nil || !now.AvailableAt.Equal(*parked.AvailableAt) {
+		t.Fatalf("run after the rejection available at %v (worker %v); want parked until %v", now.AvailableAt, now.WorkerID, parked.AvailableAt)
+	}
+	if after := e.stepNames(id); !slices.Equal(after, before) {
+		t.Fatalf("history %q after the rejection; want %q", after, before)
+	}
+	_, err := e.client.UpdateRun(e.ctx, other, "explode", 1, ow.WithUpdateID(p.ID))
+	if !errors.Is(err, ow.ErrUpdateFailed) || !strings.Contains(err.Error(), "boom") {
+		t.Fatalf("UpdateRun of a panicking handler = %v; want ErrUpdateFailed with the panic", err)
+	}
+	e.clock.Advance(time.Hour)
+	e.drain()
+	e.requireStatus(id, backend.RunCompleted)
+	e.requireStatus(other, backend.RunCompleted)
+}
