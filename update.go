@@ -201,7 +201,19 @@ func (x *pass) handleUpdate(store backend.UpdateStore, u backend.RunUpdate, park
 		}
 		return updateOutcome{Result: raw}, nil
 	}, nil, true)
-	if err != nil {
+	var stepErr *StepError
+	switch {
+	case errors.As(err, &stepErr) && !x.isLost():
+		// The outcome could not be recorded (a result no backend can
+		// store): the update fails with that error, once — its step's
+		// failed attempt is in the history, and the settled row is never
+		// handled again.
+		if err := x.flush(); err != nil {
+			return err
+		}
+		return x.settle(store, backend.SettleRunUpdateParams{WorkflowRunID: x.run.ID, WorkerID: x.workerID, UpdateID: u.ID,
+			State: backend.UpdateFailed, Error: stepErr.stored})
+	case err != nil:
 		return err // the step could not be recorded: the pass lost its run
 	}
 	if err := x.flush(); err != nil {

@@ -417,8 +417,8 @@ func TestUpdateOutcomesAtTheEdges(t *testing.T) {
 
 // A run whose workflow declares no handler at all, parked on a sleep, is
 // woken by an update, rejects it as unknown, and parks again until its
-// sleep's time, its history unchanged; a handler's panic fails its update,
-// not its run.
+// sleep's time, its history unchanged; a handler's panic, and a result no
+// backend can store, fail its update, not its run.
 func TestUpdateToAWorkflowWithoutHandlersAndAPanickingHandler(t *testing.T) {
 	e := newEnv(t)
 	plain := ow.Define(ow.Spec{Name: "plain"}, func(ctx ow.Context, _ int) (string, error) {
@@ -429,6 +429,12 @@ func TestUpdateToAWorkflowWithoutHandlersAndAPanickingHandler(t *testing.T) {
 	})
 	panicky := ow.Define(ow.Spec{Name: "panicky"}, func(ctx ow.Context, _ int) (string, error) {
 		if err := ow.HandleUpdate(ctx, "explode", func(context.Context, int) (int, error) { panic("boom") }, nil); err != nil {
+			return "", err
+		}
+		// A result no backend can store (a lone surrogate escape).
+		if err := ow.HandleUpdate(ctx, "unstorable", func(context.Context, int) (json.RawMessage, error) {
+			return json.RawMessage(`"\ud800"`), nil
+		}, nil); err != nil {
 			return "", err
 		}
 		if err := ow.Sleep(ctx, "nap", time.Hour); err != nil {
@@ -460,6 +466,12 @@ func TestUpdateToAWorkflowWithoutHandlersAndAPanickingHandler(t *testing.T) {
 	_, err := e.client.UpdateRun(e.ctx, other, "explode", 1, ow.WithUpdateID(p.ID))
 	if !errors.Is(err, ow.ErrUpdateFailed) || !strings.Contains(err.Error(), "boom") {
 		t.Fatalf("UpdateRun of a panicking handler = %v; want ErrUpdateFailed with the panic", err)
+	}
+	bad := e.admitUpdate(other, "unstorable", 1)
+	e.drain()
+	_, err = e.client.UpdateRun(e.ctx, other, "unstorable", 1, ow.WithUpdateID(bad.ID))
+	if !errors.Is(err, ow.ErrUpdateFailed) || !strings.Contains(err.Error(), "cannot be stored") {
+		t.Fatalf("UpdateRun of a handler whose result cannot be stored = %v; want ErrUpdateFailed saying why", err)
 	}
 	e.clock.Advance(time.Hour)
 	e.drain()
