@@ -193,10 +193,12 @@ func (h *Handler) listRunUpdates(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// waitUpdate waits up to d for the update to settle; the update as it
-// stands when d passes.
+// waitUpdate waits up to d for the update to settle, or until the server
+// shuts down (Options.Done); the update as it stands then.
 func (h *Handler) waitUpdate(r *http.Request, runID, updateID string, d time.Duration) (*backend.RunUpdate, error) {
-	ctx, cancel := context.WithTimeout(r.Context(), d)
+	base, stop := h.done(r) // a server shutting down answers 202 at once
+	defer stop()
+	ctx, cancel := context.WithTimeout(base, d)
 	defer cancel()
 	u, err := h.c.WaitUpdate(ctx, runID, updateID)
 	var te *ow.UpdateTimeoutError
