@@ -98,6 +98,12 @@ type pass struct {
 	inUser    bool         // the pass is running its user code
 	abandoned *abandonment // set when the worker abandoned the user code
 	slow      []slowStep   // step functions running longer than runningStepAfter
+
+	// Updates (update.go); guarded by mu.
+	updateHandlers   map[string]*updateHandler // declared by HandleUpdate in this pass
+	wokenEarly       bool                      // claimed before any of its waits came due
+	validating       bool                      // an update validator is running
+	validatorStepped bool                      // ... and called a step
 }
 
 // suspend records that the pass must park until at (the earliest of all
@@ -156,6 +162,9 @@ func (x *pass) blocked(admitted bool) error {
 	switch {
 	case x.lost != notLost || x.ctx.Err() != nil:
 		return ErrLeaseLost
+	case x.validating:
+		x.validatorStepped = true
+		return errStepInValidator
 	case admitted:
 	case x.suspended:
 		return ErrSuspended

@@ -84,7 +84,13 @@ func (w *Worker) execute(run *backend.WorkflowRun, hist *[]backend.StepAttempt, 
 		w.finish(x, nil, context.Cause(ctx))
 		return
 	}
-	if x.prePass() {
+	updates, _ := w.b.(backend.UpdateStore)
+	if updates != nil {
+		if due := x.earliestWait(); !due.IsZero() && due.After(w.opts.Now()) {
+			x.wokenEarly = true // by an update, a delivery: its updates are read at its wait point
+		}
+	}
+	if x.prePass() && !w.updatesWaiting(x, updates) {
 		w.finish(x, nil, ErrSuspended)
 		return
 	}
@@ -109,7 +115,67 @@ func (w *Worker) execute(run *backend.WorkflowRun, hist *[]backend.StepAttempt, 
 		return
 	}
 	x.writes.Wait()
+	if updates != nil && !x.isLost() && x.wantsUpdates() {
+		x.mu.Lock()
+		suspended := x.suspended
+		x.mu.Unlock()
+		parking := suspended && (err == nil || describeFailure(err).class == failSuspended)
+		if parking || (err == nil && !suspended) {
+			// A failure is left out: its updates wait for the retry's
+			// pass, or are read as rejected once the run has failed. An
+			// error here means the pass lost its run, which finish sees.
+			_ = x.handleUpdates(updates, parking)
+		}
+	}
 	w.finish(x, out, err)
+}
+
+// reconcileUpdates wakes a run that declared update handlers and has
+// just parked, if an update was admitted while the pass still owned it
+// (after it read the run's updates, before the park committed): that
+// admission found the run owned and could not wake it. Reading after the
+// park's commit closes the window — a later admission finds the run parked
+// and wakes it itself. The wake is an admission of the waiting update's
+// id again, which wakes a parked run (UpdateStore.AdmitRunUpdate).
+func (w *Worker) reconcileUpdates(x *pass) {
+	store, ok := w.b.(backend.UpdateStore)
+	if !ok || !x.wantsUpdates() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(w.hardCtx, 5*time.Second)
+	defer cancel()
+	pending, err := store.ListRunUpdates(ctx, x.run.ID, true)
+	if err == nil && len(pending) > 0 {
+		u := pending[0]
+		_, err = store.AdmitRunUpdate(ctx, backend.AdmitRunUpdateParams{WorkflowRunID: u.WorkflowRunID, UpdateID: u.ID, Name: u.Name})
+	}
+	if err != nil {
+		// The update's caller wakes the run again within a second.
+		w.log.Debug("openworkflow: could not check a parked run for updates admitted while it parked", "run", x.run.ID, "error", err)
+	}
+}
+
+// updatesWaiting reports, for a run whose pre-pass would park it again
+// (a sleep still pending: it was woken early), whether updates wait for
+// it; if so the pass runs the workflow to its wait point to handle them,
+// and parks again until its sleep's own time. A failed read parks the
+// run: the update's caller wakes it again.
+func (w *Worker) updatesWaiting(x *pass, store backend.UpdateStore) bool {
+	if store == nil {
+		return false
+	}
+	pending, err := store.ListRunUpdates(x.ctx, x.run.ID, true)
+	if err != nil {
+		w.log.Debug("openworkflow: could not read the updates of a run woken early; parking it", "run", x.run.ID, "error", err)
+		return false
+	}
+	if len(pending) == 0 {
+		return false
+	}
+	x.mu.Lock()
+	x.suspended, x.wakeAt = false, time.Time{}
+	x.mu.Unlock()
+	return true
 }
 
 // passEnded is the end of a pass, once its run was settled: it is no
@@ -276,6 +342,9 @@ func (w *Worker) finish(x *pass, out json.RawMessage, err error) {
 			switch tw.Kind {
 			case backend.WriteParkRun, backend.WriteRescheduleRun:
 				w.noteWake(tw.AvailableAt)
+				if tw.Kind == backend.WriteParkRun {
+					w.reconcileUpdates(x)
+				}
 			case backend.WriteCompleteRun:
 				w.observeRunFinished(x, backend.RunCompleted)
 			case backend.WriteFailRun:

@@ -44,7 +44,15 @@ const (
 	// CodeIdempotencyConflict (409): POST /v1/runs with an idempotency key
 	// that started a run of another input within 24 hours; the message
 	// names that run, which the start did not change.
-	CodeIdempotencyConflict  Code = "idempotency_conflict"
+	CodeIdempotencyConflict Code = "idempotency_conflict"
+	// CodeUpdateRejected (422): POST /v1/runs/{id}/updates/{name} whose
+	// update the run rejected — its validator refused it, the workflow
+	// handles no update of that name, or the run finished first; the
+	// message gives the reason. Nothing of it is in the run's history.
+	CodeUpdateRejected Code = "update_rejected"
+	// CodeTooManyUpdates (429): the run has 10 updates waiting to be
+	// handled (or had 2000); retry once some are.
+	CodeTooManyUpdates       Code = "too_many_updates"
 	CodePayloadTooLarge      Code = "payload_too_large"      // 413: body above Options.MaxBodyBytes
 	CodeUnsupportedMediaType Code = "unsupported_media_type" // 415: a JSON body sent without Content-Type application/json
 	CodeTooManyRequests      Code = "too_many_requests"      // 429: too many wrong tokens; wait Retry-After seconds

@@ -251,7 +251,27 @@ func testWorkflows(c *calls) []ow.Definition {
 		}
 		return "liftoff", nil
 	})
-	return []ow.Definition{add, echo, flaky, approval, streamer, countdown}
+	// counter handles updates "add" (a positive number; the handler's
+	// runs are counted per key) until signal "stop" ends it.
+	counter := ow.Define(ow.Spec{Name: "counter"}, func(ctx ow.Context, key string) (string, error) {
+		err := ow.HandleUpdate(ctx, "add", func(ctx context.Context, n int) (string, error) {
+			c.add(key + "/add")
+			return fmt.Sprintf("added %d", n), nil
+		}, func(n int) error {
+			if n <= 0 {
+				return fmt.Errorf("%d is not positive", n)
+			}
+			return nil
+		})
+		if err != nil {
+			return "", err
+		}
+		if _, _, err := ow.WaitForSignal[string](ctx, "stop", ow.WithTimeout(time.Minute)); err != nil {
+			return "", err
+		}
+		return "stopped", nil
+	})
+	return []ow.Definition{add, echo, flaky, approval, streamer, countdown, counter}
 }
 
 // response is an answer of the server.

@@ -413,6 +413,9 @@ const (
 	// (see ScheduleStore), so a tick may come sooner than the workers
 	// waiting for the earliest one they knew of expect.
 	EventScheduleChanged EventKind = "schedule"
+	// EventUpdateSettled: update UpdateID of run WorkflowRunID was
+	// rejected, completed or failed (see UpdateStore).
+	EventUpdateSettled EventKind = "update"
 )
 
 // Event is a wake-up hint published by a backend to its subscribers.
@@ -424,4 +427,6 @@ type Event struct {
 	// Stream and Seq name the chunk of an EventChunk.
 	Stream string
 	Seq    int64
+	// UpdateID names the update of an EventUpdateSettled.
+	UpdateID string
 }

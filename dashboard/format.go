@@ -46,6 +46,8 @@ var templateFuncs = template.FuncMap{
 	"hasPrefix": strings.HasPrefix,
 	// words shows a state of the API ("not_run") as words ("not run").
 	"words": func(s string) string { return strings.ReplaceAll(s, "_", " ") },
+	// viewErr reads a stored error (an update's) for its message.
+	"viewErr": viewError,
 }
 
 // dict makes a map of its key, value arguments, to pass several values

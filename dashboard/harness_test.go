@@ -320,7 +320,23 @@ func testWorkflows(g *gates) []ow.Definition {
 		}
 		return "liftoff", nil
 	})
-	return []ow.Definition{greet, steps, flaky, parent, approval, stuck, waiter, countdown}
+	// tally handles updates "add" (a positive number) until signal "stop".
+	tally := ow.Define(ow.Spec{Name: "tally"}, func(ctx ow.Context, _ string) (string, error) {
+		err := ow.HandleUpdate(ctx, "add", func(_ context.Context, n int) (map[string]int, error) {
+			return map[string]int{"added": n}, nil
+		}, func(n int) error {
+			if n <= 0 {
+				return fmt.Errorf("add a positive number, not %d", n)
+			}
+			return nil
+		})
+		if err != nil {
+			return "", err
+		}
+		_, _, err = ow.WaitForSignal[string](ctx, "stop", ow.WithTimeout(time.Hour))
+		return "stopped", err
+	})
+	return []ow.Definition{greet, steps, flaky, parent, approval, stuck, waiter, countdown, tally}
 }
 
 // start starts a run through the client.

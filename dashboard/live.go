@@ -22,7 +22,7 @@ import (
 // a list's stream lasts while the page is open.
 
 // runSections are the parts of a run's page a live update replaces.
-var runSections = []string{"run-head", "run-approvals", "run-overview", "run-dag", "run-flow", "run-timeline", "run-steps", "run-hooks", "run-streams", "run-children"}
+var runSections = []string{"run-head", "run-approvals", "run-overview", "run-dag", "run-flow", "run-timeline", "run-steps", "run-hooks", "run-updates", "run-streams", "run-children"}
 
 // refreshEvery is how often a live view resends its sections though
 // nothing changed, so the growing bars of running steps move.

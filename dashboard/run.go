@@ -25,8 +25,11 @@ type runData struct {
 	// DAG is the graph of a DAG workflow run (nil for another run).
 	DAG *dagGraph
 	// Flow is the title and graph of an OpenFlow run (nil for another run).
-	Flow     *flowView
-	Hooks    []api.Hook
+	Flow  *flowView
+	Hooks []api.Hook
+	// Updates are the run's updates (Client.UpdateRun), in admission
+	// order.
+	Updates  []api.RunUpdate
 	Streams  []backend.StreamInfo
 	Children []childLink
 	// ParentRunID and ParentStep are the run and step that started this
@@ -132,7 +135,8 @@ func (d *Dashboard) renderRun(w http.ResponseWriter, r *http.Request, status int
 	d.render(w, r, status, "run", v)
 }
 
-// loadRun reads a run, its attempts, hooks and streams through the API,
+// loadRun reads a run, its attempts, hooks, updates and streams through
+// the API,
 // then its children's statuses and its parent.
 func (d *Dashboard) loadRun(ctx context.Context, id string, now time.Time) (*runData, error) {
 	base := "/v1/runs/" + url.PathEscape(id)
@@ -162,6 +166,12 @@ func (d *Dashboard) loadRun(ctx context.Context, id string, now time.Time) (*run
 	for _, a := range data.Approvals {
 		data.ApprovalTokens[a.Token] = true
 	}
+	var updates api.List[api.RunUpdate]
+	if raw, err = d.api.call(ctx, http.MethodGet, base+"/updates", nil, nil, &updates); err != nil && apiCode(err) != api.CodeNotSupported {
+		return nil, err
+	}
+	h.Write(raw)
+	data.Updates = updates.Data
 	var streams api.List[backend.StreamInfo]
 	if raw, err = d.api.call(ctx, http.MethodGet, base+"/streams", nil, nil, &streams); err != nil && apiCode(err) != api.CodeNotSupported {
 		return nil, err

@@ -115,6 +115,7 @@ func Run(t *testing.T, h Harness) {
 		{"SendSignal", testSendSignal},
 		{"GetSignalDelivery", testGetSignalDelivery},
 		{"SignalRun", testSignalRun},
+		{"Updates", testUpdates},
 		{"Subscribe", testSubscribe},
 		{"Namespaces", testNamespaces},
 		{"ApplyWrites", testApplyWrites},

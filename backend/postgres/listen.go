@@ -155,7 +155,9 @@ func (l *listener) listen(ctx context.Context, listening func()) {
 // notification is the payload the queries build with json_build_object:
 // one run (id), or the runs of a batch (ids); a chunk's also names its
 // stream and number (append_chunk in sql/streams.sql); a schedule's
-// (kind "schedule", sql/schedules.sql) names the schedule in id.
+// (kind "schedule", sql/schedules.sql) names the schedule in id; an
+// update's (kind "update", sql/updates.sql) names its run in id and the
+// update in uid.
 type notification struct {
 	Schema    string   `json:"schema"`
 	Namespace string   `json:"ns"`
@@ -164,6 +166,7 @@ type notification struct {
 	IDs       []string `json:"ids"`
 	Stream    string   `json:"stream"`
 	Seq       int64    `json:"seq"`
+	UpdateID  string   `json:"uid"`
 }
 
 // decode parses a payload into its events (one per run of a batch
@@ -183,6 +186,8 @@ func (l *listener) decode(payload string) []backend.Event {
 		return []backend.Event{{Kind: kind, WorkflowRunID: n.ID, Stream: n.Stream, Seq: n.Seq}}
 	case backend.EventScheduleChanged:
 		return []backend.Event{{Kind: kind}}
+	case backend.EventUpdateSettled:
+		return []backend.Event{{Kind: kind, WorkflowRunID: n.ID, UpdateID: n.UpdateID}}
 	default:
 		return nil
 	}

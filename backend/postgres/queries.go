@@ -84,6 +84,12 @@ type queries struct {
 	OldestRunSignal       string `sql:"oldest_run_signal"`
 	ReceiveRunSignal      string `sql:"receive_run_signal"`
 	WakeSignaledRun       string `sql:"wake_signaled_run"`
+	// updates.sql
+	GetRunUpdate    string `sql:"get_run_update"`
+	ListRunUpdates  string `sql:"list_run_updates"`
+	CountRunUpdates string `sql:"count_run_updates"`
+	InsertRunUpdate string `sql:"insert_run_update"`
+	SettleRunUpdate string `sql:"settle_run_update"`
 	// hooks.sql
 	LockOwnedRun       string `sql:"lock_owned_run"`
 	GetHookByStep      string `sql:"get_hook_by_step"`
@@ -127,6 +133,7 @@ type queries struct {
 	PruneEscapes              string `sql:"prune_escapes"`
 	PruneSignals              string `sql:"prune_signals"`
 	PruneRunSignals           string `sql:"prune_run_signals"`
+	PruneRunUpdates           string `sql:"prune_run_updates"`
 	PruneChunks               string `sql:"prune_chunks"`
 	PruneStreams              string `sql:"prune_streams"`
 	PruneHookPayloads         string `sql:"prune_hook_payloads"`

@@ -73,6 +73,12 @@ type queries struct {
 	CompleteStep      string `sql:"complete_step"`
 	FailStep          string `sql:"fail_step"`
 	SetStepChild      string `sql:"set_step_child"`
+	// updates.sql
+	GetRunUpdate    string `sql:"get_run_update"`
+	ListRunUpdates  string `sql:"list_run_updates"`
+	CountRunUpdates string `sql:"count_run_updates"`
+	InsertRunUpdate string `sql:"insert_run_update"`
+	SettleRunUpdate string `sql:"settle_run_update"`
 	// signals.sql
 	SignalDeliveriesByKey   string `sql:"signal_deliveries_by_key"`
 	SignalWaiters           string `sql:"signal_waiters"`
@@ -139,6 +145,7 @@ type queries struct {
 	PruneCandidatesOfWorkflow string `sql:"prune_candidates_of_workflow"`
 	PruneSignals              string `sql:"prune_signals"`
 	PruneRunSignals           string `sql:"prune_run_signals"`
+	PruneRunUpdates           string `sql:"prune_run_updates"`
 	PruneChunks               string `sql:"prune_chunks"`
 	PruneStreams              string `sql:"prune_streams"`
 	PruneHookPayloads         string `sql:"prune_hook_payloads"`

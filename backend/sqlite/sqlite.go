@@ -404,6 +404,12 @@ func (e *events) scheduleChanged(ns string) {
 	*e = append(*e, want)
 }
 
+// updateSettled records that update updateID of run runID of namespace ns
+// was settled (rejected, completed or failed).
+func (e *events) updateSettled(ns, runID, updateID string) {
+	*e = append(*e, nsEvent{ns, backend.Event{Kind: backend.EventUpdateSettled, WorkflowRunID: runID, UpdateID: updateID}})
+}
+
 // runFinished records that run runID of namespace ns became terminal.
 func (e *events) runFinished(ns, runID string) {
 	*e = append(*e, nsEvent{ns, backend.Event{Kind: backend.EventRunFinished, WorkflowRunID: runID}})

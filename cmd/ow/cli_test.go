@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -435,4 +436,57 @@ func TestRunsSignalKeepsTheSignalUntilTheRunWaits(t *testing.T) {
 		t.Fatalf("signal to a completed run succeeded: %s", r.stdout)
 	}
 	mustContain(t, "signal to a completed run", r.stderr, "terminal")
+}
+
+// ow runs update sends an update to a run and prints its handler's result;
+// a rejection fails with the validator's reason, and a wait that runs out
+// says how to go on waiting.
+func TestRunsUpdatePrintsTheResultOrTheRejection(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := e.client()
+	wf := ow.Define(ow.Spec{Name: "tally"}, func(ctx ow.Context, _ struct{}) (string, error) {
+		if err := ow.HandleUpdate(ctx, "add", func(_ context.Context, n int) (int, error) { return n * 10, nil }, func(n int) error {
+			if n <= 0 {
+				return errors.New("add a positive number")
+			}
+			return nil
+		}); err != nil {
+			return "", err
+		}
+		_, _, err := ow.WaitForSignal[string](ctx, "stop", ow.WithTimeout(time.Hour))
+		return "stopped", err
+	})
+	h, err := wf.Start(ctx, c, struct{}{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No worker yet: the wait runs out and the message says what to do.
+	r := e.run("runs", "update", h.ID, "add", "--data", "2", "--id", "first", "--wait", "100ms")
+	if r.code == 0 {
+		t.Fatalf("update with no worker succeeded: %s", r.stdout)
+	}
+	mustContain(t, "an update nobody handled in time", r.stderr, "not handled yet", "--id first")
+	w := ow.NewWorker(c.Backend().(backend.Backend), ow.WorkerOptions{Concurrency: 2})
+	if err := w.Register(wf); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop(context.Background())
+	mustContain(t, "the same update once a worker runs", e.ok("runs", "update", h.ID, "add", "--data", "2", "--id", "first").stdout, "20")
+	res := decode[runUpdateResult](t, e.ok("runs", "update", h.ID, "add", "--data", "3", "--json"))
+	if res.State != "completed" || string(res.Result) != "30" || res.ID == "" {
+		t.Fatalf("runs update --json = %+v; want completed 30", res)
+	}
+	r = e.run("runs", "update", h.ID, "add", "--data", "-1")
+	if r.code == 0 {
+		t.Fatalf("a rejected update succeeded: %s", r.stdout)
+	}
+	mustContain(t, "a rejected update", r.stderr, "rejected", "add a positive number", "history is unchanged")
+	r = e.run("runs", "update", h.ID, "add", "--data", "{oops")
+	mustContain(t, "bad --data", r.stderr, `--data "{oops"`, "not JSON")
 }

@@ -21,10 +21,10 @@ var listStatuses = []backend.RunStatus{backend.RunPending, backend.RunRunning, b
 const maxListLimit = 1000
 
 func (a *app) runsCommand() *cobra.Command {
-	return groupCommand("runs", "Start, list, inspect, follow, cancel, pause, resume, retry, fork, prune and signal workflow runs",
+	return groupCommand("runs", "Start, list, inspect, follow, cancel, pause, resume, retry, fork, prune, signal and update workflow runs",
 		a.runsStartCommand(), a.runsListCommand(), a.runsGetCommand(), a.runsTailCommand(), a.runsCancelCommand(),
 		a.runsPauseCommand(), a.runsResumeCommand(), a.runsRetryCommand(),
-		a.runsForkCommand(), a.runsPruneCommand(), a.runsSignalCommand())
+		a.runsForkCommand(), a.runsPruneCommand(), a.runsSignalCommand(), a.runsUpdateCommand())
 }
 
 func (a *app) runsListCommand() *cobra.Command {

@@ -17,6 +17,7 @@ const (
 	PrefixStep   = "step"
 	PrefixSignal = "sig"
 	PrefixHook   = "hook"
+	PrefixUpdate = "upd"
 )
 
 var (

@@ -48,6 +48,17 @@ var sequenceSteps = []string{stepAddOne, stepDouble, stepAddTen, stepMinus}
 // sequenceOutput is what the sequence workflow returns for in.
 func sequenceOutput(in int) int { return (in+1)*2 + 10 - 3 }
 
+// The updatable workflow handles update "add" (its handler logged as
+// updateHandlerKey, its validator as updateValidatorKey) and returns the
+// number signal "stop" carries.
+var (
+	updatableSpec      = ow.Spec{Name: "crashtest-updatable"}
+	updatableWorkflow  = ow.Declare[int, int](updatableSpec)
+	updateName         = "add"
+	updateHandlerKey   = "update-handler"
+	updateValidatorKey = "update-validator"
+)
+
 // Step keys of the diamond workflow: prepare, then left and right in
 // parallel, then combine.
 const (
@@ -151,5 +162,21 @@ func newDefinitions(r *stepRecorder) []ow.Definition {
 		}
 		return runs, nil
 	})
-	return []ow.Definition{sequence, diamond, scheduledWorkflow, countdownDef}
+	updatable := ow.Define(updatableSpec, func(ctx ow.Context, in int) (int, error) {
+		runID := ctx.RunInfo().ID
+		err := ow.HandleUpdate(ctx, updateName, func(sctx context.Context, n int) (int, error) {
+			return recorded(r, runID, updateHandlerKey, func() int { return in + n })(sctx)
+		}, func(int) error {
+			// A validator's run is logged as a start and end of its own key.
+			_ = r.log.step(eventStart, runID, updateValidatorKey)
+			_ = r.log.step(eventEnd, runID, updateValidatorKey)
+			return nil
+		})
+		if err != nil {
+			return 0, err
+		}
+		n, _, err := ow.WaitForSignal[int](ctx, "stop", ow.WithTimeout(time.Hour))
+		return n, err
+	})
+	return []ow.Definition{sequence, diamond, scheduledWorkflow, countdownDef, updatable}
 }

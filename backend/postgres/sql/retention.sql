@@ -137,6 +137,12 @@ WHERE sa."namespace_id" = $1 AND sa."workflow_run_id" = ANY($2::text[])
 DELETE FROM {{schema}}."go_run_signals" AS rs
 WHERE rs."namespace_id" = $1 AND rs."workflow_run_id" = ANY($2::text[])
 
+-- name: prune_run_updates
+-- The updates of runs $2 (go_run_updates), by its primary key's
+-- (namespace_id, workflow_run_id) prefix.
+DELETE FROM {{schema}}."go_run_updates" AS ru
+WHERE ru."namespace_id" = $1 AND ru."workflow_run_id" = ANY($2::text[])
+
 -- name: prune_chunks
 -- The stream chunks of runs $2, set-based (the foreign keys would cascade
 -- from the streams row by row).

@@ -75,6 +75,11 @@ LIMIT :limit
 DELETE FROM "go_run_signals"
 WHERE "namespace_id" = :ns AND "workflow_run_id" IN (SELECT value FROM json_each(:ids))
 
+-- name: prune_run_updates
+-- The updates of the runs :ids (go_run_updates).
+DELETE FROM "go_run_updates"
+WHERE "namespace_id" = :ns AND "workflow_run_id" IN (SELECT value FROM json_each(:ids))
+
 -- name: prune_signals
 -- The signals delivered to the step attempts of the runs :ids:
 -- workflow_signals has no foreign key (as OpenWorkflow's), so nothing
