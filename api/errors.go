@@ -39,8 +39,11 @@ const (
 	// CodeDeadlinePassed (409): POST /v1/runs/{id}/resume on a canceled
 	// run whose deadline has passed; fork it instead.
 	CodeDeadlinePassed Code = "deadline_passed"
-	CodeHookConflict   Code = "hook_conflict" // 409: the token is held by another live hook
-	CodeStreamClosed   Code = "stream_closed" // 409
+	// CodeRunPaused (409): POST /v1/runs/{id}/updates/{name} on a paused
+	// run; resume it (POST /v1/runs/{id}/resume) first.
+	CodeRunPaused    Code = "run_paused"
+	CodeHookConflict Code = "hook_conflict" // 409: the token is held by another live hook
+	CodeStreamClosed Code = "stream_closed" // 409
 	// CodeIdempotencyConflict (409): POST /v1/runs with an idempotency key
 	// that started a run of another input within 24 hours; the message
 	// names that run, which the start did not change.
@@ -122,6 +125,8 @@ func asAPIError(err error, field string) *Error {
 		return errorf(http.StatusConflict, CodeRunNotCanceled, "", "%s", err)
 	case errors.Is(err, backend.ErrDeadlinePassed):
 		return errorf(http.StatusConflict, CodeDeadlinePassed, "", "%s", err)
+	case errors.Is(err, backend.ErrRunPaused):
+		return errorf(http.StatusConflict, CodeRunPaused, "", "%s", err)
 	case errors.Is(err, ow.ErrIdempotencyConflict):
 		return errorf(http.StatusConflict, CodeIdempotencyConflict, "idempotencyKey", "%s", err)
 	case errors.Is(err, backend.ErrHookConflict):

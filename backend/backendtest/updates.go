@@ -202,4 +202,26 @@ func testUpdates(t *testing.T, s *suite) {
 			t.Fatalf("GetRunUpdate of a refused admission: %v; want ErrUpdateNotFound", err)
 		}
 	})
+	t.Run("refuses a new update to a paused run, storing nothing, and admits it once the run is resumed", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		if _, ok := b.(backend.RunPauser); !ok {
+			t.Skip("the backend does not implement backend.RunPauser")
+		}
+		w := newWorkerID()
+		run := startRun(t, b, w, backend.CreateWorkflowRunParams{WorkflowName: "busy"})
+		admit(t, b, run.ID, "before", "poke", `1`)
+		pauseRun(t, b, run.ID, "")
+		_, err := updates(t, b).AdmitRunUpdate(t.Context(), backend.AdmitRunUpdateParams{WorkflowRunID: run.ID, UpdateID: "while-paused", Name: "poke"})
+		requireErrorIs(t, "an admission to a paused run", err, backend.ErrRunPaused)
+		if _, err := updates(t, b).GetRunUpdate(t.Context(), run.ID, "while-paused"); !errors.Is(err, backend.ErrUpdateNotFound) {
+			t.Fatalf("GetRunUpdate of a refused admission: %v; want ErrUpdateNotFound", err)
+		}
+		// An update admitted before the pause is still answered by its id.
+		if again := admit(t, b, run.ID, "before", "poke", `1`); !again.Duplicate {
+			t.Fatalf("the update admitted before the pause: Duplicate = false, want the stored row")
+		}
+		resumeRun(t, b, run.ID)
+		admit(t, b, run.ID, "while-paused", "poke", `2`)
+	})
 }

@@ -85,6 +85,7 @@ type queries struct {
 	ReceiveRunSignal      string `sql:"receive_run_signal"`
 	WakeSignaledRun       string `sql:"wake_signaled_run"`
 	// updates.sql
+	LockUpdatedRun  string `sql:"lock_updated_run"`
 	GetRunUpdate    string `sql:"get_run_update"`
 	ListRunUpdates  string `sql:"list_run_updates"`
 	CountRunUpdates string `sql:"count_run_updates"`

@@ -34,10 +34,11 @@ func (b *Backend) AdmitRunUpdate(ctx context.Context, p backend.AdmitRunUpdatePa
 		// One round trip: the run's lock first, then what it guards.
 		read := &pgx.Batch{}
 		var status string
+		var paused bool
 		var prev *backend.RunUpdate
 		var open, all int
-		read.Queue(b.q.LockSignaledRun, b.namespace, p.WorkflowRunID).QueryRow(func(row pgx.Row) error {
-			err := row.Scan(&status)
+		read.Queue(b.q.LockUpdatedRun, b.namespace, p.WorkflowRunID).QueryRow(func(row pgx.Row) error {
+			err := row.Scan(&status, &paused)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return backend.ErrRunNotFound
 			}
@@ -68,6 +69,9 @@ func (b *Backend) AdmitRunUpdate(ctx context.Context, p backend.AdmitRunUpdatePa
 		}
 		if s := backend.RunStatus(status).Normalize(); s.Terminal() {
 			return fmt.Errorf("the run is %s: %w", s, backend.ErrRunTerminal)
+		}
+		if paused {
+			return fmt.Errorf("the run is paused; resume it first: %w", backend.ErrRunPaused)
 		}
 		if open >= backend.MaxInFlightUpdates {
 			return fmt.Errorf("%w: %d updates wait to be handled (at most %d)", backend.ErrTooManyUpdates, open, backend.MaxInFlightUpdates)

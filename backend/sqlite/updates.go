@@ -56,6 +56,9 @@ func (b *Backend) AdmitRunUpdate(ctx context.Context, p backend.AdmitRunUpdatePa
 		if s := run.Status.Normalize(); s.Terminal() {
 			return fmt.Errorf("the run is %s: %w", s, backend.ErrRunTerminal)
 		}
+		if run.Paused() {
+			return fmt.Errorf("the run is paused; resume it first: %w", backend.ErrRunPaused)
+		}
 		var open, all int
 		if err := tx.QueryRowContext(ctx, b.q.CountRunUpdates, sql.Named("ns", b.ns), sql.Named("run_id", p.WorkflowRunID)).
 			Scan(&open, &all); err != nil {

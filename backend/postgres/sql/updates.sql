@@ -1,10 +1,18 @@
 -- Updates of runs (go migration 15, go_run_updates; UpdateStore). An
--- admission locks the run (lock_signaled_run, signals.sql), returns an
--- earlier update of the same id, refuses a finished run and the limits
+-- admission locks the run (lock_updated_run), returns an earlier update of
+-- the same id, refuses a finished or paused run and the limits
 -- (count_run_updates), stores the row (insert_run_update) and wakes the
 -- run if it is parked (wake_signaled_run). A worker settles an update
 -- under its lease in one statement (settle_run_update), which announces
 -- it to the callers waiting.
+
+-- name: lock_updated_run
+-- The run's status and whether it is paused (go migration 12), its row
+-- locked until the commit.
+SELECT wr."status", wr."go_paused_at" IS NOT NULL
+FROM {{schema}}."workflow_runs" AS wr
+WHERE wr."namespace_id" = $1 AND wr."id" = $2
+FOR NO KEY UPDATE
 
 -- fragment: update_columns
 ru."namespace_id", ru."workflow_run_id", ru."id", ru."name", ru."seq", ru."input", ru."state",
