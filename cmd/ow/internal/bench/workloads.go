@@ -23,7 +23,7 @@ const startBatch = 1000
 // stopTimeout bounds stopping a worker after a measurement.
 const stopTimeout = 30 * time.Second
 
-// resultTimeout bounds waiting for one W2 run.
+// resultTimeout bounds waiting for one W2 or L3 run.
 const resultTimeout = 30 * time.Second
 
 // measurement is one workload measured once on one fresh target.
@@ -66,7 +66,9 @@ func (m *measurement) run(ctx context.Context) (Result, error) {
 	case W1k:
 		return m.throughput(ctx, keyed, 3)
 	case W2:
-		return m.latency(ctx)
+		return m.latency(ctx, oneStep, 1)
+	case L3:
+		return m.latency(ctx, seq3, 3)
 	case W3:
 		return m.throughput(ctx, fanOut, fanOutWidth+1)
 	case W4:
@@ -203,12 +205,13 @@ func (m *measurement) throughput(ctx context.Context, wf *ow.Workflow[Input, Out
 	return res, nil
 }
 
-// latency is W2: n one-step runs, each started and awaited (Result) before
-// the next, with an idle worker; latency is from the Start call to
-// Result's return.
-func (m *measurement) latency(ctx context.Context) (Result, error) {
-	n := m.o.runsFor(W2)
-	res := m.result(n, n)
+// latency is W2 (wf one step) and L3 (wf three sequential steps): n runs,
+// each started and awaited (Result) before the next, with an idle worker;
+// latency is from the Start call to Result's return, and every output is
+// checked as it returns and again in the database afterwards.
+func (m *measurement) latency(ctx context.Context, wf *ow.Workflow[Input, Output], steps int) (Result, error) {
+	n := m.o.runsFor(m.id)
+	res := m.result(n, n*steps)
 	cm, err := m.startCommits(ctx)
 	if err != nil {
 		return res, err
@@ -228,7 +231,7 @@ func (m *measurement) latency(ctx context.Context) (Result, error) {
 	for i := 0; i < n && err == nil; i++ {
 		t0 := time.Now()
 		var h *ow.Handle[Output]
-		if h, err = oneStep.Start(ctx, c, Input{I: i}); err != nil {
+		if h, err = wf.Start(ctx, c, Input{I: i}); err != nil {
 			break
 		}
 		rctx, cancel := context.WithTimeout(ctx, resultTimeout)
@@ -236,8 +239,8 @@ func (m *measurement) latency(ctx context.Context) (Result, error) {
 		out, err = h.Result(rctx)
 		cancel()
 		lat = append(lat, ms(time.Since(t0)))
-		if err == nil && out != expectedOutput(i, 1) {
-			err = fmt.Errorf("run %s (input %d): Result returned %+v, want %+v", h.ID, i, out, expectedOutput(i, 1))
+		if err == nil && out != expectedOutput(i, steps) {
+			err = fmt.Errorf("run %s (input %d): Result returned %+v, want %+v", h.ID, i, out, expectedOutput(i, steps))
 		}
 		p.update(i+1, n, "runs")
 	}
@@ -253,7 +256,7 @@ func (m *measurement) latency(ctx context.Context) (Result, error) {
 	res.Metrics[MetricP50] = percentile(lat, 50)
 	res.Metrics[MetricP95] = percentile(lat, 95)
 	res.Metrics[MetricP99] = percentile(lat, 99)
-	return res, m.verify(ctx, nameOne, n, 1, nil)
+	return res, m.verify(ctx, wf.Spec().Name, n, steps, nil)
 }
 
 // sleep is W4: with the worker running, n runs that sleep sleepFor and
