@@ -104,7 +104,7 @@ const (
 	// steps, each started and awaited in turn, one idle worker; p50, p95
 	// and p99 of start → result, and commits per run (issue 24).
 	L3 = "L3"
-	L0  = "L0"
+	L0 = "L0"
 	// R1 is defined in prune.go.
 	S1 = "S1"
 )
