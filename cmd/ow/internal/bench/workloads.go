@@ -36,6 +36,11 @@ type measurement struct {
 	// exporter receives the in-process worker's measurements (W1m); nil
 	// for the other workloads.
 	exporter *metrics.Exporter
+	// workerBackend is the in-process worker's backend while it runs (nil
+	// with worker processes): W2 and L3 start and await their runs
+	// through it, as a program that embeds a worker (ow dev, ow server)
+	// does.
+	workerBackend backend.Backend
 }
 
 func (m *measurement) progress() *progress {
@@ -206,9 +211,10 @@ func (m *measurement) throughput(ctx context.Context, wf *ow.Workflow[Input, Out
 }
 
 // latency is W2 (wf one step) and L3 (wf three sequential steps): n runs,
-// each started and awaited (Result) before the next, with an idle worker;
-// latency is from the Start call to Result's return, and every output is
-// checked as it returns and again in the database afterwards.
+// each started and awaited (Result) before the next, with an idle worker
+// in this process, through the worker's backend; latency is from the
+// Start call to Result's return, and every output is checked as it
+// returns and again in the database afterwards.
 func (m *measurement) latency(ctx context.Context, wf *ow.Workflow[Input, Output], steps int) (Result, error) {
 	n := m.o.runsFor(m.id)
 	res := m.result(n, n*steps)
@@ -216,15 +222,11 @@ func (m *measurement) latency(ctx context.Context, wf *ow.Workflow[Input, Output
 	if err != nil {
 		return res, err
 	}
-	b, err := m.t.open(ctx)
+	stop, err := m.startWorkers(ctx)
 	if err != nil {
 		return res, err
 	}
-	stop, err := m.startWorkers(ctx)
-	if err != nil {
-		return res, errors.Join(err, b.Close())
-	}
-	c := ow.NewClient(b)
+	c := ow.NewClient(m.workerBackend)
 	p := m.progress()
 	lat := make([]float64, 0, n)
 	begin := time.Now()
@@ -245,7 +247,7 @@ func (m *measurement) latency(ctx context.Context, wf *ow.Workflow[Input, Output
 		p.update(i+1, n, "runs")
 	}
 	elapsed := time.Since(begin)
-	if err = errors.Join(err, stop(), b.Close()); err != nil {
+	if err = errors.Join(err, stop()); err != nil {
 		return res, err
 	}
 	if err := m.stopCommits(ctx, cm, 0, &res); err != nil {
@@ -371,7 +373,9 @@ func (m *measurement) startWorkers(ctx context.Context) (stop func() error, err 
 		}
 		return nil, errors.Join(err, b.Close())
 	}
+	m.workerBackend = b
 	return func() error {
+		m.workerBackend = nil
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
 		defer cancel()
 		err := w.Stop(sctx)
