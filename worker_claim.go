@@ -57,6 +57,9 @@ func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (claimed, asked 
 	if len(ids) > 0 || sweep {
 		w.sweptAt = time.Now()
 	}
+	if len(ids) == 0 {
+		w.drained = false // runs may be waiting for a slot
+	}
 	w.mu.Unlock()
 	if len(ids) == 0 {
 		if sweep {
@@ -86,6 +89,9 @@ func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (claimed, asked 
 		}
 		return 0, len(ids), err // the backend says what failed ("claim workflow runs: …")
 	}
+	w.mu.Lock()
+	w.drained = len(runs) < len(ids)
+	w.mu.Unlock()
 	start := func(run *backend.WorkflowRun, hist *[]backend.StepAttempt) {
 		w.mu.Lock()
 		for i, s := range w.free {
@@ -112,8 +118,16 @@ func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (claimed, asked 
 			w.mu.Lock()
 			w.free = append(w.free, *run.WorkerID)
 			w.limits.running[run.WorkflowName]--
+			// A freed slot matters only if runs may be waiting for one: the
+			// last claim filled every free slot, or limits held runs back
+			// (a run waiting for admission may be admitted now). Otherwise
+			// the claim it would trigger finds nothing; new work announces
+			// itself (an idle W2 run made one such claim per run).
+			waiting := !w.drained || len(w.limits.admit) > 0 || len(w.limits.perWorker) > 0
 			w.mu.Unlock()
-			w.poke()
+			if waiting {
+				w.poke()
+			}
 			if _, scheduled := backend.ScheduledRunOf(run.Context); scheduled {
 				// A tick buffered behind this run (buffer_one) may start
 				// now, rather than at the schedule loop's next look.
@@ -312,11 +326,16 @@ func (w *Worker) loop(ctx context.Context, events <-chan backend.Event) {
 			idle = 0
 			if n == asked {
 				w.awaitClaimBatch(ctx, timer)
+				continue
 			}
-			continue
+			// Fewer runs than free slots: nothing else was due. Claiming
+			// again at once found nothing (one empty claim, a commit, per
+			// run of an idle worker); wait as an idle worker does, for an
+			// announcement, a freed slot or a due time.
+		} else {
+			idle++
 		}
-		idle++
-		delay := w.idleDelay(idle)
+		delay := w.idleDelay(max(idle, 1))
 		w.refreshNextWake(ctx)
 		w.mu.Lock()
 		if !w.nextWake.IsZero() {
