@@ -1,6 +1,7 @@
 package openworkflow
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -349,30 +350,49 @@ func (h *RunHandle) Result(ctx context.Context) (json.RawMessage, error) {
 		if events == nil {
 			wait, poll = poll, min(poll*2, resultFallbackPoll)
 		}
-		if err := waitForFinish(ctx, events, h.ID, wait); err != nil {
+		f, err := waitForFinish(ctx, events, h.ID, wait)
+		if err != nil {
 			return nil, err
+		}
+		if f != nil {
+			return h.finished(f)
 		}
 	}
 }
 
+// finished is Result's answer for a run that ended as f said, published by
+// the backend that committed its end (backend.Event.Finished): the worker
+// is in this process, and the run need not be read again.
+func (h *RunHandle) finished(f *backend.FinishedRun) (json.RawMessage, error) {
+	switch f.Status.Normalize() {
+	case backend.RunCompleted:
+		return bytes.Clone(f.Output), nil // the event's bytes are shared
+	case backend.RunFailed:
+		return nil, &RunFailedError{RunID: h.ID, WorkflowName: h.WorkflowName, Err: decodeError(bytes.Clone(f.Error))}
+	}
+	return nil, fmt.Errorf("workflow %s (run %s): %w", h.WorkflowName, h.ID, ErrRunCanceled)
+}
+
 // waitForFinish returns when an event says run finished, after d, or with
-// ctx's error.
-func waitForFinish(ctx context.Context, events <-chan backend.Event, runID string, d time.Duration) error {
+// ctx's error. When the event carries how the run ended (it was published
+// by the backend that wrote it), that is returned too; otherwise nil, and
+// the caller reads the run.
+func waitForFinish(ctx context.Context, events <-chan backend.Event, runID string, d time.Duration) (*backend.FinishedRun, error) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		case <-t.C:
-			return nil
+			return nil, nil
 		case ev, ok := <-events:
 			if !ok {
 				events = nil // subscription ended: wait for the timer
 				continue
 			}
 			if ev.Kind == backend.EventRunFinished && ev.WorkflowRunID == runID {
-				return nil
+				return ev.Finished, nil
 			}
 		}
 	}

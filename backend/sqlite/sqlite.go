@@ -404,9 +404,15 @@ func (e *events) scheduleChanged(ns string) {
 	*e = append(*e, want)
 }
 
-// runFinished records that run runID of namespace ns became terminal.
-func (e *events) runFinished(ns, runID string) {
-	*e = append(*e, nsEvent{ns, backend.Event{Kind: backend.EventRunFinished, WorkflowRunID: runID}})
+// runFinished records that run runID of namespace ns became terminal;
+// f, if not nil, is how it ended (backend.Event.Finished).
+func (e *events) runFinished(ns, runID string, f *backend.FinishedRun) {
+	*e = append(*e, nsEvent{ns, backend.Event{Kind: backend.EventRunFinished, WorkflowRunID: runID, Finished: f}})
+}
+
+// finishedOf is how run ended, for backend.Event.Finished.
+func finishedOf(run *backend.WorkflowRun) *backend.FinishedRun {
+	return &backend.FinishedRun{Status: run.Status, Output: run.Output, Error: run.Error}
 }
 
 // write runs fn in one BEGIN IMMEDIATE transaction and publishes the
