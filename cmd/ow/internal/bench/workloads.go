@@ -74,6 +74,8 @@ func (m *measurement) run(ctx context.Context) (Result, error) {
 		return m.latency(ctx, oneStep, 1)
 	case L3:
 		return m.latency(ctx, seq3, 3)
+	case L3h:
+		return m.latencyHTTP(ctx)
 	case W3:
 		return m.throughput(ctx, fanOut, fanOutWidth+1)
 	case W4:
