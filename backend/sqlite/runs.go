@@ -186,7 +186,10 @@ func (b *Backend) ClaimWorkflowRuns(ctx context.Context, p backend.ClaimWorkflow
 		lease = defaultLeaseDuration
 	}
 	var claimed []*backend.WorkflowRun
-	err := b.write(ctx, func(tx *txn, now time.Time, ev *events) error {
+	// Not fsynced (writeRelaxed): a claim lost with the machine leaves its
+	// runs claimable, and the claimer's first step write, fsynced, makes
+	// the claim durable before it.
+	err := b.writeRelaxed(ctx, func(tx *txn, now time.Time, ev *events) error {
 		claimed = nil
 		if err := b.failExpiredRuns(ctx, tx, now, ev); err != nil {
 			return err
