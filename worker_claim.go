@@ -89,8 +89,16 @@ func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (claimed, asked 
 		}
 		return 0, len(ids), err // the backend says what failed ("claim workflow runs: …")
 	}
+	// Drained: fewer runs than free slots, all of them new starts (which
+	// are announced). Runs claimed again (woken by time, handed back) come
+	// due in streams that announce nothing, so after those the loop claims
+	// again at once, as after a claim that filled every slot.
+	drained := len(runs) > 0 && len(runs) < len(ids)
+	for _, run := range runs {
+		drained = drained && run.Attempts <= 1
+	}
 	w.mu.Lock()
-	w.drained = len(runs) < len(ids)
+	w.drained = drained
 	w.mu.Unlock()
 	start := func(run *backend.WorkflowRun, hist *[]backend.StepAttempt) {
 		w.mu.Lock()
@@ -328,10 +336,16 @@ func (w *Worker) loop(ctx context.Context, events <-chan backend.Event) {
 				w.awaitClaimBatch(ctx, timer)
 				continue
 			}
-			// Fewer runs than free slots: nothing else was due. Claiming
-			// again at once found nothing (one empty claim, a commit, per
-			// run of an idle worker); wait as an idle worker does, for an
-			// announcement, a freed slot or a due time.
+			w.mu.Lock()
+			drained := w.drained
+			w.mu.Unlock()
+			if !drained {
+				continue
+			}
+			// Fewer new starts than free slots: nothing else was due.
+			// Claiming again at once found nothing (one empty claim, a
+			// commit, per run of an idle worker); wait as an idle worker
+			// does, for an announcement, a freed slot or a due time.
 		} else {
 			idle++
 		}
