@@ -1,6 +1,7 @@
 package openworkflow
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -401,30 +402,57 @@ func (h *RunHandle) Result(ctx context.Context, opts ...ResultOption) (json.RawM
 		if events == nil {
 			wait, poll = poll, min(poll*2, resultFallbackPoll)
 		}
-		if err := waitForFinish(ctx, events, runID, wait); err != nil {
+		f, err := waitForFinish(ctx, events, runID, wait)
+		if err != nil {
 			return nil, err
+		}
+		if f != nil && !(f.Status.Normalize() == backend.RunCompleted && o.noFollow) {
+			if out, err, ok := h.finished(runID, f); ok {
+				return out, err
+			}
 		}
 	}
 }
 
+// finished is Result's answer for run runID that ended as f said,
+// published by the backend that committed its end (backend.Event.Finished):
+// the worker is in this process, and the run need not be read again. ok is
+// false when the run must be read after all: a completed run whose output
+// says it continued as new (Result then reads its context and follows the
+// chain; a continuation itself publishes no Finished).
+func (h *RunHandle) finished(runID string, f *backend.FinishedRun) (out json.RawMessage, err error, ok bool) {
+	switch f.Status.Normalize() {
+	case backend.RunCompleted:
+		if bytes.Contains(f.Output, []byte(`"continuedAsNew"`)) {
+			return nil, nil, false
+		}
+		return bytes.Clone(f.Output), nil, true // the event's bytes are shared
+	case backend.RunFailed:
+		return nil, &RunFailedError{RunID: runID, WorkflowName: h.WorkflowName, Err: decodeError(bytes.Clone(f.Error))}, true
+	}
+	return nil, fmt.Errorf("workflow %s (run %s): %w", h.WorkflowName, runID, ErrRunCanceled), true
+}
+
 // waitForFinish returns when an event says run finished, after d, or with
-// ctx's error.
-func waitForFinish(ctx context.Context, events <-chan backend.Event, runID string, d time.Duration) error {
+// ctx's error. When the event carries how the run ended (it was published
+// by the backend that wrote it), that is returned too; otherwise nil, and
+// the caller reads the run.
+func waitForFinish(ctx context.Context, events <-chan backend.Event, runID string, d time.Duration) (*backend.FinishedRun, error) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		case <-t.C:
-			return nil
+			return nil, nil
 		case ev, ok := <-events:
 			if !ok {
 				events = nil // subscription ended: wait for the timer
 				continue
 			}
 			if ev.Kind == backend.EventRunFinished && ev.WorkflowRunID == runID {
-				return nil
+				return ev.Finished, nil
 			}
 		}
 	}

@@ -33,6 +33,7 @@ type Worker struct {
 	dueCheckedAt time.Time        // when NextDueAt was last asked
 	dueStale     bool             // nextWake passed: the wake-up after it is unknown
 	sweptAt      time.Time        // when a claim last ran the deadline sweep (real time)
+	drained      bool             // the last claim got fewer runs than it asked for, all new starts (see claim)
 	quarantined  []string         // worker ids of slots a failed claim may hold runs for (see quarantine)
 	limits       workerLimits     // the limits of the registered workflows (limits.go)
 	started      bool

@@ -57,6 +57,9 @@ func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (claimed, asked 
 	if len(ids) > 0 || sweep {
 		w.sweptAt = time.Now()
 	}
+	if len(ids) == 0 {
+		w.drained = false // runs may be waiting for a slot
+	}
 	w.mu.Unlock()
 	if len(ids) == 0 {
 		if sweep {
@@ -86,6 +89,17 @@ func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (claimed, asked 
 		}
 		return 0, len(ids), err // the backend says what failed ("claim workflow runs: …")
 	}
+	// Drained: fewer runs than free slots, all of them new starts (which
+	// are announced). Runs claimed again (woken by time, handed back) come
+	// due in streams that announce nothing, so after those the loop claims
+	// again at once, as after a claim that filled every slot.
+	drained := len(runs) > 0 && len(runs) < len(ids)
+	for _, run := range runs {
+		drained = drained && run.Attempts <= 1
+	}
+	w.mu.Lock()
+	w.drained = drained
+	w.mu.Unlock()
 	start := func(run *backend.WorkflowRun, hist *[]backend.StepAttempt) {
 		w.mu.Lock()
 		for i, s := range w.free {
@@ -112,8 +126,16 @@ func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (claimed, asked 
 			w.mu.Lock()
 			w.free = append(w.free, *run.WorkerID)
 			w.limits.running[run.WorkflowName]--
+			// A freed slot matters only if runs may be waiting for one: the
+			// last claim filled every free slot, or limits held runs back
+			// (a run waiting for admission may be admitted now). Otherwise
+			// the claim it would trigger finds nothing; new work announces
+			// itself (an idle W2 run made one such claim per run).
+			waiting := !w.drained || len(w.limits.admit) > 0 || len(w.limits.perWorker) > 0
 			w.mu.Unlock()
-			w.poke()
+			if waiting {
+				w.poke()
+			}
 			if _, scheduled := backend.ScheduledRunOf(run.Context); scheduled {
 				// A tick buffered behind this run (buffer_one) may start
 				// now, rather than at the schedule loop's next look.
@@ -319,11 +341,22 @@ func (w *Worker) loop(ctx context.Context, events <-chan backend.Event) {
 			idle = 0
 			if n == asked {
 				w.awaitClaimBatch(ctx, timer)
+				continue
 			}
-			continue
+			w.mu.Lock()
+			drained := w.drained
+			w.mu.Unlock()
+			if !drained {
+				continue
+			}
+			// Fewer new starts than free slots: nothing else was due.
+			// Claiming again at once found nothing (one empty claim, a
+			// commit, per run of an idle worker); wait as an idle worker
+			// does, for an announcement, a freed slot or a due time.
+		} else {
+			idle++
 		}
-		idle++
-		delay := w.idleDelay(idle)
+		delay := w.idleDelay(max(idle, 1))
 		w.refreshNextWake(ctx)
 		w.mu.Lock()
 		if !w.nextWake.IsZero() {

@@ -1,9 +1,12 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"net/http"
+	"strconv"
 	"time"
 
 	ow "github.com/openworkflow-go/openworkflow"
@@ -35,8 +38,17 @@ type startRunRequest struct {
 	Priority       *int64  `json:"priority"`
 }
 
+// MaxStartWait is the longest POST /v1/runs?wait=… waits for the run to
+// finish: a longer wait is refused (400) rather than cut, so that a
+// caller never mistakes the cap for its own choice.
+const MaxStartWait = 60 * time.Second
+
 func (h *Handler) startRun(w http.ResponseWriter, r *http.Request) error {
-	_, err := parseQuery(r)
+	q, err := parseQuery(r, "wait")
+	if err != nil {
+		return err
+	}
+	wait, err := startWait(q.str("wait"))
 	if err != nil {
 		return err
 	}
@@ -60,15 +72,71 @@ func (h *Handler) startRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return asAPIError(err, "")
 	}
-	switch {
-	case handle.InputDiffers:
+	if handle.InputDiffers {
 		return asAPIError(handle.Conflict(), "idempotencyKey")
-	case handle.Reused:
-		writeJSON(w, http.StatusOK, RunOf(handle.Run, false)) // a replay: the run its first start made
-	default:
-		writeJSON(w, http.StatusCreated, RunOf(handle.Run, false))
 	}
+	status := http.StatusCreated
+	if handle.Reused {
+		status = http.StatusOK // a replay: the run its first start made
+	}
+	run := handle.Run
+	if wait > 0 {
+		if run, err = h.awaitRun(r.Context(), handle, wait); err != nil {
+			return err
+		}
+		if !run.Status.Terminal() {
+			status = http.StatusAccepted // started, not finished within the wait
+		}
+	}
+	writeJSON(w, status, RunOf(run, false))
 	return nil
+}
+
+// startWait reads POST /v1/runs's wait parameter: a Go duration ("1.5s",
+// "300ms") or a number of seconds, above 0 and at most MaxStartWait; ""
+// is no wait.
+func startWait(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		secs, ferr := strconv.ParseFloat(s, 64)
+		if ferr != nil || math.IsNaN(secs) || math.IsInf(secs, 0) {
+			return 0, badField("wait", "wait must be a duration such as 30s or 500ms, or a number of seconds, got %q", s)
+		}
+		d = time.Duration(secs * float64(time.Second))
+	}
+	if d <= 0 || d > MaxStartWait {
+		return 0, badField("wait", "wait must be more than 0 and at most %s, got %q", MaxStartWait, s)
+	}
+	return d, nil
+}
+
+// awaitRun waits up to d for the started run to finish (Result, which
+// wakes on the backend's completion event) and returns the run as it then
+// stands: finished, or still pending or running when d passed first. Only
+// a failure to read the run is an error; the request's own end (the
+// caller left) answers the run as started.
+func (h *Handler) awaitRun(ctx context.Context, handle *ow.RunHandle, d time.Duration) (*backend.WorkflowRun, error) {
+	if handle.Run != nil && handle.Run.Status.Terminal() {
+		return handle.Run, nil // a replay of a finished run
+	}
+	wctx, cancel := context.WithTimeout(ctx, d)
+	_, err := handle.Result(wctx)
+	cancel()
+	if ctx.Err() != nil {
+		return handle.Run, nil
+	}
+	var failed *ow.RunFailedError
+	if err != nil && !errors.As(err, &failed) && !errors.Is(err, ow.ErrRunCanceled) && !errors.Is(err, context.DeadlineExceeded) {
+		return nil, asAPIError(err, "")
+	}
+	run, err := h.c.GetRun(ctx, handle.ID)
+	if err != nil {
+		return nil, asAPIError(err, "")
+	}
+	return run, nil
 }
 
 // options checks the request and turns it into start options.

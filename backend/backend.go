@@ -429,4 +429,22 @@ type Event struct {
 	Seq    int64
 	// UpdateID names the update of an EventUpdateSettled.
 	UpdateID string
+	// Finished is how the run of an EventRunFinished ended, when the
+	// event was published by the backend that committed the run's
+	// completion or failure (ApplyWrites of SQLite and PostgreSQL, right
+	// after the commit): a subscriber of that backend, such as the
+	// SDK's RunHandle.Result in the worker's process, then has the result
+	// without reading the run again. nil for events received from another
+	// process (PostgreSQL NOTIFY) and for runs that ended otherwise
+	// (canceled, failed by a deadline sweep). Subscribers share it and
+	// must not modify it.
+	Finished *FinishedRun
+}
+
+// FinishedRun is the end of a run carried by an [Event]: its terminal
+// status and, as stored, its output (completed) or error (failed).
+type FinishedRun struct {
+	Status RunStatus
+	Output json.RawMessage
+	Error  json.RawMessage
 }

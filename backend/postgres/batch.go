@@ -27,6 +27,10 @@ type batchItem struct {
 type batchResult struct {
 	applied            bool
 	parentNS, parentID *string
+	// What a completion or failure left: status, output and error as
+	// stored.
+	status        string
+	output, error []byte
 }
 
 // ApplyWrites implements [backend.Batcher]. The writes of every group are
@@ -114,9 +118,32 @@ func (b *Backend) ApplyWrites(ctx context.Context, groups [][]backend.Write) []e
 		}
 		errs[span.g] = b.groupRefusal(wctx, items[span.from:span.to], results[span.from:span.to])
 	}
+	b.publishFinished(items, results)
 	b.followUp(wctx, items, results, errs)
 	b.announce(wctx, items, results)
 	return errs
+}
+
+// publishFinished hands the runs the batch completed or failed, with how
+// they ended, to this backend's own subscribers at once (an in-process
+// Result returns without waiting for the announcement's NOTIFY and
+// without reading the run). The NOTIFY still follows, for the other
+// processes; this process then sees the run finish twice, which every
+// subscriber allows (events are hints).
+func (b *Backend) publishFinished(items []batchItem, results []batchResult) {
+	for k, it := range items {
+		r := results[k]
+		if !r.applied || (it.w.Kind != backend.WriteCompleteRun && it.w.Kind != backend.WriteFailRun) {
+			continue
+		}
+		var f *backend.FinishedRun
+		if !mayBeEscaped(r.output) && !mayBeEscaped(r.error) {
+			// An escaped value is decoded by a read (escapes.go): leave
+			// those runs to be read.
+			f = &backend.FinishedRun{Status: backend.RunStatus(r.status), Output: r.output, Error: r.error}
+		}
+		b.hub.Publish(backend.Event{Kind: backend.EventRunFinished, WorkflowRunID: it.w.WorkflowRunID, Finished: f})
+	}
 }
 
 // groupSpan is the items [from, to) of group g.
@@ -343,13 +370,17 @@ func readCombined(br pgx.BatchResults, items []batchItem, st statement, results 
 	if err != nil {
 		return err
 	}
-	type landed struct{ parentNS, parentID *string }
+	type landed struct {
+		parentNS, parentID *string
+		status             string
+		output, error      []byte
+	}
 	got := make(map[string]landed, len(st.ks))
 	for rows.Next() {
 		var id string
 		var l landed
 		if st.parent {
-			err = rows.Scan(&id, &l.parentNS, &l.parentID)
+			err = rows.Scan(&id, &l.parentNS, &l.parentID, &l.status, &l.output, &l.error)
 		} else {
 			err = rows.Scan(&id)
 		}
@@ -369,7 +400,7 @@ func readCombined(br pgx.BatchResults, items []batchItem, st statement, results 
 			key = items[k].w.Step.ID
 		}
 		if l, ok := got[key]; ok {
-			results[k] = batchResult{applied: true, parentNS: l.parentNS, parentID: l.parentID}
+			results[k] = batchResult{applied: true, parentNS: l.parentNS, parentID: l.parentID, status: l.status, output: l.output, error: l.error}
 		}
 	}
 	return nil
@@ -432,7 +463,7 @@ func readWrite(br pgx.BatchResults, it batchItem, r *batchResult) error {
 	for rows.Next() {
 		r.applied = true
 		if it.parent {
-			if err := rows.Scan(&r.parentNS, &r.parentID); err != nil {
+			if err := rows.Scan(&r.parentNS, &r.parentID, &r.status, &r.output, &r.error); err != nil {
 				rows.Close()
 				return err
 			}

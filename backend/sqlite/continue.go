@@ -79,7 +79,7 @@ func (b *Backend) ContinueWorkflowRun(ctx context.Context, p backend.ContinueWor
 		if _, err := tx.ExecContext(ctx, b.q.ContinueScheduleRuns, ns, runID, nextID); err != nil {
 			return err
 		}
-		ev.runFinished(b.ns, old.ID)
+		ev.runFinished(b.ns, old.ID, nil) // nil: Result reads it and follows the chain
 		ev.workAvailable(b.ns)
 		return nil
 	})

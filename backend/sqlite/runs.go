@@ -186,7 +186,10 @@ func (b *Backend) ClaimWorkflowRuns(ctx context.Context, p backend.ClaimWorkflow
 		lease = defaultLeaseDuration
 	}
 	var claimed []*backend.WorkflowRun
-	err := b.write(ctx, func(tx *txn, now time.Time, ev *events) error {
+	// Not fsynced (writeRelaxed): a claim lost with the machine leaves its
+	// runs claimable, and the claimer's first step write, fsynced, makes
+	// the claim durable before it.
+	err := b.writeRelaxed(ctx, func(tx *txn, now time.Time, ev *events) error {
 		claimed = nil
 		if err := b.failExpiredRuns(ctx, tx, now, ev); err != nil {
 			return err
@@ -272,7 +275,7 @@ func (b *Backend) failExpiredRuns(ctx context.Context, tx *txn, now time.Time, e
 		return fmt.Errorf("fail expired runs: %w", err)
 	}
 	for _, r := range expired {
-		ev.runFinished(b.ns, r.ID)
+		ev.runFinished(b.ns, r.ID, nil)
 		if err := b.wakeParent(ctx, tx, r, now, ev); err != nil {
 			return err
 		}
@@ -373,10 +376,10 @@ func (b *Backend) fenceError(ctx context.Context, tx *txn, runID string) error {
 }
 
 // finishRun runs a fenced write that finishes the run (RETURNING
-// parent_link) and returns the run's key and parent link, or the fence
-// error.
+// parent_link, status, output, error) and returns the run's key, parent
+// link and how it ended (for EventRunFinished), or the fence error.
 func (b *Backend) finishRun(ctx context.Context, tx *txn, runID, query string, args ...any) (*backend.WorkflowRun, error) {
-	run, err := scanParentLink(tx.QueryRowContext(ctx, query, args...))
+	run, err := scanFinished(tx.QueryRowContext(ctx, query, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, b.fenceError(ctx, tx, runID)
 	}
@@ -462,7 +465,7 @@ func (b *Backend) CancelWorkflowRun(ctx context.Context, workflowRunID string) (
 		if err != nil {
 			return err
 		}
-		ev.runFinished(b.ns, run.ID)
+		ev.runFinished(b.ns, run.ID, nil)
 		return b.wakeParent(ctx, tx, run, now, ev)
 	})
 	if err != nil {
@@ -557,7 +560,7 @@ func (b *Backend) completeRun(ctx context.Context, tx *txn, now time.Time, ev *e
 	if err != nil {
 		return err
 	}
-	ev.runFinished(b.ns, run.ID)
+	ev.runFinished(b.ns, run.ID, finishedOf(run))
 	return b.wakeParent(ctx, tx, run, now, ev)
 }
 
@@ -573,7 +576,7 @@ func (b *Backend) failRun(ctx context.Context, tx *txn, now time.Time, ev *event
 	if err != nil {
 		return err
 	}
-	ev.runFinished(b.ns, run.ID)
+	ev.runFinished(b.ns, run.ID, finishedOf(run))
 	return b.wakeParent(ctx, tx, run, now, ev)
 }
 

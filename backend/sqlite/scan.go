@@ -110,6 +110,18 @@ func scanParentLink(s scanner) (*backend.WorkflowRun, error) {
 	return &r, nil
 }
 
+// scanFinished reads the parent link and the status, output and error
+// that complete_run and fail_run return.
+func scanFinished(s scanner) (*backend.WorkflowRun, error) {
+	var r backend.WorkflowRun
+	var output, errJSON sql.NullString
+	if err := s.Scan(&r.NamespaceID, &r.ID, &r.ParentStepAttemptNamespaceID, &r.ParentStepAttemptID, &r.Status, &output, &errJSON); err != nil {
+		return nil, err
+	}
+	r.Output, r.Error = rawJSON(output), rawJSON(errJSON)
+	return &r, nil
+}
+
 // rawJSON turns a nullable JSON TEXT column into a RawMessage (nil for
 // NULL).
 func rawJSON(s sql.NullString) json.RawMessage {

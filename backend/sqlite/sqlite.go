@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"net/url"
@@ -110,6 +111,7 @@ type Backend struct {
 	clock       func() time.Time
 	busyTimeout time.Duration
 	file        *sharedFile
+	synchronous string   // Options.Synchronous: what a relaxed write's connection is set back to
 	q           *queries // the embedded SQL, loaded once per process
 	stmts       prepared // hot statements, prepared by Open
 	closeOnce   sync.Once
@@ -190,6 +192,7 @@ func open(ctx context.Context, path string, opts Options, share bool) (*Backend,
 	b := &Backend{
 		path:        path,
 		db:          db,
+		synchronous: opts.Synchronous,
 		ns:          opts.NamespaceID,
 		clock:       opts.Now,
 		busyTimeout: opts.BusyTimeout,
@@ -410,9 +413,15 @@ func (e *events) updateSettled(ns, runID, updateID string) {
 	*e = append(*e, nsEvent{ns, backend.Event{Kind: backend.EventUpdateSettled, WorkflowRunID: runID, UpdateID: updateID}})
 }
 
-// runFinished records that run runID of namespace ns became terminal.
-func (e *events) runFinished(ns, runID string) {
-	*e = append(*e, nsEvent{ns, backend.Event{Kind: backend.EventRunFinished, WorkflowRunID: runID}})
+// runFinished records that run runID of namespace ns became terminal;
+// f, if not nil, is how it ended (backend.Event.Finished).
+func (e *events) runFinished(ns, runID string, f *backend.FinishedRun) {
+	*e = append(*e, nsEvent{ns, backend.Event{Kind: backend.EventRunFinished, WorkflowRunID: runID, Finished: f}})
+}
+
+// finishedOf is how run ended, for backend.Event.Finished.
+func finishedOf(run *backend.WorkflowRun) *backend.FinishedRun {
+	return &backend.FinishedRun{Status: run.Status, Output: run.Output, Error: run.Error}
 }
 
 // write runs fn in one BEGIN IMMEDIATE transaction and publishes the
@@ -420,6 +429,26 @@ func (e *events) runFinished(ns, runID string) {
 // busy database is retried), so it must keep its results in variables it
 // resets itself.
 func (b *Backend) write(ctx context.Context, fn func(tx *txn, now time.Time, ev *events) error) error {
+	return b.writeOn(ctx, false, fn)
+}
+
+// writeRelaxed is write with a commit that is not fsynced (synchronous
+// NORMAL for that transaction): it survives the process's crash, and only
+// a power loss or an OS crash may roll it back. It is for the claim alone
+// (issue 24: one fsync less per run on the way to a run's first step):
+// whoever saw the claim — the worker, in this process, or another process
+// on this machine — dies with the machine, and the WAL is written in
+// order, so the claimer's next fsynced commit makes the claim durable
+// first. A claim rolled back leaves its run claimable, as if the claim
+// had never been made.
+func (b *Backend) writeRelaxed(ctx context.Context, fn func(tx *txn, now time.Time, ev *events) error) error {
+	return b.writeOn(ctx, b.synchronous != "NORMAL", fn)
+}
+
+// writeOn is write; relaxed runs the transaction on a connection set to
+// synchronous NORMAL, and sets it back to FULL before it returns to the
+// pool (a connection that cannot be set back is closed).
+func (b *Backend) writeOn(ctx context.Context, relaxed bool, fn func(tx *txn, now time.Time, ev *events) error) error {
 	if ctx.Value(inTxKey{}) == b.file {
 		return ErrWriteInsideTx
 	}
@@ -433,6 +462,16 @@ func (b *Backend) write(ctx context.Context, fn func(tx *txn, now time.Time, ev 
 	var ev events
 	err := b.retryBusy(ctx, func() error {
 		ev = ev[:0]
+		if relaxed {
+			return b.relaxedTx(ctx, func(sqlTx *sql.Tx) error {
+				tx := &txn{Tx: sqlTx, stmts: b.stmts}
+				if err := fn(tx, b.now(), &ev); err != nil {
+					_ = tx.Rollback()
+					return err
+				}
+				return tx.Commit()
+			})
+		}
 		sqlTx, err := b.db.BeginTx(ctx, nil)
 		if err != nil {
 			return err
@@ -451,6 +490,31 @@ func (b *Backend) write(ctx context.Context, fn func(tx *txn, now time.Time, ev 
 		b.file.hub(e.ns).Publish(e.Event)
 	}
 	return nil
+}
+
+// relaxedTx runs do in a transaction of a pool connection set to
+// synchronous NORMAL for it (see writeRelaxed), setting it back to FULL
+// afterwards; a connection that cannot be set back is discarded rather
+// than returned to the pool.
+func (b *Backend) relaxedTx(ctx context.Context, do func(*sql.Tx) error) error {
+	conn, err := b.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "PRAGMA synchronous = NORMAL"); err != nil {
+		return err
+	}
+	defer func() {
+		if _, err := conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA synchronous = FULL"); err != nil {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn }) // closed, not reused
+		}
+	}()
+	sqlTx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	return do(sqlTx)
 }
 
 // reader returns the pool's querier, which uses the prepared statements.

@@ -41,16 +41,26 @@ import (
 // then applied only once the file Release exists — never, when Release is
 // empty (the test kills the process). The held batch's outcome is appended
 // to Log when it is applied.
+//
+// With After, the batch is applied first and its outcome logged
+// ("applied"), and then ApplyWrites holds before returning: the step's
+// result is durable, and the pass waits at the barrier of the next step.
+// Every later batch's outcome is then logged too ("later").
 type commitHold struct {
 	Step    string `json:"step"`
 	Log     string `json:"log"`
 	Release string `json:"release,omitempty"`
+	After   bool   `json:"after,omitempty"`
 }
 
 // Kinds of commit-log events.
 const (
 	commitHeld    = "held"
 	commitApplied = "applied"
+	commitLater   = "later"
+	// commitReleased: a batch held with After was released; its pass goes
+	// on.
+	commitReleased = "released"
 )
 
 // commitEvent is one line (JSON) of the commit log. A worker process
@@ -98,6 +108,9 @@ func (h *holdingBackend) ApplyWrites(ctx context.Context, groups [][]backend.Wri
 	for _, g := range groups {
 		writes = append(writes, g...)
 	}
+	if h.hold.After {
+		return h.applyThenHold(ctx, groups, writes)
+	}
 	if !finishesStep(writes, h.hold.Step) || !h.held.CompareAndSwap(false, true) {
 		return h.Backend.ApplyWrites(ctx, groups)
 	}
@@ -119,6 +132,39 @@ func (h *holdingBackend) ApplyWrites(ctx context.Context, groups [][]backend.Wri
 	}
 	h.log.Info("crashtest: held batch applied", "step", h.hold.Step, "errors", ev.Errors)
 	h.record(ev)
+	return errs
+}
+
+// applyThenHold is ApplyWrites of a commitHold with After: the batch that
+// finishes the step is applied, logged, and held before its outcome is
+// returned; the batches after it are applied and logged.
+func (h *holdingBackend) applyThenHold(ctx context.Context, groups [][]backend.Write, writes []backend.Write) []error {
+	hold := finishesStep(writes, h.hold.Step) && h.held.CompareAndSwap(false, true)
+	later := !hold && h.held.Load()
+	errs := h.Backend.ApplyWrites(ctx, groups)
+	if !hold && !later {
+		return errs
+	}
+	ev := commitEvent{Event: commitApplied, PID: os.Getpid(), Writes: describeWrites(writes)}
+	if later {
+		ev.Event = commitLater
+	}
+	for g, err := range errs {
+		msg := ""
+		if err != nil {
+			msg = err.Error()
+		}
+		for range groups[g] {
+			ev.Errors = append(ev.Errors, msg)
+			ev.NotOwner = append(ev.NotOwner, errors.Is(err, backend.ErrNotOwner))
+		}
+	}
+	h.record(ev)
+	if hold {
+		h.log.Info("crashtest: step committed; holding before the pass goes on", "step", h.hold.Step, "errors", ev.Errors)
+		h.awaitRelease()
+		h.record(commitEvent{Event: commitReleased, PID: os.Getpid()})
+	}
 	return errs
 }
 

@@ -15,6 +15,7 @@ import (
 var (
 	sequenceSpec = ow.Spec{Name: "crashtest-sequence"}
 	diamondSpec  = ow.Spec{Name: "crashtest-diamond"}
+	l3Spec       = ow.Spec{Name: "crashtest-l3"}
 
 	countdownSpec    = ow.Spec{Name: "crashtest-countdown"}
 	sequenceWorkflow = ow.Declare[int, int](sequenceSpec)
@@ -23,6 +24,7 @@ var (
 	// (each run adds 1 to what it was given).
 	countdownWorkflow = ow.Declare[countdown, int](countdownSpec)
 	diamondWorkflow   = ow.Declare[int, int](diamondSpec)
+	l3Workflow        = ow.Declare[int, int](l3Spec)
 )
 
 // countdown is the countdown workflow's input: the links left after this
@@ -31,6 +33,13 @@ type countdown struct {
 	Left int `json:"left"`
 	Runs int `json:"runs"`
 }
+
+// l3Steps are the steps of the L3 workflow (ow bench's L3 shape: three
+// sequential steps), in order.
+var l3Steps = []string{"l3-one", "l3-two", "l3-three"}
+
+// l3Output is what the L3 workflow returns for in.
+func l3Output(in int) int { return (in+1)*2 + 10 }
 
 // Step keys of the sequence workflow, in order. blockingStep is the one the
 // first worker process of the crash test never finishes.
@@ -178,5 +187,16 @@ func newDefinitions(r *stepRecorder) []ow.Definition {
 		n, _, err := ow.WaitForSignal[int](ctx, "stop", ow.WithTimeout(time.Hour))
 		return n, err
 	})
-	return []ow.Definition{sequence, diamond, scheduledWorkflow, countdownDef, updatable}
+	l3 := ow.Define(l3Spec, func(ctx ow.Context, in int) (int, error) {
+		a, err := run(ctx, r, l3Steps[0], func() int { return in + 1 })
+		if err != nil {
+			return 0, err
+		}
+		b, err := run(ctx, r, l3Steps[1], func() int { return a * 2 })
+		if err != nil {
+			return 0, err
+		}
+		return run(ctx, r, l3Steps[2], func() int { return b + 10 })
+	})
+	return []ow.Definition{sequence, diamond, l3, scheduledWorkflow, countdownDef, updatable}
 }

@@ -94,17 +94,19 @@ RETURNING sa."id"
 
 -- name: complete_run
 -- Completes run $2 leased to worker $3 with output $4 (or fails it past
--- its deadline, see complete_or_expire); returns the parent link.
+-- its deadline, see complete_or_expire); returns the parent link, and the
+-- status, output and error it left (ApplyWrites hands them to this
+-- process's subscribers: publishFinished).
 UPDATE {{schema}}."workflow_runs" AS wr
 SET {{complete_or_expire($4::jsonb, $5)}}
 WHERE wr."namespace_id" = $1 AND wr."id" = $2
   AND (wr."status" = 'running') IS TRUE AND wr."worker_id" = $3
-RETURNING wr."parent_step_attempt_namespace_id", wr."parent_step_attempt_id"
+RETURNING wr."parent_step_attempt_namespace_id", wr."parent_step_attempt_id", wr."status", wr."output", wr."error"
 
 -- name: complete_runs
 -- complete_run for many runs in one statement ($2 run ids, $3 their worker
 -- ids, $4 their outputs as JSON text), each with its own fence; it returns
--- the id and parent link of each run it completed.
+-- the id, parent link, status, output and error of each run it completed.
 WITH c AS MATERIALIZED (
   SELECT $1::text AS "namespace_id", u.*
   FROM unnest($2::text[], $3::text[], $4::text[]) AS u("id", "worker_id", "output")
@@ -114,11 +116,11 @@ SET {{complete_or_expire(c."output"::jsonb, $5)}}
 FROM c
 WHERE wr."namespace_id" = c."namespace_id" AND wr."id" = c."id"
   AND (wr."status" = 'running') IS TRUE AND wr."worker_id" = c."worker_id"
-RETURNING wr."id", wr."parent_step_attempt_namespace_id", wr."parent_step_attempt_id"
+RETURNING wr."id", wr."parent_step_attempt_namespace_id", wr."parent_step_attempt_id", wr."status", wr."output", wr."error"
 
 -- name: fail_run
 -- Fails run $2 leased to worker $3 for good with error $4; returns the
--- parent link.
+-- parent link, status, output and error.
 UPDATE {{schema}}."workflow_runs" AS wr
 SET "status" = 'failed',
     "available_at" = NULL,
@@ -129,7 +131,7 @@ SET "status" = 'failed',
     "updated_at" = {{stamp($5)}}
 WHERE wr."namespace_id" = $1 AND wr."id" = $2
   AND (wr."status" = 'running') IS TRUE AND wr."worker_id" = $3
-RETURNING wr."parent_step_attempt_namespace_id", wr."parent_step_attempt_id"
+RETURNING wr."parent_step_attempt_namespace_id", wr."parent_step_attempt_id", wr."status", wr."output", wr."error"
 
 -- name: park_run
 -- Parks run $2 leased to worker $3 until $4. The reconciliation of waits

@@ -24,7 +24,8 @@ RETURNING "id"
 -- Completes the owned run with :output, or, when its deadline has passed,
 -- fails it with :deadline_error exactly as the claim's deadline sweep
 -- would, so that no run completes past its deadline whichever of the two
--- comes first.
+-- comes first. Returns the parent link and how the run ended (the status,
+-- output and error published with EventRunFinished).
 UPDATE "workflow_runs"
 SET "status" = CASE WHEN {{past_deadline}} THEN 'failed' ELSE 'completed' END,
     "output" = CASE WHEN {{past_deadline}} THEN NULL ELSE :output END,
@@ -34,10 +35,11 @@ SET "status" = CASE WHEN {{past_deadline}} THEN 'failed' ELSE 'completed' END,
     "finished_at" = :now,
     "updated_at" = :now
 WHERE {{owned_run}}
-RETURNING {{parent_link}}
+RETURNING {{parent_link}}, "status", "output", "error"
 
 -- name: fail_run
--- Fails the owned run for good with :error (NULL for none).
+-- Fails the owned run for good with :error (NULL for none); returns the
+-- parent link and how the run ended, as complete_run.
 UPDATE "workflow_runs"
 SET "status" = 'failed',
     "available_at" = NULL,
@@ -47,7 +49,7 @@ SET "status" = 'failed',
     "started_at" = NULL,
     "updated_at" = :now
 WHERE {{owned_run}}
-RETURNING {{parent_link}}
+RETURNING {{parent_link}}, "status", "output", "error"
 
 -- name: reschedule_run
 -- Sets the owned run pending at :available_at with :error (a retry).

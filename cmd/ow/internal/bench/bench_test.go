@@ -124,7 +124,7 @@ func wantMetrics(workload, kind string) []string {
 		ms = []string{MetricRunsPerS, MetricStepsPerS, MetricCPUPerRun} // the worker runs in the bench's process
 	case W5:
 		ms = []string{MetricRunsPerS, MetricStepsPerS}
-	case W2:
+	case W2, L3, L3h:
 		ms = []string{MetricRunsPerS, MetricP50, MetricP95, MetricP99}
 	case W4:
 		ms = []string{MetricRunsPerS, MetricStepsPerS, MetricLatenessP50, MetricLatenessP99}
@@ -168,7 +168,7 @@ func TestEveryWorkloadRunsAndVerifiesEveryOutput(t *testing.T) {
 			for _, r := range rep.Results {
 				got[key{r.Workload, r.Workers}] = r
 			}
-			want := []key{{W0, 0}, {W0b, 0}, {W1, 0}, {W2, 0}, {W3, 0}, {W4, 0}, {W5, 1}, {W5, 2}, {W5, 4}}
+			want := []key{{W0, 0}, {W0b, 0}, {W1, 0}, {W2, 0}, {L3, 0}, {L3h, 0}, {W3, 0}, {W4, 0}, {W5, 1}, {W5, 2}, {W5, 4}}
 			if len(rep.Results) != len(want) {
 				t.Errorf("got %d results, want %d: %+v", len(rep.Results), len(want), rep.Results)
 			}
@@ -348,8 +348,8 @@ func TestWorkloadSelectionAndScaling(t *testing.T) {
 		want    string
 		wantErr bool
 	}{
-		{nil, "W0,W0b,W1,W2,W3,W4,W5", false},
-		{[]string{"all"}, "W0,W0b,W1,W2,W3,W4,W5", false},
+		{nil, "W0,W0b,W1,W2,L3,L3h,W3,W4,W5", false},
+		{[]string{"all"}, "W0,W0b,W1,W2,L3,L3h,W3,W4,W5", false},
 		{[]string{"w1K"}, "W1k", false},
 		{[]string{"w2", "W0"}, "W0,W0b,W2", false},
 		{[]string{"W0b"}, "W0b", false},
@@ -366,7 +366,7 @@ func TestWorkloadSelectionAndScaling(t *testing.T) {
 	}
 	std := Options{}
 	scaled := Options{Runs: 200}
-	for w, want := range map[string][2]int{W0: {5000, 200}, W1: {5000, 200}, W1k: {5000, 200}, W2: {200, 8}, W3: {500, 20}, W4: {1000, 40}, W5: {5000, 200}} {
+	for w, want := range map[string][2]int{W0: {5000, 200}, W1: {5000, 200}, W1k: {5000, 200}, W2: {200, 8}, L3: {300, 12}, L3h: {300, 12}, W3: {500, 20}, W4: {1000, 40}, W5: {5000, 200}} {
 		if got := [2]int{std.runsFor(w), scaled.runsFor(w)}; got != want {
 			t.Errorf("%s runs (standard, --runs 200) = %v, want %v", w, got, want)
 		}

@@ -25,19 +25,19 @@ const DefaultPostgresURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=
 const DefaultConcurrency = 100
 
 // Options configure [Run]. The zero value runs every standard workload
-// (W0–W5) at the standard counts once, on both backends, without the
+// (W0–W5, L3 and L3h) at the standard counts once, on both backends, without the
 // TypeScript comparison.
 type Options struct {
 	// Workloads are the workload ids to run, in any order: W0 (which brings
-	// W0b along), W0b, W1, W2, W3, W4, W5, and, never part of the default,
+	// W0b along), W0b, W1, W2, L3, L3h, W3, W4, W5, and, never part of the default,
 	// W1m (W1 with Prometheus metrics; measured in turn with W1 when both
 	// are selected), W1k (W1 with a concurrency key on every run: 100 keys,
 	// at most 5 runs per key at once; Go only), L0 (pgbench), R1 (W1 while
 	// a prune runs) and S1 (a schedule ticking every second for
-	// S1Duration). Empty means every standard workload, W0–W5.
+	// S1Duration). Empty means every standard workload, W0–W5, L3 and L3h.
 	Workloads []string
 	// Runs is W1's run count; every other workload keeps its standard
-	// proportion to W1's 5,000 (W0, W1k and W5 N, W3 N/10, W4 N/5, W2 N/25), and
+	// proportion to W1's 5,000 (W0, W1k and W5 N, W3 N/10, W4 N/5, W2 N/25, L3 and L3h 3N/50), and
 	// at least 1. 0 means the standard counts.
 	Runs int
 	// Concurrency is each worker's number of slots. 0 means 100.
@@ -100,19 +100,27 @@ const (
 	W3  = "W3"
 	W4  = "W4"
 	W5  = "W5"
+	// L3 is W2's shape with bench-seq3: 300 runs of three sequential
+	// steps, each started and awaited in turn, one idle worker; p50, p95
+	// and p99 of start → result, and commits per run (issue 24).
+	L3 = "L3"
+	// L3h is L3 through the HTTP API in the worker's process: each run
+	// started with POST /v1/runs?wait=30s, which answers with the
+	// finished run (run-and-wait), on a loopback connection kept alive.
+	L3h = "L3h"
 	L0  = "L0"
 	// R1 is defined in prune.go.
 	S1 = "S1"
 )
 
 // standardWorkloads is the default selection, in the order they run.
-var standardWorkloads = []string{W0, W0b, W1, W2, W3, W4, W5}
+var standardWorkloads = []string{W0, W0b, W1, W2, L3, L3h, W3, W4, W5}
 
 // knownWorkloads is every id in the order they run.
-var knownWorkloads = []string{W0, W0b, W1, W1m, W1k, W2, W3, W4, W5, L0, R1, S1}
+var knownWorkloads = []string{W0, W0b, W1, W1m, W1k, W2, L3, L3h, W3, W4, W5, L0, R1, S1}
 
 // standardRuns is each workload's run count at the standard scale.
-var standardRuns = map[string]int{W0: 5000, W0b: 5000, W1: 5000, W1m: 5000, W1k: 5000, W2: 200, W3: 500, W4: 1000, W5: 5000}
+var standardRuns = map[string]int{W0: 5000, W0b: 5000, W1: 5000, W1m: 5000, W1k: 5000, W2: 200, L3: 300, L3h: 300, W3: 500, W4: 1000, W5: 5000}
 
 // w5Workers are the worker process counts W5 measures; 1 is the baseline
 // the speed-ups are relative to.
@@ -184,7 +192,7 @@ func (o Options) withDefaults() (Options, error) {
 }
 
 // ParseWorkloads validates workload ids (case-insensitive; "all" means
-// W0–W5) and returns them deduplicated in run order. W0 brings W0b along.
+// W0–W5, L3 and L3h) and returns them deduplicated in run order. W0 brings W0b along.
 // No ids means every standard workload.
 func ParseWorkloads(ids []string) ([]string, error) {
 	if len(ids) == 0 {

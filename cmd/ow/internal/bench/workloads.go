@@ -23,7 +23,7 @@ const startBatch = 1000
 // stopTimeout bounds stopping a worker after a measurement.
 const stopTimeout = 30 * time.Second
 
-// resultTimeout bounds waiting for one W2 run.
+// resultTimeout bounds waiting for one W2 or L3 run.
 const resultTimeout = 30 * time.Second
 
 // measurement is one workload measured once on one fresh target.
@@ -36,6 +36,11 @@ type measurement struct {
 	// exporter receives the in-process worker's measurements (W1m); nil
 	// for the other workloads.
 	exporter *metrics.Exporter
+	// workerBackend is the in-process worker's backend while it runs (nil
+	// with worker processes): W2 and L3 start and await their runs
+	// through it, as a program that embeds a worker (ow dev, ow server)
+	// does.
+	workerBackend backend.Backend
 }
 
 func (m *measurement) progress() *progress {
@@ -66,7 +71,11 @@ func (m *measurement) run(ctx context.Context) (Result, error) {
 	case W1k:
 		return m.throughput(ctx, keyed, 3)
 	case W2:
-		return m.latency(ctx)
+		return m.latency(ctx, oneStep, 1)
+	case L3:
+		return m.latency(ctx, seq3, 3)
+	case L3h:
+		return m.latencyHTTP(ctx)
 	case W3:
 		return m.throughput(ctx, fanOut, fanOutWidth+1)
 	case W4:
@@ -203,32 +212,30 @@ func (m *measurement) throughput(ctx context.Context, wf *ow.Workflow[Input, Out
 	return res, nil
 }
 
-// latency is W2: n one-step runs, each started and awaited (Result) before
-// the next, with an idle worker; latency is from the Start call to
-// Result's return.
-func (m *measurement) latency(ctx context.Context) (Result, error) {
-	n := m.o.runsFor(W2)
-	res := m.result(n, n)
+// latency is W2 (wf one step) and L3 (wf three sequential steps): n runs,
+// each started and awaited (Result) before the next, with an idle worker
+// in this process, through the worker's backend; latency is from the
+// Start call to Result's return, and every output is checked as it
+// returns and again in the database afterwards.
+func (m *measurement) latency(ctx context.Context, wf *ow.Workflow[Input, Output], steps int) (Result, error) {
+	n := m.o.runsFor(m.id)
+	res := m.result(n, n*steps)
 	cm, err := m.startCommits(ctx)
-	if err != nil {
-		return res, err
-	}
-	b, err := m.t.open(ctx)
 	if err != nil {
 		return res, err
 	}
 	stop, err := m.startWorkers(ctx)
 	if err != nil {
-		return res, errors.Join(err, b.Close())
+		return res, err
 	}
-	c := ow.NewClient(b)
+	c := ow.NewClient(m.workerBackend)
 	p := m.progress()
 	lat := make([]float64, 0, n)
 	begin := time.Now()
 	for i := 0; i < n && err == nil; i++ {
 		t0 := time.Now()
 		var h *ow.Handle[Output]
-		if h, err = oneStep.Start(ctx, c, Input{I: i}); err != nil {
+		if h, err = wf.Start(ctx, c, Input{I: i}); err != nil {
 			break
 		}
 		rctx, cancel := context.WithTimeout(ctx, resultTimeout)
@@ -236,13 +243,13 @@ func (m *measurement) latency(ctx context.Context) (Result, error) {
 		out, err = h.Result(rctx)
 		cancel()
 		lat = append(lat, ms(time.Since(t0)))
-		if err == nil && out != expectedOutput(i, 1) {
-			err = fmt.Errorf("run %s (input %d): Result returned %+v, want %+v", h.ID, i, out, expectedOutput(i, 1))
+		if err == nil && out != expectedOutput(i, steps) {
+			err = fmt.Errorf("run %s (input %d): Result returned %+v, want %+v", h.ID, i, out, expectedOutput(i, steps))
 		}
 		p.update(i+1, n, "runs")
 	}
 	elapsed := time.Since(begin)
-	if err = errors.Join(err, stop(), b.Close()); err != nil {
+	if err = errors.Join(err, stop()); err != nil {
 		return res, err
 	}
 	if err := m.stopCommits(ctx, cm, 0, &res); err != nil {
@@ -253,7 +260,7 @@ func (m *measurement) latency(ctx context.Context) (Result, error) {
 	res.Metrics[MetricP50] = percentile(lat, 50)
 	res.Metrics[MetricP95] = percentile(lat, 95)
 	res.Metrics[MetricP99] = percentile(lat, 99)
-	return res, m.verify(ctx, nameOne, n, 1, nil)
+	return res, m.verify(ctx, wf.Spec().Name, n, steps, nil)
 }
 
 // sleep is W4: with the worker running, n runs that sleep sleepFor and
@@ -368,7 +375,9 @@ func (m *measurement) startWorkers(ctx context.Context) (stop func() error, err 
 		}
 		return nil, errors.Join(err, b.Close())
 	}
+	m.workerBackend = b
 	return func() error {
+		m.workerBackend = nil
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
 		defer cancel()
 		err := w.Stop(sctx)
