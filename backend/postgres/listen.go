@@ -155,12 +155,15 @@ func (l *listener) listen(ctx context.Context, listening func()) {
 // notification is the payload the queries build with json_build_object:
 // one run (id), or the runs of a batch (ids); a chunk's also names its
 // stream and number (append_chunk in sql/streams.sql); a schedule's
-// (kind "schedule", sql/schedules.sql) names the schedule in id.
+// (kind "schedule", sql/schedules.sql) names the schedule in id; a
+// pause's (kind "paused", pause_run in sql/pause.sql) names the worker
+// holding the run.
 type notification struct {
 	Schema    string   `json:"schema"`
 	Namespace string   `json:"ns"`
 	Kind      string   `json:"kind"`
 	ID        string   `json:"id"`
+	Worker    string   `json:"worker"`
 	IDs       []string `json:"ids"`
 	Stream    string   `json:"stream"`
 	Seq       int64    `json:"seq"`
@@ -183,6 +186,8 @@ func (l *listener) decode(payload string) []backend.Event {
 		return []backend.Event{{Kind: kind, WorkflowRunID: n.ID, Stream: n.Stream, Seq: n.Seq}}
 	case backend.EventScheduleChanged:
 		return []backend.Event{{Kind: kind}}
+	case backend.EventRunPaused:
+		return []backend.Event{{Kind: kind, WorkflowRunID: n.ID, WorkerID: n.Worker}}
 	default:
 		return nil
 	}

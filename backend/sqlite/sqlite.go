@@ -404,6 +404,12 @@ func (e *events) scheduleChanged(ns string) {
 	*e = append(*e, want)
 }
 
+// runPaused records that run runID of namespace ns, leased to worker
+// (slot) workerID, was paused while that worker executes it.
+func (e *events) runPaused(ns, runID, workerID string) {
+	*e = append(*e, nsEvent{ns, backend.Event{Kind: backend.EventRunPaused, WorkflowRunID: runID, WorkerID: workerID}})
+}
+
 // runFinished records that run runID of namespace ns became terminal.
 func (e *events) runFinished(ns, runID string) {
 	*e = append(*e, nsEvent{ns, backend.Event{Kind: backend.EventRunFinished, WorkflowRunID: runID}})
