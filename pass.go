@@ -73,7 +73,7 @@ type pass struct {
 
 	mu        sync.Mutex
 	suspended bool
-	paused    bool // the heartbeat found the run paused (see pause)
+	paused    bool // the run was found paused (see pause)
 	wakeAt    time.Time
 	lost      loss  // why the pass stopped owning its run (notLost while it owns it)
 	lostErr   error // the backend error behind lossUnavailable and lossUnrecordable
@@ -113,7 +113,8 @@ func (x *pass) suspend(at time.Time) error {
 }
 
 // pause records that the run was paused while this pass executes it (the
-// heartbeat learned it: backend.ErrRunPaused). It is a suspension due at
+// pause was announced, Worker.notePause, or the heartbeat learned it:
+// backend.ErrRunPaused). It is a suspension due at
 // now: the step in progress finishes and is recorded, every later step
 // call returns ErrSuspended without running, and the pass ends by parking
 // the run due now, which hands it back (the backend holds that due time

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	ow "github.com/openworkflow-go/openworkflow"
+	"github.com/openworkflow-go/openworkflow/backend"
+	"github.com/openworkflow-go/openworkflow/internal/testhooks"
 	"github.com/openworkflow-go/openworkflow/owtest"
 )
 
@@ -199,4 +201,74 @@ func TestPauseAnnouncedThenResumedBeforeTheHandBackIsHarmless(t *testing.T) {
 		t.Fatalf("finished run: paused %v at %v, %d attempts; want not paused, claimed twice (released once by the stale pause)",
 			r.Paused(), r.PausedAt, r.Attempts)
 	}
+}
+
+// A pause announced for one of the worker's slots before the run's pass
+// began (the pause landed between the claim and the pass) is kept for
+// that pass, which then starts no step and hands the run back; one
+// announced for another worker's slot changes nothing here. Neither run
+// is paused in the database, so these announcements are stale: the
+// hand-back is a release, and the next claim finishes the run, each step
+// once.
+func TestPauseAnnouncedBeforeThePassBeganReachesIt(t *testing.T) {
+	clock := owtest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	b := openTestBackend(t, clock.Now)
+	const n = 3
+	foreign := newManySteps(t, "p-wake-foreign", n, -1)
+	early := newManySteps(t, "p-wake-early", n, -1)
+	w := ow.NewWorker(b, ow.WorkerOptions{ID: "pw", Concurrency: 1, Now: clock.Now, HeartbeatInterval: time.Hour, LeaseDuration: 2 * time.Hour})
+	if err := w.Register(foreign.wf, early.wf); err != nil {
+		t.Fatal(err)
+	}
+	client := ow.NewClient(b)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tick := func() int {
+		t.Helper()
+		got, err := testhooks.Tick(ctx, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+
+	h, err := foreign.wf.Start(ctx, client, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testhooks.Deliver(w, backend.Event{Kind: backend.EventRunPaused, WorkflowRunID: h.ID, WorkerID: "other/0"})
+	if got := tick(); got != 1 {
+		t.Fatalf("claimed %d runs, want 1", got)
+	}
+	if out, err := client.Handle(h.ID).Result(ctx); err != nil || string(out) != "3" {
+		t.Fatalf("run after another worker's pause announcement: %s, %v; want it finished with 3", out, err)
+	}
+	foreign.eachOnce(t, n)
+
+	h, err = early.wf.Start(ctx, client, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testhooks.Deliver(w, backend.Event{Kind: backend.EventRunPaused, WorkflowRunID: h.ID, WorkerID: "pw/0"})
+	if got := tick(); got != 1 {
+		t.Fatalf("claimed %d runs, want 1", got)
+	}
+	if got := early.starts.Load(); got != 0 {
+		t.Fatalf("%d steps started in the pass announced paused before it began; want none", got)
+	}
+	r, err := client.GetRun(ctx, h.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.WorkerID != nil || r.Status.Terminal() || r.Paused() || r.AvailableAt == nil || r.AvailableAt.After(clock.Now()) {
+		t.Fatalf("run after the announced pass: worker %v, status %s, paused %v, due %v; want handed back, due now (%v)",
+			r.WorkerID, r.Status, r.Paused(), r.AvailableAt, clock.Now())
+	}
+	if got := tick(); got != 1 {
+		t.Fatalf("claimed %d runs on the second tick, want the released run", got)
+	}
+	if out, err := client.Handle(h.ID).Result(ctx); err != nil || string(out) != "3" {
+		t.Fatalf("released run: %s, %v; want it finished with 3", out, err)
+	}
+	early.eachOnce(t, n)
 }
