@@ -27,20 +27,23 @@ type Worker struct {
 	log    *slog.Logger
 
 	mu           sync.Mutex
-	free         []string             // worker ids of free slots
-	executing    map[string]*pass     // by run id
-	pauseHints   map[string]pauseHint // by run id: pauses announced for a slot here before the run's pass began (notePause)
-	nextWake     time.Time            // earliest known wake-up of a run (parked here, or from NextDueAt)
-	dueCheckedAt time.Time            // when NextDueAt was last asked
-	dueStale     bool                 // nextWake passed: the wake-up after it is unknown
-	sweptAt      time.Time            // when a claim last ran the deadline sweep (real time)
-	quarantined  []string             // worker ids of slots a failed claim may hold runs for (see quarantine)
-	limits       workerLimits         // the limits of the registered workflows (limits.go)
+	free         []string         // worker ids of free slots
+	executing    map[string]*pass // by run id
+	nextWake     time.Time        // earliest known wake-up of a run (parked here, or from NextDueAt)
+	dueCheckedAt time.Time        // when NextDueAt was last asked
+	dueStale     bool             // nextWake passed: the wake-up after it is unknown
+	sweptAt      time.Time        // when a claim last ran the deadline sweep (real time)
+	quarantined  []string         // worker ids of slots a failed claim may hold runs for (see quarantine)
+	limits       workerLimits     // the limits of the registered workflows (limits.go)
 	started      bool
 	stopObserved sync.Once                   // the worker's stop is reported to m once
 	schedules    []backend.PutScheduleParams // put by Start (RegisterSchedules)
 
 	scheduleWake chan struct{} // pokes scheduleLoop
+
+	// pauseHints, guarded by mu, holds by run id the pauses announced for
+	// a slot here before the run's pass began (notePause).
+	pauseHints map[string]pauseHint
 
 	abandoned   int           // passes whose user code was abandoned and has not returned (worker_abandon.go)
 	saturated   bool          // the last claim was refused for MaxAbandonedSteps
@@ -64,7 +67,7 @@ type Worker struct {
 func NewWorker(b backend.Backend, opts WorkerOptions) *Worker {
 	opts = opts.withDefaults()
 	w := &Worker{b: b, opts: opts, log: opts.Logger, commit: groupcommit.New(b), tr: newTracing(opts.TracerProvider), m: opts.Metrics,
-		executing: make(map[string]*pass), pauseHints: make(map[string]pauseHint), wake: make(chan struct{}, 1), scheduleWake: make(chan struct{}, 1), unusable: make(chan struct{})}
+		executing: make(map[string]*pass), wake: make(chan struct{}, 1), scheduleWake: make(chan struct{}, 1), unusable: make(chan struct{})}
 	if w.m != nil {
 		w.commit.OnCommit = w.m.ObserveCommit
 	}

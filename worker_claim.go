@@ -400,6 +400,9 @@ func (w *Worker) notePause(ev backend.Event) {
 					delete(w.pauseHints, id) // its pass never began: the lease expired
 				}
 			}
+			if w.pauseHints == nil {
+				w.pauseHints = make(map[string]pauseHint)
+			}
 			w.pauseHints[ev.WorkflowRunID] = pauseHint{workerID: ev.WorkerID, at: now}
 		}
 		w.mu.Unlock()
