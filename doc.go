@@ -80,9 +80,11 @@
 // Cancellation reaches the step's context at once (PostgreSQL
 // notifications, in-process events on SQLite) or at the next heartbeat; a
 // run's deadline is its pass's context deadline, and the run fails at it
-// whatever its step does. When the backend fails mid-pass (a database
-// restarting), the worker hands the run back as soon as the backend
-// answers again rather than when its lease expires. [Worker.Stop] lets
+// whatever its step does. A pause reaches the executing pass the same
+// way: its step in progress finishes, and no further step starts. When
+// the backend fails mid-pass (a database restarting), the worker hands
+// the run back as soon as the backend answers again rather than when its
+// lease expires. [Worker.Stop] lets
 // passes finish within a grace period and hands the rest back.
 //
 // A step function, and the workflow function between steps, must honour

@@ -73,7 +73,7 @@ type pass struct {
 
 	mu        sync.Mutex
 	suspended bool
-	paused    bool // the heartbeat found the run paused (see pause)
+	paused    bool // the run was found paused (see pause)
 	wakeAt    time.Time
 	lost      loss  // why the pass stopped owning its run (notLost while it owns it)
 	lostErr   error // the backend error behind lossUnavailable and lossUnrecordable
@@ -119,17 +119,23 @@ func (x *pass) suspend(at time.Time) error {
 }
 
 // pause records that the run was paused while this pass executes it (the
-// heartbeat learned it: backend.ErrRunPaused). It is a suspension due at
-// now: the step in progress finishes and is recorded, every later step
-// call returns ErrSuspended without running, and the pass ends by parking
-// the run due now, which hands it back (the backend holds that due time
-// until the run is resumed). It reports whether this was news.
+// pause was announced, Worker.notePause, or the heartbeat learned it:
+// backend.ErrRunPaused). It is a suspension due at now: the step in
+// progress finishes and is recorded, every later step call returns
+// ErrSuspended without running, and the pass ends by parking the run due
+// now, which hands it back (the backend holds that due time until the run
+// is resumed). Once the workflow function has returned, its outcome
+// stands (completing a run starts no step): the pause only holds the run
+// afterwards, if it is not terminal. It reports whether this was news.
 func (x *pass) pause(now time.Time) bool {
 	x.mu.Lock()
+	defer x.mu.Unlock()
 	seen := x.paused
 	x.paused = true
-	x.mu.Unlock()
-	_ = x.suspend(now)
+	if !x.closed && (!x.suspended || now.Before(x.wakeAt)) {
+		x.wakeAt = now
+		x.suspended = true
+	}
 	return !seen
 }
 

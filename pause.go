@@ -21,9 +21,13 @@ type RunControlResult = backend.RunControlResult
 // reports the pause and PausedAt and PauseReason say when and why.
 //
 // A run a worker is executing finishes the step in progress, which is
-// recorded; the worker learns of the pause at its next heartbeat
-// (WorkerOptions.HeartbeatInterval) and hands the run back without
-// starting another step. Signals, hook payloads and children's ends are
+// recorded, and the worker hands the run back without starting another
+// step. The worker learns of the pause when it commits (PostgreSQL: a
+// notification, milliseconds; SQLite: at once for a worker in this
+// process), or else at its next heartbeat (WorkerOptions.HeartbeatInterval:
+// a SQLite worker in another process); steps that start before it learns
+// run and are recorded. As Temporal's pause, which leaves a started
+// workflow task alone and schedules no further one. Signals, hook payloads and children's ends are
 // recorded while the run is paused; its sleeps come due; nothing runs
 // until it is resumed, when it is due at once if anything woke it. Its
 // deadline keeps running while it is paused (as Temporal's run timeout):

@@ -43,6 +43,10 @@ type Worker struct {
 
 	scheduleWake chan struct{} // pokes scheduleLoop
 
+	// pauseHints, guarded by mu, holds by run id the pauses announced for
+	// a slot here before the run's pass began (notePause).
+	pauseHints map[string]pauseHint
+
 	abandoned   int           // passes whose user code was abandoned and has not returned (worker_abandon.go)
 	saturated   bool          // the last claim was refused for MaxAbandonedSteps
 	abandonedCh chan struct{} // closed when abandoned decreases; nil until Stop waits for it

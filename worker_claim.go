@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 func init() {
 	testhooks.Tick = func(ctx context.Context, w any) (int, error) { return w.(*Worker).tick(ctx) }
+	testhooks.Deliver = func(w any, e backend.Event) { w.(*Worker).handleEvent(e) }
 }
 
 // tick claims runs for the free slots and executes one pass of each,
@@ -405,7 +407,62 @@ func (w *Worker) handleEvent(ev backend.Event) {
 		w.poke()
 	case backend.EventScheduleChanged:
 		w.pokeSchedules()
+	case backend.EventRunPaused:
+		w.notePause(ev)
 	}
+}
+
+// pauseHint is an EventRunPaused for one of this worker's slots that came
+// before the pass of its run began (the claim had committed, the pass was
+// not yet executing: a history read, say), kept for that pass.
+type pauseHint struct {
+	workerID string    // the slot the run was leased to when paused
+	at       time.Time // when the event came (real time), to forget it
+}
+
+// notePause acts on an EventRunPaused (PauseRun of a run a worker
+// executes): the pass executing the run under the announced slot starts
+// no further step and hands the run back, as when its heartbeat finds the
+// run paused (pass.pause), but within the notification's delivery rather
+// than at the next heartbeat. A pause for a slot of this worker whose pass
+// has not begun is kept for it (takePauseHint). The event is a hint and
+// is not confirmed with the database: if the run was resumed meanwhile,
+// the hand-back is a mere release (the run is due at once, and claimed
+// again), which costs one more pass and no step runs twice.
+func (w *Worker) notePause(ev backend.Event) {
+	w.mu.Lock()
+	x := w.executing[ev.WorkflowRunID]
+	if x == nil || x.workerID != ev.WorkerID {
+		if x == nil && strings.HasPrefix(ev.WorkerID, w.opts.ID+"/") {
+			now := time.Now()
+			for id, h := range w.pauseHints {
+				if now.Sub(h.at) > w.opts.LeaseDuration {
+					delete(w.pauseHints, id) // its pass never began: the lease expired
+				}
+			}
+			if w.pauseHints == nil {
+				w.pauseHints = make(map[string]pauseHint)
+			}
+			w.pauseHints[ev.WorkflowRunID] = pauseHint{workerID: ev.WorkerID, at: now}
+		}
+		w.mu.Unlock()
+		return
+	}
+	w.mu.Unlock()
+	if x.pause(w.opts.Now()) {
+		w.log.Info("openworkflow: run paused (announced); its pass starts no further step and hands it back", "run", x.run.ID)
+	}
+}
+
+// takePauseHint reports, and forgets, whether a pause was announced for
+// run runID under slot workerID before its pass began. w.mu is held.
+func (w *Worker) takePauseHint(runID, workerID string) bool {
+	h, ok := w.pauseHints[runID]
+	if !ok {
+		return false
+	}
+	delete(w.pauseHints, runID)
+	return h.workerID == workerID
 }
 
 func (w *Worker) idleDelay(n int) time.Duration {

@@ -67,7 +67,11 @@ func (w *Worker) execute(run *backend.WorkflowRun, hist *[]backend.StepAttempt, 
 	}
 	w.mu.Lock()
 	w.executing[run.ID] = x
+	hinted := w.takePauseHint(run.ID, workerID)
 	w.mu.Unlock()
+	if hinted && x.pause(w.opts.Now()) {
+		w.log.Info("openworkflow: run paused (announced as it was claimed); its pass starts no step and hands it back", "run", run.ID)
+	}
 	defer func() {
 		if abandoned == nil {
 			w.passEnded(x)
@@ -247,7 +251,9 @@ func (w *Worker) loadHistory(x *pass, pre *[]backend.StepAttempt) error {
 // heartbeat renews the lease every HeartbeatInterval until the returned
 // stop function is called; a refused renewal (canceled, lease moved)
 // cancels the pass, and a renewal that finds the run paused makes the
-// pass start no further step and hand the run back (pass.pause). When the pass's context reaches the run's deadline, it
+// pass start no further step and hand the run back (pass.pause): the
+// fallback for a pause whose announcement did not reach this worker
+// (notePause). When the pass's context reaches the run's deadline, it
 // fails the run at once (expire), even if a step ignores its context and
 // keeps the pass from returning. Once the pass's context ended, for any
 // cause, it watches for user code that ignores it (watchAbandon).

@@ -416,6 +416,13 @@ const (
 	// EventUpdateSettled: update UpdateID of run WorkflowRunID was
 	// rejected, completed or failed (see UpdateStore).
 	EventUpdateSettled EventKind = "update"
+	// EventRunPaused: run WorkflowRunID, leased to worker (slot) WorkerID,
+	// was paused ([RunPauser.PauseWorkflowRun]) while that worker executes
+	// it, so that the worker starts no further step at once rather than at
+	// its next heartbeat. A hint, as every event: the run may have been
+	// resumed since; only the heartbeat's [ErrRunPaused] is proof. A
+	// pause of a run no worker holds is not announced.
+	EventRunPaused EventKind = "paused"
 )
 
 // Event is a wake-up hint published by a backend to its subscribers.
@@ -424,6 +431,9 @@ type Event struct {
 	Kind EventKind
 	// WorkflowRunID is the run concerned (empty for some work events).
 	WorkflowRunID string
+	// WorkerID is the worker (slot) id holding the run, for an
+	// EventRunPaused; empty for the other kinds.
+	WorkerID string
 	// Stream and Seq name the chunk of an EventChunk.
 	Stream string
 	Seq    int64

@@ -31,9 +31,10 @@ type RunPauser interface {
 	// (available_at NULL, its due time saved aside, as for a run waiting
 	// for admission, which is not admitted while paused). A run a worker
 	// executes stays leased to it: its step in progress finishes and is
-	// recorded, its heartbeat then fails with [ErrRunPaused] and it
-	// hands the run back ([WriteParkRun], accepted while paused) without
-	// starting another step. Signals, hook payloads and children's ends
+	// recorded, and it hands the run back ([WriteParkRun], accepted while
+	// paused) without starting another step: the pause is announced to
+	// it ([EventRunPaused], at commit), and its heartbeat fails with
+	// [ErrRunPaused] (the fallback where events do not reach it). Signals, hook payloads and children's ends
 	// are recorded while paused and only move the saved due time; the
 	// deadline keeps running (as Temporal's run timeout): the deadline
 	// sweep fails a paused run whose deadline passes. An admitted run of

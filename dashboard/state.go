@@ -268,7 +268,7 @@ func describePaused(run *api.Run) runState {
 	}
 	st.Explain += ": no worker starts a step of it until it is resumed; a step that was executing finishes and is recorded. Signals and hook payloads sent meanwhile are kept. Its deadline keeps running."
 	if run.WorkerID != nil {
-		st.Explain += fmt.Sprintf(" Worker %s still holds it: it hands the run back at its next heartbeat.", *run.WorkerID)
+		st.Explain += fmt.Sprintf(" Worker %s still holds it: it hands the run back when its step in progress finishes (at its next heartbeat if the pause did not reach it at once).", *run.WorkerID)
 	}
 	return st
 }

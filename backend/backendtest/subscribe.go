@@ -99,6 +99,28 @@ func testSubscribe(t *testing.T, s *suite) {
 		awaitEvent(t, ch, "EventRunFinished for the failed run", isFinished(r.ID))
 	})
 
+	t.Run("announces the pause of a run a worker holds, naming the run and the worker, and of no other run", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		w := newWorkerID()
+		held := startRun(t, b, w, backend.CreateWorkflowRunParams{})
+		waiting := createRun(t, b, backend.CreateWorkflowRunParams{AvailableAt: ptr(time.Now().Add(farFuture))})
+		ch := subscribe(t, b)
+		pauseRun(t, b, waiting.ID, "")
+		pauseRun(t, b, held.ID, "")
+		// The waiting run's pause, first, announces nothing paused: no
+		// worker executes it.
+		awaitOnly(t, ch, "EventRunPaused for the held run", func(e backend.Event) bool {
+			return e.Kind == backend.EventRunPaused && e.WorkflowRunID == held.ID && e.WorkerID == w
+		}, func(e backend.Event) bool { return e.Kind == backend.EventRunPaused })
+		// A pause of a paused run changes nothing and announces nothing:
+		// the cancel's event comes first.
+		pauseRun(t, b, held.ID, "again")
+		cancelRun(t, b, waiting.ID)
+		awaitOnly(t, ch, "EventRunFinished for the canceled run", isFinished(waiting.ID),
+			func(e backend.Event) bool { return e.Kind == backend.EventRunPaused })
+	})
+
 	t.Run("closes the channel when the context is done", func(t *testing.T) {
 		t.Parallel()
 		b := s.newBackend(t)

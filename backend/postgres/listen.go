@@ -157,12 +157,14 @@ func (l *listener) listen(ctx context.Context, listening func()) {
 // stream and number (append_chunk in sql/streams.sql); a schedule's
 // (kind "schedule", sql/schedules.sql) names the schedule in id; an
 // update's (kind "update", sql/updates.sql) names its run in id and the
-// update in uid.
+// update in uid; a pause's (kind "paused", pause_run in sql/pause.sql)
+// names the worker holding the run.
 type notification struct {
 	Schema    string   `json:"schema"`
 	Namespace string   `json:"ns"`
 	Kind      string   `json:"kind"`
 	ID        string   `json:"id"`
+	Worker    string   `json:"worker"`
 	IDs       []string `json:"ids"`
 	Stream    string   `json:"stream"`
 	Seq       int64    `json:"seq"`
@@ -188,6 +190,8 @@ func (l *listener) decode(payload string) []backend.Event {
 		return []backend.Event{{Kind: kind}}
 	case backend.EventUpdateSettled:
 		return []backend.Event{{Kind: kind, WorkflowRunID: n.ID, UpdateID: n.UpdateID}}
+	case backend.EventRunPaused:
+		return []backend.Event{{Kind: kind, WorkflowRunID: n.ID, WorkerID: n.Worker}}
 	default:
 		return nil
 	}

@@ -14,7 +14,10 @@ var _ backend.RunPauser = (*Backend)(nil)
 
 // PauseWorkflowRun implements [backend.RunPauser] with one statement
 // (pause_run in sql/pause.sql); when it matches nothing the run is read
-// to say why: paused already (not acted on), terminal or missing.
+// to say why: paused already (not acted on), terminal or missing. The
+// pause of a run a worker executes is announced by pg_notify in the same
+// statement ([backend.EventRunPaused]), delivered to every worker's
+// LISTEN connection when the transaction commits.
 func (b *Backend) PauseWorkflowRun(ctx context.Context, p backend.PauseWorkflowRunParams) (*backend.RunControlResult, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err

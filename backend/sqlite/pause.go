@@ -14,7 +14,10 @@ var _ backend.RunPauser = (*Backend)(nil)
 
 // PauseWorkflowRun implements [backend.RunPauser] with pause_run
 // (sql/pause.sql) in one BEGIN IMMEDIATE transaction; when it matches
-// nothing the run is read in the same transaction to say why.
+// nothing the run is read in the same transaction to say why. The pause
+// of a run a worker executes is published, after the commit, to this
+// process's subscribers of the file ([backend.EventRunPaused]); a worker
+// in another process on the same file learns of it at its next heartbeat.
 func (b *Backend) PauseWorkflowRun(ctx context.Context, p backend.PauseWorkflowRunParams) (*backend.RunControlResult, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -24,7 +27,7 @@ func (b *Backend) PauseWorkflowRun(ctx context.Context, p backend.PauseWorkflowR
 		reason = p.Reason
 	}
 	res := &backend.RunControlResult{}
-	err := b.write(ctx, func(tx *txn, now time.Time, _ *events) error {
+	err := b.write(ctx, func(tx *txn, now time.Time, ev *events) error {
 		run, err := scanRun(tx.QueryRowContext(ctx, b.q.PauseRun,
 			sql.Named("ns", b.ns),
 			sql.Named("run_id", p.WorkflowRunID),
@@ -41,8 +44,16 @@ func (b *Backend) PauseWorkflowRun(ctx context.Context, p backend.PauseWorkflowR
 			res.Run = run // paused already
 			return nil
 		}
-		res.Run, res.Acted = run, err == nil
-		return err
+		if err != nil {
+			return err
+		}
+		res.Run, res.Acted = run, true
+		if run.Status == backend.RunRunning && run.WorkerID != nil {
+			// Its worker, if in this process, starts no further step at
+			// once; one in another process learns at its next heartbeat.
+			ev.runPaused(b.ns, run.ID, *run.WorkerID)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pause workflow run %s: %w", p.WorkflowRunID, err)

@@ -424,6 +424,12 @@ func finishedOf(run *backend.WorkflowRun) *backend.FinishedRun {
 	return &backend.FinishedRun{Status: run.Status, Output: run.Output, Error: run.Error}
 }
 
+// runPaused records that run runID of namespace ns, leased to worker
+// (slot) workerID, was paused while that worker executes it.
+func (e *events) runPaused(ns, runID, workerID string) {
+	*e = append(*e, nsEvent{ns, backend.Event{Kind: backend.EventRunPaused, WorkflowRunID: runID, WorkerID: workerID}})
+}
+
 // write runs fn in one BEGIN IMMEDIATE transaction and publishes the
 // events fn recorded once it has committed. fn may run several times (a
 // busy database is retried), so it must keep its results in variables it

@@ -34,7 +34,8 @@ func (a *app) runsPauseCommand() *cobra.Command {
 		Short: "Pause a run: no worker starts a step of it until it is resumed",
 		Long: `Pause a pending or running run. It keeps its status and shows "(paused)".
 A step a worker is executing finishes and is recorded; the worker then
-hands the run back without starting another (at its next heartbeat). No
+hands the run back without starting another: it learns of the pause at
+once (PostgreSQL; SQLite in the same process), else at its next heartbeat. No
 worker, not even a TypeScript one on the same database, takes a paused run.
 Signals, hook payloads and children's ends are recorded meanwhile. The
 run's deadline keeps running: a paused run whose deadline passes fails.

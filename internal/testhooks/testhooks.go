@@ -2,9 +2,19 @@
 // without the root package exporting a method that only tests need.
 package testhooks
 
-import "context"
+import (
+	"context"
+
+	"github.com/openworkflow-go/openworkflow/backend"
+)
 
 // Tick claims runs for the free slots of worker (an *openworkflow.Worker)
 // and executes one pass of each, returning when those passes have ended,
 // with the number of runs claimed. Package openworkflow sets it.
 var Tick func(ctx context.Context, worker any) (int, error)
+
+// Deliver hands event e to worker (an *openworkflow.Worker) as its
+// subscription would, so that a test can stage an event's arrival at a
+// moment it chooses (a pause announced before the run's pass began).
+// Package openworkflow sets it.
+var Deliver func(worker any, e backend.Event)

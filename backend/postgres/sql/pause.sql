@@ -30,6 +30,9 @@ CASE
 -- paused already. Its due time is saved: available_at (a pending run's
 -- start, a parked run's wake-up, an executing run's lease, which stays
 -- with its worker) or, for a run waiting for admission, go_queued_at.
+-- A run a worker executes is announced to it (kind 'paused', naming the
+-- run and the worker), so that its pass starts no further step at once
+-- rather than at its next heartbeat.
 WITH paused AS (
   UPDATE {{schema}}."workflow_runs" AS wr
   SET "go_paused_at" = {{now($4)}},
@@ -41,7 +44,11 @@ WITH paused AS (
   WHERE wr."namespace_id" = $1 AND wr."id" = $2
     AND (wr."status" IN ('pending', 'running', 'sleeping')) IS TRUE
     AND wr."go_paused_at" IS NULL
-  RETURNING wr.*
+  RETURNING wr.*,
+    CASE WHEN (wr."status" = 'running') IS TRUE AND wr."worker_id" IS NOT NULL THEN
+      pg_notify('openworkflow', json_build_object(
+        'schema', {{schema_literal}}, 'ns', wr."namespace_id", 'kind', 'paused', 'id', wr."id", 'worker', wr."worker_id")::text)
+    END AS notified
 )
 SELECT {{run_columns}} FROM paused AS wr
 
