@@ -129,6 +129,7 @@ func Run(t *testing.T, h Harness) {
 		{"Limits", testLimits},
 		{"Limit audit", testLimitAudit},
 		{"Limit backlog", testLimitBacklog},
+		{"Bulk actions", testBulkActions},
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {

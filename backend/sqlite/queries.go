@@ -132,6 +132,14 @@ type queries struct {
 	PruneHooks                string `sql:"prune_hooks"`
 	PruneSteps                string `sql:"prune_steps"`
 	PruneRuns                 string `sql:"prune_runs"`
+	// bulk.sql
+	InsertBulkAction  string `sql:"insert_bulk_action"`
+	GetBulkAction     string `sql:"get_bulk_action"`
+	ListBulkActions   string `sql:"list_bulk_actions"`
+	CancelBulkAction  string `sql:"cancel_bulk_action"`
+	ClaimBulkAction   string `sql:"claim_bulk_action"`
+	AdvanceBulkAction string `sql:"advance_bulk_action"`
+	BulkDeletable     string `sql:"bulk_deletable"`
 	// definitions.sql
 	PutDefinition   string `sql:"put_definition"`
 	GetDefinition   string `sql:"get_definition"`
