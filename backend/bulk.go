@@ -175,7 +175,7 @@ type BulkAction struct {
 	LeaseExpiresAt *time.Time
 	// CreatedAt is also the selection's snapshot bound: runs created
 	// after it are not selected.
-	CreatedAt, UpdatedAt   time.Time
+	CreatedAt, UpdatedAt  time.Time
 	StartedAt, FinishedAt *time.Time
 }
 
