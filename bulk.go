@@ -1,0 +1,337 @@
+package openworkflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/openworkflow-go/openworkflow/backend"
+	"github.com/openworkflow-go/openworkflow/internal/id"
+	"github.com/openworkflow-go/openworkflow/runquery"
+)
+
+// BulkAction is a stored bulk action (see [Client.StartBulkAction]).
+type BulkAction = backend.BulkAction
+
+// BulkOperation is what a bulk action does to each run it selects:
+// [backend.BulkCancel], [backend.BulkRetry] or [backend.BulkDelete].
+type BulkOperation = backend.BulkOperation
+
+// BulkActionOptions are the optional inputs of [Client.StartBulkAction].
+type BulkActionOptions struct {
+	// Reason is kept with the action for the record, at most
+	// [backend.MaxBulkReasonBytes]; "" for none.
+	Reason string
+	// RequestedBy names who asked (a token's name, a user); "" for none.
+	RequestedBy string
+	// MaxPerSecond bounds how many runs per second the action acts on:
+	// its driver rests between pages to keep to it, so that workers
+	// sharing the database keep their pace (docs/benchmarks.md measures
+	// W1 beside a bulk cancel). 0 means [DefaultBulkRate]; negative is
+	// invalid.
+	MaxPerSecond int
+}
+
+// DefaultBulkRate is the rate of a bulk action given none, in runs per
+// second: the pace at which W1 on PostgreSQL kept within 15 % of its
+// throughput alone (docs/benchmarks.md). Temporal's batcher defaults to
+// 50 per second per job, since each of its operations is an RPC; ours are
+// a thousand guarded statements in one transaction per page.
+const DefaultBulkRate = 5000
+
+// BulkDryRun is what a bulk action would act on now ([Client.DryRunBulkAction]).
+type BulkDryRun struct {
+	// Operation and Query are as asked.
+	Operation BulkOperation `json:"operation"`
+	Query     string        `json:"query"`
+	// Matched counts the runs the query selects now; Eligible those of
+	// them the operation applies to (cancel: not terminal; retry: failed;
+	// delete: terminal). A retry skips a failed run marked not retryable
+	// and a delete a child its parent still waits for, which Eligible
+	// counts.
+	Matched  int64 `json:"matched"`
+	Eligible int64 `json:"eligible"`
+}
+
+// bulkStore returns the client's bulk action store, or an error wrapping
+// backend.ErrNotSupported.
+func (c *Client) bulkStore() (backend.BulkActionStore, error) {
+	s, ok := c.b.(backend.BulkActionStore)
+	if !ok {
+		return nil, fmt.Errorf("%w: the backend (%T) has no bulk actions", backend.ErrNotSupported, c.b)
+	}
+	return s, nil
+}
+
+// BulkSelection parses query (the run query language, package runquery)
+// into the list filter a bulk action pages with. It is the one place a
+// bulk action's query becomes a selection, for the actions started here
+// and for their drivers, which parse the stored text again. Errors wrap
+// [backend.ErrInvalidArgument] and, for a bad query, runquery's
+// [*runquery.Error] with the position of the fault.
+//
+// Until the backends compile a whole query into ListWorkflowRunsParams,
+// a bulk action takes the queries the list filters can express: one
+// term or terms joined by AND, each `status = "…"`, `workflow = "…"`
+// (once each) or `created` compared with <, <=, > or >=. Any other query
+// is refused with its position, never widened.
+func BulkSelection(query string) (backend.ListWorkflowRunsParams, error) {
+	var sel backend.ListWorkflowRunsParams
+	q, err := runquery.Parse(query)
+	if err != nil {
+		return sel, fmt.Errorf("%w: %w", backend.ErrInvalidArgument, err)
+	}
+	if q == nil {
+		return sel, nil
+	}
+	terms := []runquery.Node{q.Root}
+	if and, ok := q.Root.(*runquery.And); ok {
+		terms = and.Terms
+	}
+	refuse := func(pos runquery.Position, format string, args ...any) error {
+		return fmt.Errorf("%w: %w", backend.ErrInvalidArgument, runquery.Errorf(pos, format, args...))
+	}
+	for _, term := range terms {
+		p, ok := term.(*runquery.Predicate)
+		if !ok {
+			return sel, refuse(runquery.Position{Line: 1, Column: 1}, "a bulk action takes terms joined by AND only (no OR or NOT yet)")
+		}
+		switch {
+		case p.Field.Name == "status" && p.Op == runquery.Eq && sel.Status == "":
+			sel.Status = backend.RunStatus(runquery.NormalizeStatus(p.Values[0].(string)))
+		case p.Field.Name == "workflow" && p.Op == runquery.Eq && sel.WorkflowName == "":
+			sel.WorkflowName = p.Values[0].(string)
+		case p.Field.Name == "created" && (p.Op == runquery.Gt || p.Op == runquery.Ge):
+			t := p.Values[0].(time.Time)
+			if p.Op == runquery.Gt {
+				t = t.Add(time.Millisecond) // times are stored to the millisecond
+			}
+			if sel.CreatedAfter == nil || t.After(*sel.CreatedAfter) {
+				sel.CreatedAfter = &t
+			}
+		case p.Field.Name == "created" && (p.Op == runquery.Lt || p.Op == runquery.Le):
+			t := p.Values[0].(time.Time)
+			if p.Op == runquery.Le {
+				t = t.Add(time.Millisecond)
+			}
+			if sel.CreatedBefore == nil || t.Before(*sel.CreatedBefore) {
+				sel.CreatedBefore = &t
+			}
+		default:
+			return sel, refuse(p.Pos, "a bulk action cannot select by %s %s yet: use status =, workflow = or created <, <=, >, >=, once each, joined by AND", p.Field, p.Op)
+		}
+	}
+	return sel, nil
+}
+
+// checkBulkOperation refuses an unknown operation with an error wrapping
+// backend.ErrInvalidArgument.
+func checkBulkOperation(op BulkOperation) error {
+	if !op.Valid() {
+		return fmt.Errorf("%w: unknown bulk operation %q; the operations are %v", backend.ErrInvalidArgument, op, backend.BulkOperations)
+	}
+	return nil
+}
+
+// DryRunBulkAction counts what a bulk action of op over query would act on
+// now, writing nothing (Trigger.dev's and Restate's "count first"). It
+// reads the selection page by page (1,000 runs a page, payloads left
+// out). Errors: a bad operation or query wraps
+// [backend.ErrInvalidArgument] (see [BulkSelection]).
+func (c *Client) DryRunBulkAction(ctx context.Context, op BulkOperation, query string) (BulkDryRun, error) {
+	out := BulkDryRun{Operation: op, Query: query}
+	if err := checkBulkOperation(op); err != nil {
+		return out, err
+	}
+	sel, err := BulkSelection(query)
+	if err != nil {
+		return out, err
+	}
+	sel.Limit, sel.OmitPayloads = backend.MaxPageSize, true
+	for {
+		page, err := c.b.ListWorkflowRuns(ctx, sel)
+		if err != nil {
+			return out, fmt.Errorf("count the runs of the bulk action's query: %w", err)
+		}
+		for _, r := range page.Data {
+			out.Matched++
+			if op.Eligible(r.Status) {
+				out.Eligible++
+			}
+		}
+		if page.Next == nil {
+			return out, nil
+		}
+		sel.After = *page.Next
+	}
+}
+
+// StartBulkAction stores a durable bulk action that applies op to every
+// run query selects (Temporal's StartBatchOperation; reference §3): the
+// query is checked first (a bad one is refused with its position, and
+// nothing is stored), the selection counted (the action's Matched: the
+// runs op applies to now), and the action stored running. Runs created
+// after it are never selected. It returns at once: any [Worker] of the
+// namespace (and `ow server` or `ow dev` running one) takes the action
+// and applies it page by page, each page in one transaction with the
+// action's progress, so it survives the driver's death, goes on from
+// where it was, and acts on each run at most once. Follow it with
+// [Client.GetBulkAction] and stop it with [Client.CancelBulkAction].
+//
+// Errors: an unknown operation, a bad query or option wraps
+// [backend.ErrInvalidArgument]; a backend without bulk actions
+// [backend.ErrNotSupported].
+func (c *Client) StartBulkAction(ctx context.Context, op BulkOperation, query string, opts BulkActionOptions) (*BulkAction, error) {
+	s, err := c.bulkStore()
+	if err != nil {
+		return nil, err
+	}
+	if opts.MaxPerSecond < 0 {
+		return nil, fmt.Errorf("%w: bulk action maxPerSecond %d is negative", backend.ErrInvalidArgument, opts.MaxPerSecond)
+	}
+	if opts.MaxPerSecond == 0 {
+		opts.MaxPerSecond = DefaultBulkRate
+	}
+	dry, err := c.DryRunBulkAction(ctx, op, query)
+	if err != nil {
+		return nil, err
+	}
+	return s.CreateBulkAction(ctx, backend.CreateBulkActionParams{
+		ID: id.New("bulk"), Operation: op, Query: query, Reason: opts.Reason, RequestedBy: opts.RequestedBy,
+		MaxPerSecond: opts.MaxPerSecond, Matched: dry.Eligible,
+	})
+}
+
+// GetBulkAction returns the bulk action, or an error wrapping
+// [backend.ErrBulkActionNotFound].
+func (c *Client) GetBulkAction(ctx context.Context, actionID string) (*BulkAction, error) {
+	s, err := c.bulkStore()
+	if err != nil {
+		return nil, err
+	}
+	return s.GetBulkAction(ctx, actionID)
+}
+
+// ListBulkActions lists the namespace's bulk actions newest first, a page
+// at a time (as [Client.ListRuns]).
+func (c *Client) ListBulkActions(ctx context.Context, p backend.ListBulkActionsParams) (*backend.Page[BulkAction], error) {
+	s, err := c.bulkStore()
+	if err != nil {
+		return nil, err
+	}
+	return s.ListBulkActions(ctx, p)
+}
+
+// CancelBulkAction stops a bulk action at its next page boundary (the
+// page being applied, if any, commits or not as a whole): it is canceling
+// until its driver marks it canceled with the counts of what it did
+// (Temporal's StopBatchOperation, best effort in the same way). Canceling
+// a canceling or canceled action returns it; a completed or failed one
+// gives an error wrapping [backend.ErrBulkActionFinished], a missing one
+// [backend.ErrBulkActionNotFound].
+func (c *Client) CancelBulkAction(ctx context.Context, actionID string) (*BulkAction, error) {
+	s, err := c.bulkStore()
+	if err != nil {
+		return nil, err
+	}
+	return s.CancelBulkAction(ctx, actionID)
+}
+
+// bulkFailAfter is how many pages in a row may fail before the driver
+// fails the action (temporalio/temporal#11683: a job retrying a failing
+// query forever stayed RUNNING for good).
+const bulkFailAfter = 5
+
+// bulkLoop drives the namespace's bulk actions until ctx ends: it claims
+// an open action whose lease is free, drives it to its end (or until it
+// loses it), and otherwise looks again every BulkActionPoll.
+func (w *Worker) bulkLoop(ctx context.Context, s backend.BulkActionStore) {
+	owner := w.opts.ID + "/bulk"
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		a, err := s.ClaimBulkAction(ctx, backend.ClaimBulkActionParams{Owner: owner, Lease: w.opts.BulkActionLease})
+		switch {
+		case err != nil && ctx.Err() == nil:
+			w.log.Warn("openworkflow: claiming a bulk action failed", "error", err)
+		case a != nil:
+			w.driveBulkAction(ctx, s, a, owner)
+			timer.Reset(0) // another may be waiting
+			continue
+		}
+		timer.Reset(w.opts.BulkActionPoll)
+	}
+}
+
+// driveBulkAction applies a's pages until it is final, lost, or ctx ends,
+// resting between pages to keep to the action's rate.
+func (w *Worker) driveBulkAction(ctx context.Context, s backend.BulkActionStore, a *BulkAction, owner string) {
+	log := w.log.With("bulk_action", a.ID, "operation", a.Operation)
+	sel, err := BulkSelection(a.Query)
+	if err != nil {
+		if _, ferr := s.FailBulkAction(ctx, a.ID, owner, "the query cannot be read: "+err.Error()); ferr != nil {
+			log.Warn("openworkflow: failing a bulk action failed", "error", ferr)
+		}
+		return
+	}
+	failures := 0
+	for a.State.Open() && ctx.Err() == nil {
+		start := time.Now()
+		page, err := backend.NextBulkPage(ctx, w.b, a, sel, w.opts.BulkActionPage)
+		var next *BulkAction
+		if err == nil {
+			page.Owner, page.Lease = owner, w.opts.BulkActionLease
+			next, err = s.ApplyBulkActionPage(ctx, page)
+		}
+		if errors.Is(err, backend.ErrBulkActionLost) || errors.Is(err, backend.ErrBulkActionFinished) {
+			log.Info("openworkflow: bulk action left to another driver", "reason", err)
+			return
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			failures++
+			log.Warn("openworkflow: a page of a bulk action failed", "error", err, "failures_in_a_row", failures)
+			if failures >= bulkFailAfter {
+				if _, ferr := s.FailBulkAction(ctx, a.ID, owner, err.Error()); ferr != nil {
+					log.Warn("openworkflow: failing a bulk action failed", "error", ferr)
+				}
+				return
+			}
+			if !sleepCtx(ctx, time.Duration(failures)*time.Second) {
+				return
+			}
+			continue
+		}
+		failures = 0
+		a = next
+		if rate := a.MaxPerSecond; rate > 0 && a.State.Open() {
+			want := time.Duration(len(page.RunIDs)) * time.Second / time.Duration(rate)
+			if rest := want - time.Since(start); rest > 0 && !sleepCtx(ctx, rest) {
+				return
+			}
+		}
+	}
+	if !a.State.Open() {
+		log.Info("openworkflow: bulk action ended", "state", a.State, "acted", a.Acted, "skipped", a.Skipped, "pages", a.Pages)
+	}
+}
+
+// sleepCtx waits d or until ctx ends, reporting whether d passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
