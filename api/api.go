@@ -212,6 +212,10 @@ var routeTable = []Route{
 	{"POST", "/v1/schedules/{name}/resume", "resumeSchedule", write, (*Handler).resumeSchedule},
 	{"POST", "/v1/schedules/{name}/trigger", "triggerSchedule", write, (*Handler).triggerSchedule},
 	{"GET", "/v1/limits", "listLimits", read, (*Handler).listLimits},
+	{"POST", "/v1/bulk-actions", "startBulkAction", write, (*Handler).startBulkAction},
+	{"GET", "/v1/bulk-actions", "listBulkActions", read, (*Handler).listBulkActions},
+	{"GET", "/v1/bulk-actions/{id}", "getBulkAction", read, (*Handler).getBulkAction},
+	{"POST", "/v1/bulk-actions/{id}/cancel", "cancelBulkAction", write, (*Handler).cancelBulkAction},
 }
 
 // New returns the API handler over c. Its operations are those of c (and

@@ -35,6 +35,9 @@ const (
 	CodeRunNotRetryable Code = "run_not_retryable"
 	CodeHookConflict    Code = "hook_conflict" // 409: the token is held by another live hook
 	CodeStreamClosed    Code = "stream_closed" // 409
+	// CodeBulkActionFinished (409): POST /v1/bulk-actions/{id}/cancel on
+	// an action that completed or failed.
+	CodeBulkActionFinished Code = "bulk_action_finished"
 	// CodeIdempotencyConflict (409): POST /v1/runs with an idempotency key
 	// that started a run of another input within 24 hours; the message
 	// names that run, which the start did not change.
