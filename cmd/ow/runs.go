@@ -21,9 +21,9 @@ var listStatuses = []backend.RunStatus{backend.RunPending, backend.RunRunning, b
 const maxListLimit = 1000
 
 func (a *app) runsCommand() *cobra.Command {
-	return groupCommand("runs", "Start, list, inspect, follow, cancel, retry, fork, prune and signal workflow runs",
+	return groupCommand("runs", "Start, list, inspect, follow, cancel, retry, fork, prune and signal workflow runs, and act on many by query",
 		a.runsStartCommand(), a.runsListCommand(), a.runsGetCommand(), a.runsTailCommand(), a.runsCancelCommand(), a.runsRetryCommand(),
-		a.runsForkCommand(), a.runsPruneCommand(), a.runsSignalCommand())
+		a.runsForkCommand(), a.runsPruneCommand(), a.runsSignalCommand(), a.runsBulkCommand())
 }
 
 func (a *app) runsListCommand() *cobra.Command {
