@@ -113,7 +113,7 @@ type FieldSpec struct {
 	// Nullable is set when a run may have no value (IS NULL holds).
 	Nullable bool
 	// Doc says what the field is, for docs/queries.md and errors.
-	Doc string
+	Doc   string
 	check func(v any, pos Position) error
 }
 

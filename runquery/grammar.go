@@ -54,10 +54,10 @@ type unaryNode struct {
 
 type predicateNode struct {
 	Pos    lexer.Position
-	Field  *fieldNode   `parser:"@@"`
-	Cmp    *cmpNode     `parser:"( @@"`
-	IsNull *isNullNode  `parser:"| @@"`
-	Set    *setNode     `parser:"| @@ )"`
+	Field  *fieldNode  `parser:"@@"`
+	Cmp    *cmpNode    `parser:"( @@"`
+	IsNull *isNullNode `parser:"| @@"`
+	Set    *setNode    `parser:"| @@ )"`
 }
 
 type fieldNode struct {

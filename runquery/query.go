@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/alecthomas/participle/v2"
 	"github.com/alecthomas/participle/v2/lexer"
@@ -288,6 +289,10 @@ func literal(n *valueNode) (any, error) {
 		s, err := unquote(*n.String)
 		if err != nil {
 			return nil, Errorf(pos, "bad string %s: %v", *n.String, err)
+		}
+		if !utf8.ValidString(s) || strings.ContainsRune(s, 0) {
+			// No stored text has such bytes (backend.ValidText).
+			return nil, Errorf(pos, "the string holds a NUL byte or invalid UTF-8")
 		}
 		return s, nil
 	case n.Number != nil:

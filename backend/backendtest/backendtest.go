@@ -89,6 +89,7 @@ func Run(t *testing.T, h Harness) {
 		{"GetWorkflowRun", testGetWorkflowRun},
 		{"JSON values", testJSONRoundTrip},
 		{"ListWorkflowRuns", testListWorkflowRuns},
+		{"Run queries", testRunQueries},
 		{"CountWorkflowRuns", testCountWorkflowRuns},
 		{"Legacy statuses", testLegacyStatuses},
 		{"Write groups", testWriteGroups},

@@ -158,6 +158,9 @@ type queries struct {
 	InsertScheduleRun     string `sql:"insert_schedule_run"`
 	SaveScheduleState     string `sql:"save_schedule_state"`
 	RecordScheduleFailure string `sql:"record_schedule_failure"`
+	// searchattrs.sql
+	SearchAttributeTypes string `sql:"search_attribute_types"`
+	CountMatchingRuns    string `sql:"count_matching_runs"`
 	// migrate.sql
 	MigrationLock                string `sql:"migration_lock"`
 	MigrationUnlock              string `sql:"migration_unlock"`

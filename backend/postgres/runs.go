@@ -155,7 +155,23 @@ func (b *Backend) ListWorkflowRuns(ctx context.Context, p backend.ListWorkflowRu
 	if !backend.ValidText(p.WorkflowName) { // no run has such a name
 		return &backend.Page[backend.WorkflowRun]{Data: []backend.WorkflowRun{}}, nil
 	}
-	sql, args := b.listRunsQuery(p, after, before, limit)
+	var sql string
+	var args []any
+	if p.Query != nil {
+		base := b.q.ListRuns
+		if p.OmitPayloads {
+			base = b.q.ListRunsSummary
+		}
+		q := newPageQuery(base, b.namespace)
+		cond, err := b.matchConditions(ctx, p, &q.args)
+		if err != nil {
+			return nil, fmt.Errorf("list workflow runs: %w", err)
+		}
+		q.sql.WriteString(cond)
+		sql, args = q.finish("wr", true, after, before, limit), q.args
+	} else {
+		sql, args = b.listRunsQuery(p, after, before, limit)
+	}
 	qctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	rows, err := b.pool.Query(qctx, sql, args...)

@@ -15,36 +15,17 @@ import (
 // ListWorkflowRuns lists the namespace's runs newest first (created_at
 // DESC, id DESC), optionally filtered by status (a legacy status matches
 // its current name), workflow name and creation time (at or after
-// p.CreatedAfter, before p.CreatedBefore). Pages hold p.Limit runs (100 when
+// p.CreatedAfter, before p.CreatedBefore) and p.Query (matchConditions). Pages hold p.Limit runs (100 when
 // 0, at most [backend.MaxPageSize]); p.After / p.Before are the Next /
 // Prev cursors of a previous page. Setting both, a limit out of range or
 // a malformed cursor fails with [backend.ErrInvalidArgument] (see
 // [backend.ResolvePage]).
 func (b *Backend) ListWorkflowRuns(ctx context.Context, p backend.ListWorkflowRunsParams) (*backend.Page[backend.WorkflowRun], error) {
-	var where []string
-	args := []any{sql.Named("ns", b.ns)}
-	if p.Status != "" {
-		statuses := statusesMatching(p.Status)
-		in := make([]string, len(statuses))
-		for i, s := range statuses {
-			name := fmt.Sprintf("status%d", i)
-			in[i] = ":" + name
-			args = append(args, sql.Named(name, s))
-		}
-		where = append(where, `"status" IN (`+strings.Join(in, ", ")+`)`)
+	where, args, err := b.matchConditions(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("list workflow runs: %w", err)
 	}
-	if p.WorkflowName != "" {
-		where = append(where, `"workflow_name" = :workflow_name`)
-		args = append(args, sql.Named("workflow_name", p.WorkflowName))
-	}
-	if p.CreatedAfter != nil {
-		where = append(where, `"created_at" >= :created_after`)
-		args = append(args, sql.Named("created_after", createdBound(*p.CreatedAfter)))
-	}
-	if p.CreatedBefore != nil {
-		where = append(where, `"created_at" < :created_before`)
-		args = append(args, sql.Named("created_before", createdBound(*p.CreatedBefore)))
-	}
+	args = append(args, sql.Named("ns", b.ns))
 	base := b.q.ListRuns
 	if p.OmitPayloads {
 		base = b.q.ListRunsSummary

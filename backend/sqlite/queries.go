@@ -29,12 +29,15 @@ type queries struct {
 	GetRun                 string `sql:"get_run"`
 	ListRuns               string `sql:"list_runs"`
 	ListRunsSummary        string `sql:"list_runs_summary"`
-	CountRuns              string `sql:"count_runs"`
-	CancelRun              string `sql:"cancel_run"`
-	RetryRun               string `sql:"retry_run"`
-	InsertRetryMark        string `sql:"insert_retry_mark"`
-	WakeParent             string `sql:"wake_parent"`
-	WakeRun                string `sql:"wake_run"`
+	// searchattrs.sql
+	SearchAttributeTypes string `sql:"search_attribute_types"`
+	CountMatchingRuns    string `sql:"count_matching_runs"`
+	CountRuns            string `sql:"count_runs"`
+	CancelRun            string `sql:"cancel_run"`
+	RetryRun             string `sql:"retry_run"`
+	InsertRetryMark      string `sql:"insert_retry_mark"`
+	WakeParent           string `sql:"wake_parent"`
+	WakeRun              string `sql:"wake_run"`
 	// claim.sql
 	FailExpiredRuns   string `sql:"fail_expired_runs"`
 	ClaimCandidates   string `sql:"claim_candidates"`
