@@ -19,12 +19,22 @@ var (
 	// CancelRun, RunHandle.Result).
 	ErrRunNotFound = backend.ErrRunNotFound
 	// ErrRunTerminal: the run already completed or failed, so it cannot be
-	// canceled (CancelRun).
+	// canceled (CancelRun), or it is terminal, so it cannot be paused
+	// (PauseRun), or it completed, so it cannot be resumed (ResumeRun).
 	ErrRunTerminal = backend.ErrRunTerminal
 	// ErrInvalidArgument: a malformed request — an empty workflow or signal
 	// name, a value no backend can store, a bad cursor. The message names
 	// what was wrong.
 	ErrInvalidArgument = backend.ErrInvalidArgument
+	// ErrRunPaused: the run is paused (PauseRun). A worker's heartbeat
+	// meets it and hands the run back; see PauseRun.
+	ErrRunPaused = backend.ErrRunPaused
+	// ErrRunNotCanceled: ResumeRun resumes paused and canceled runs; a
+	// failed run is retried instead (RetryRun).
+	ErrRunNotCanceled = backend.ErrRunNotCanceled
+	// ErrDeadlinePassed: ResumeRun refuses a canceled run whose deadline
+	// has passed, since it would only fail again (fork it instead).
+	ErrDeadlinePassed = backend.ErrDeadlinePassed
 )
 
 // ErrSuspended is returned by a wait point (Sleep, RunWorkflow,

@@ -73,6 +73,7 @@ type pass struct {
 
 	mu        sync.Mutex
 	suspended bool
+	paused    bool // the heartbeat found the run paused (see pause)
 	wakeAt    time.Time
 	lost      loss  // why the pass stopped owning its run (notLost while it owns it)
 	lostErr   error // the backend error behind lossUnavailable and lossUnrecordable
@@ -109,6 +110,21 @@ func (x *pass) suspend(at time.Time) error {
 	}
 	x.suspended = true
 	return ErrSuspended
+}
+
+// pause records that the run was paused while this pass executes it (the
+// heartbeat learned it: backend.ErrRunPaused). It is a suspension due at
+// now: the step in progress finishes and is recorded, every later step
+// call returns ErrSuspended without running, and the pass ends by parking
+// the run due now, which hands it back (the backend holds that due time
+// until the run is resumed). It reports whether this was news.
+func (x *pass) pause(now time.Time) bool {
+	x.mu.Lock()
+	seen := x.paused
+	x.paused = true
+	x.mu.Unlock()
+	_ = x.suspend(now)
+	return !seen
 }
 
 // gate says whether a step may start new work: ErrLeaseLost once the run is

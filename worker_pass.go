@@ -177,7 +177,8 @@ func (w *Worker) loadHistory(x *pass, pre *[]backend.StepAttempt) error {
 
 // heartbeat renews the lease every HeartbeatInterval until the returned
 // stop function is called; a refused renewal (canceled, lease moved)
-// cancels the pass. When the pass's context reaches the run's deadline, it
+// cancels the pass, and a renewal that finds the run paused makes the
+// pass start no further step and hand the run back (pass.pause). When the pass's context reaches the run's deadline, it
 // fails the run at once (expire), even if a step ignores its context and
 // keeps the pass from returning. Once the pass's context ended, for any
 // cause, it watches for user code that ignores it (watchAbandon).
@@ -214,6 +215,10 @@ func (w *Worker) beat(x *pass, done <-chan struct{}) (ended time.Time, ok bool) 
 			WorkflowRunID: x.run.ID, WorkerID: x.workerID, LeaseDuration: w.opts.LeaseDuration,
 		})
 		switch {
+		case errors.Is(err, backend.ErrRunPaused):
+			if x.pause(w.opts.Now()) {
+				w.log.Info("openworkflow: run paused; its pass starts no further step and hands it back", "run", x.run.ID)
+			}
 		case errors.Is(err, backend.ErrNotOwner):
 			w.log.Info("openworkflow: run canceled or lease lost; stopping its pass", "run", x.run.ID)
 			x.cancel(errCauseLeaseLost)

@@ -190,6 +190,8 @@ var routeTable = []Route{
 	{"GET", "/v1/runs/{id}", "getRun", read, (*Handler).getRun},
 	{"POST", "/v1/runs/{id}/cancel", "cancelRun", write, (*Handler).cancelRun},
 	{"POST", "/v1/runs/{id}/retry", "retryRun", write, (*Handler).retryRun},
+	{"POST", "/v1/runs/{id}/pause", "pauseRun", write, (*Handler).pauseRun},
+	{"POST", "/v1/runs/{id}/resume", "resumeRun", write, (*Handler).resumeRun},
 	{"POST", "/v1/runs/{id}/fork", "forkRun", write, (*Handler).forkRun},
 	{"GET", "/v1/runs/{id}/steps", "listSteps", read, (*Handler).listSteps},
 	{"GET", "/v1/steps/{id}", "getStep", read, (*Handler).getStep},

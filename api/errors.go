@@ -33,8 +33,14 @@ const (
 	// a DAG run that began to compensate), whatever its status; start a
 	// new run, or fork one, instead.
 	CodeRunNotRetryable Code = "run_not_retryable"
-	CodeHookConflict    Code = "hook_conflict" // 409: the token is held by another live hook
-	CodeStreamClosed    Code = "stream_closed" // 409
+	// CodeRunNotCanceled (409): POST /v1/runs/{id}/resume on a failed
+	// run; retry it (POST /v1/runs/{id}/retry) instead.
+	CodeRunNotCanceled Code = "run_not_canceled"
+	// CodeDeadlinePassed (409): POST /v1/runs/{id}/resume on a canceled
+	// run whose deadline has passed; fork it instead.
+	CodeDeadlinePassed Code = "deadline_passed"
+	CodeHookConflict   Code = "hook_conflict" // 409: the token is held by another live hook
+	CodeStreamClosed   Code = "stream_closed" // 409
 	// CodeBulkActionFinished (409): POST /v1/bulk-actions/{id}/cancel on
 	// an action that completed or failed.
 	CodeBulkActionFinished Code = "bulk_action_finished"
@@ -107,6 +113,10 @@ func asAPIError(err error, field string) *Error {
 		return errorf(http.StatusConflict, CodeRunNotRetryable, "", "%s", err)
 	case errors.Is(err, backend.ErrRunNotFailed):
 		return errorf(http.StatusConflict, CodeRunNotFailed, "", "%s", err)
+	case errors.Is(err, backend.ErrRunNotCanceled):
+		return errorf(http.StatusConflict, CodeRunNotCanceled, "", "%s", err)
+	case errors.Is(err, backend.ErrDeadlinePassed):
+		return errorf(http.StatusConflict, CodeDeadlinePassed, "", "%s", err)
 	case errors.Is(err, ow.ErrIdempotencyConflict):
 		return errorf(http.StatusConflict, CodeIdempotencyConflict, "idempotencyKey", "%s", err)
 	case errors.Is(err, backend.ErrHookConflict):

@@ -70,6 +70,13 @@ type Run struct {
 	// admitted it.
 	QueuedAt   *time.Time `json:"queuedAt"`
 	AdmittedAt *time.Time `json:"admittedAt"`
+	// Paused is true while the run is paused (POST /v1/runs/{id}/pause):
+	// it keeps its status, and no worker starts a step of it until it is
+	// resumed. PausedAt and PauseReason say when and why (null when it
+	// is not paused, or no reason was given).
+	Paused      bool       `json:"paused"`
+	PausedAt    *time.Time `json:"pausedAt"`
+	PauseReason *string    `json:"pauseReason"`
 	// ForkedFrom is, for a fork (POST /v1/runs/{id}/fork), the run it was
 	// forked from and the step it ran again from; absent otherwise.
 	ForkedFrom *RunFork `json:"forkedFrom,omitempty"`
@@ -105,6 +112,9 @@ func RunOf(r *backend.WorkflowRun, resolveNone bool) Run {
 		AvailableAt: r.AvailableAt, DeadlineAt: r.DeadlineAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		Priority: r.Priority, ConcurrencyKey: r.ConcurrencyKey, QueuedAt: r.QueuedAt, AdmittedAt: r.AdmittedAt,
+	}
+	if r.Paused() {
+		out.Paused, out.PausedAt, out.PauseReason = true, r.PausedAt, r.PauseReason
 	}
 	if len(r.Error) > 0 && string(r.Error) != "null" {
 		if st == backend.RunFailed {

@@ -161,7 +161,10 @@ type Worker interface {
 	// kept whatever the workers' load.
 	ClaimWorkflowRuns(ctx context.Context, p ClaimWorkflowRunsParams) ([]*WorkflowRun, error)
 	// ExtendWorkflowRunLease is the heartbeat: available_at = now + lease,
-	// fenced on ownership.
+	// fenced on ownership. On a paused run ([RunPauser]) the new lease is
+	// kept with its saved due time instead (available_at stays NULL) and
+	// the call fails with an error wrapping [ErrRunPaused]: the worker
+	// starts no further step and hands the run back (WriteParkRun).
 	ExtendWorkflowRunLease(ctx context.Context, p ExtendWorkflowRunLeaseParams) error
 	// ReleaseWorkflowRuns hands back every running run leased to one of
 	// workerIDs (worker_id NULL, available_at now, so any worker may claim

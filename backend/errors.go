@@ -30,6 +30,17 @@ var (
 	// status (the root package's Client.RetryRun says why, from the
 	// mark's output).
 	ErrRunNotRetryable = errors.New("workflow run may not be retried")
+	// ErrRunPaused: the run is paused ([RunPauser]). A worker's heartbeat
+	// on a paused run it executes fails with it (the lease saved aside is
+	// renewed all the same): the worker starts no further step and hands
+	// the run back.
+	ErrRunPaused = errors.New("workflow run is paused")
+	// ErrRunNotCanceled: [RunPauser.ResumeWorkflowRun] resumes paused and
+	// canceled runs only; a failed run is retried instead.
+	ErrRunNotCanceled = errors.New("workflow run is failed, not canceled or paused: retry it instead")
+	// ErrDeadlinePassed: the run's deadline has passed, so resuming it
+	// would only fail it again.
+	ErrDeadlinePassed = errors.New("workflow run deadline has passed")
 	// ErrStepNotRunning: the step attempt is not in the status the call
 	// requires.
 	ErrStepNotRunning = errors.New("step attempt is not running")

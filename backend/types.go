@@ -157,6 +157,15 @@ type WorkflowRun struct {
 	// workflow without limits). Admitted and not finished, it holds a slot
 	// of its workflow's limits.
 	AdmittedAt *time.Time `json:"admittedAt"`
+	// PausedAt is when the run was paused ([RunPauser.PauseWorkflowRun]);
+	// nil when it is not. A paused run keeps its status and has
+	// AvailableAt nil, so that no claim takes it (its due time is kept
+	// aside until it is resumed). It means "paused" only while the run is
+	// not terminal: see [WorkflowRun.Paused].
+	PausedAt *time.Time `json:"pausedAt"`
+	// PauseReason is the reason the pause gave; nil when none was given
+	// or the run is not paused.
+	PauseReason *string `json:"pauseReason"`
 	// Reused is set on the run a create returned because its idempotency
 	// key matched a run created within [IdempotencyPeriod]: that run, as
 	// stored, and nothing was created (the create's input, version and

@@ -106,6 +106,7 @@ func Run(t *testing.T, h Harness) {
 		{"WriteRescheduleRun", testRescheduleRun},
 		{"CancelWorkflowRun", testCancelWorkflowRun},
 		{"RetryWorkflowRun", testRetryWorkflowRun},
+		{"Pause and resume", testPauseResume},
 		{"Step attempts (WriteInsertStep, WriteFinishStep)", testStepAttempts},
 		{"ListStepAttempts", testListStepAttempts},
 		{"ListStepHistories", testListStepHistories},

@@ -40,6 +40,10 @@ type queries struct {
 	WakeParent             string `sql:"wake_parent"`
 	ReconcileParkedRuns    string `sql:"reconcile_parked_runs"`
 	RunOwnership           string `sql:"run_ownership"`
+	// pause.sql
+	PauseRun          string `sql:"pause_run"`
+	ResumePausedRun   string `sql:"resume_paused_run"`
+	ResumeCanceledRun string `sql:"resume_canceled_run"`
 	// claim.sql
 	ClaimRuns         string `sql:"claim_runs"`
 	NextDue           string `sql:"next_due"`

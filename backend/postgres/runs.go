@@ -362,12 +362,16 @@ func (b *Backend) ClaimWorkflowRuns(ctx context.Context, p backend.ClaimWorkflow
 
 // ExtendWorkflowRunLease implements [backend.Backend].
 func (b *Backend) ExtendWorkflowRunLease(ctx context.Context, p backend.ExtendWorkflowRunLeaseParams) error {
-	tag, err := b.pool.Exec(ctx, b.q.ExtendLease, b.namespace, p.WorkflowRunID, p.WorkerID, durationMs(p.LeaseDuration), b.at())
-	if err != nil {
-		return fmt.Errorf("extend lease of workflow run %s: %w", p.WorkflowRunID, err)
-	}
-	if tag.RowsAffected() == 0 {
+	var paused bool
+	err := b.pool.QueryRow(ctx, b.q.ExtendLease, b.namespace, p.WorkflowRunID, p.WorkerID, durationMs(p.LeaseDuration), b.at()).Scan(&paused)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
 		return b.fenceError(ctx, "extend lease", p.WorkflowRunID, p.WorkerID)
+	case err != nil:
+		return fmt.Errorf("extend lease of workflow run %s: %w", p.WorkflowRunID, err)
+	case paused:
+		return fmt.Errorf("extend lease of workflow run %s: renewed, but the run is paused: start no further step and hand it back: %w",
+			p.WorkflowRunID, backend.ErrRunPaused)
 	}
 	return nil
 }

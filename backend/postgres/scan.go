@@ -26,13 +26,14 @@ func scanRun(row pgx.CollectableRow) (*backend.WorkflowRun, error) {
 		&r.WorkerID, &r.AvailableAt, &r.DeadlineAt, &r.StartedAt, &r.FinishedAt,
 		&r.CreatedAt, &r.UpdatedAt,
 		&r.Priority, &r.ConcurrencyKey, &r.QueuedAt, &r.AdmittedAt,
+		&r.PausedAt, &r.PauseReason,
 	)
 	if err != nil {
 		return nil, err
 	}
 	r.Status = backend.RunStatus(status).Normalize()
 	r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
-	utc(r.AvailableAt, r.DeadlineAt, r.StartedAt, r.FinishedAt, r.QueuedAt, r.AdmittedAt)
+	utc(r.AvailableAt, r.DeadlineAt, r.StartedAt, r.FinishedAt, r.QueuedAt, r.AdmittedAt, r.PausedAt)
 	if r.ConcurrencyKey != nil && *r.ConcurrencyKey == "" {
 		r.ConcurrencyKey = nil // the key a limited run started without one is stored under
 	}

@@ -38,6 +38,11 @@ type queries struct {
 	InsertRetryMark      string `sql:"insert_retry_mark"`
 	WakeParent           string `sql:"wake_parent"`
 	WakeRun              string `sql:"wake_run"`
+	// pause.sql
+	PauseRun          string `sql:"pause_run"`
+	ResumePausedRun   string `sql:"resume_paused_run"`
+	ResumeCanceledRun string `sql:"resume_canceled_run"`
+	InsertResumeMark  string `sql:"insert_resume_mark"`
 	// claim.sql
 	FailExpiredRuns   string `sql:"fail_expired_runs"`
 	ClaimCandidates   string `sql:"claim_candidates"`

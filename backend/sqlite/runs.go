@@ -386,22 +386,26 @@ func (b *Backend) finishRun(ctx context.Context, tx *txn, runID, query string, a
 // ExtendWorkflowRunLease is the heartbeat: the run's lease is moved to
 // now + p.LeaseDuration (30 s when <= 0). It fails with
 // [backend.ErrNotOwner] when the run is no longer running under
-// p.WorkerID, or [backend.ErrRunNotFound].
+// p.WorkerID, or [backend.ErrRunNotFound]; with [backend.ErrRunPaused]
+// (the lease renewed all the same) when the run is paused.
 func (b *Backend) ExtendWorkflowRunLease(ctx context.Context, p backend.ExtendWorkflowRunLeaseParams) error {
 	lease := p.LeaseDuration
 	if lease <= 0 {
 		lease = defaultLeaseDuration
 	}
 	err := b.write(ctx, func(tx *txn, now time.Time, _ *events) error {
-		var got string
+		var paused bool
 		err := tx.QueryRowContext(ctx, b.q.ExtendLease,
 			sql.Named("ns", b.ns),
 			sql.Named("run_id", p.WorkflowRunID),
 			sql.Named("worker_id", p.WorkerID),
 			sql.Named("lease_until", timeArg(now.Add(lease))),
-			sql.Named("now", timeArg(now))).Scan(&got)
-		if errors.Is(err, sql.ErrNoRows) {
+			sql.Named("now", timeArg(now))).Scan(&paused)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
 			return b.fenceError(ctx, tx, p.WorkflowRunID)
+		case err == nil && paused:
+			return fmt.Errorf("renewed, but the run is paused: start no further step and hand it back: %w", backend.ErrRunPaused)
 		}
 		return err
 	})

@@ -22,7 +22,7 @@ func scanRun(s scanner) (*backend.WorkflowRun, error) {
 		status                                string
 		config, context, input, output, errJS sql.NullString
 		available, deadline, started, finish  sql.NullString
-		queued, admitted                      sql.NullString
+		queued, admitted, paused              sql.NullString
 		created, updated                      string
 		attempts, priority                    int64
 	)
@@ -31,7 +31,8 @@ func scanRun(s scanner) (*backend.WorkflowRun, error) {
 		&attempts, &r.ParentStepAttemptNamespaceID, &r.ParentStepAttemptID,
 		&r.WorkerID, &available, &deadline, &started, &finish,
 		&created, &updated,
-		&priority, &r.ConcurrencyKey, &queued, &admitted)
+		&priority, &r.ConcurrencyKey, &queued, &admitted,
+		&paused, &r.PauseReason)
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +47,7 @@ func scanRun(s scanner) (*backend.WorkflowRun, error) {
 		dst **time.Time
 		src sql.NullString
 	}{{&r.AvailableAt, available}, {&r.DeadlineAt, deadline}, {&r.StartedAt, started}, {&r.FinishedAt, finish},
-		{&r.QueuedAt, queued}, {&r.AdmittedAt, admitted}}
+		{&r.QueuedAt, queued}, {&r.AdmittedAt, admitted}, {&r.PausedAt, paused}}
 	for _, t := range times {
 		if *t.dst, err = parseNullTime(t.src); err != nil {
 			return nil, fmt.Errorf("workflow run %s: %w", r.ID, err)

@@ -232,7 +232,7 @@ func TestBadInputNamesTheFlag(t *testing.T) {
 		{"a negative sleep", []string{"demo", "--sleep", "-1s"}, []string{"--sleep"}},
 		{"a zero concurrency", []string{"demo", "--concurrency", "0"}, []string{"--concurrency", "positive"}},
 		{"an unknown command", []string{"runz"}, []string{`unknown command "runz"`}},
-		{"an unknown runs subcommand", []string{"runs", "frob"}, []string{`unknown command "frob" for "ow runs"`, "cancel, fork, get, list, prune"}},
+		{"an unknown runs subcommand", []string{"runs", "frob"}, []string{`unknown command "frob" for "ow runs"`, "cancel, fork, get, list, pause, prune, resume"}},
 		{"an unknown signal subcommand", []string{"signal", "frob"}, []string{`unknown command "frob" for "ow signal"`, "send"}},
 		{"a misspelt signal subcommand", []string{"signal", "sned"}, []string{`unknown command "sned"`, `did you mean "send"?`}},
 	}

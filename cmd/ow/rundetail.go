@@ -30,7 +30,10 @@ func (a *app) printRunDetail(d runDetail) error {
 	row("id", r.ID)
 	row("workflow", r.WorkflowName)
 	row("version", orDash(r.Version))
-	row("status", string(r.Status.Normalize()))
+	row("status", statusText(r))
+	if r.Paused() {
+		row("paused", formatTime(r.PausedAt)+pauseReasonText(r)+" (resume it with 'ow runs resume "+r.ID+"')")
+	}
 	row("attempts", fmt.Sprint(r.Attempts))
 	row("idempotency key", orDash(r.IdempotencyKey))
 	row("worker", orDash(r.WorkerID))
@@ -51,7 +54,7 @@ func (a *app) printRunDetail(d runDetail) error {
 	case r.AdmittedAt != nil:
 		row("admitted", formatTime(r.AdmittedAt))
 	}
-	if !r.Status.Terminal() && r.QueuedAt == nil {
+	if !r.Status.Terminal() && r.QueuedAt == nil && !r.Paused() {
 		row("available at", formatTime(r.AvailableAt))
 	}
 	if r.ParentStepAttemptID != nil {

@@ -21,8 +21,9 @@ var listStatuses = []backend.RunStatus{backend.RunPending, backend.RunRunning, b
 const maxListLimit = 1000
 
 func (a *app) runsCommand() *cobra.Command {
-	return groupCommand("runs", "Start, list, inspect, follow, cancel, retry, fork, prune and signal workflow runs, and act on many by query",
-		a.runsStartCommand(), a.runsListCommand(), a.runsGetCommand(), a.runsTailCommand(), a.runsCancelCommand(), a.runsRetryCommand(),
+	return groupCommand("runs", "Start, list, inspect, follow, cancel, pause, resume, retry, fork, prune and signal workflow runs, and act on many by query",
+		a.runsStartCommand(), a.runsListCommand(), a.runsGetCommand(), a.runsTailCommand(), a.runsCancelCommand(),
+		a.runsPauseCommand(), a.runsResumeCommand(), a.runsRetryCommand(),
 		a.runsForkCommand(), a.runsPruneCommand(), a.runsSignalCommand(), a.runsBulkCommand())
 }
 
@@ -93,7 +94,7 @@ func (a *app) printRuns(page *backend.Page[backend.WorkflowRun], next string) er
 	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tWORKFLOW\tVERSION\tSTATUS\tATTEMPTS\tCREATED\tDURATION")
 	for _, r := range page.Data {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, r.WorkflowName, orDash(r.Version), r.Status.Normalize(),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, r.WorkflowName, orDash(r.Version), statusText(&r),
 			r.Attempts, formatTime(&r.CreatedAt), runDuration(r.StartedAt, r.FinishedAt, now))
 	}
 	if err := tw.Flush(); err != nil {

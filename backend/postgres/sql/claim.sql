@@ -206,12 +206,17 @@ SELECT min(t."available_at"), {{clock($2)}} FROM (
 ) AS t
 
 -- name: extend_lease
--- The heartbeat: a new lease of $4 ms, leaseholder only.
+-- The heartbeat: a new lease of $4 ms, leaseholder only. On a paused run
+-- the lease is renewed where its due time is saved (go_paused_due_at), so
+-- that a resume restores a live lease, and the statement returns true:
+-- the worker then starts no further step and hands the run back.
 UPDATE {{schema}}."workflow_runs" AS wr
-SET "available_at" = {{now($5)}} + $4::bigint * INTERVAL '1 millisecond',
+SET "available_at" = {{due({{now($5)}} + $4::bigint * INTERVAL '1 millisecond')}},
+    "go_paused_due_at" = {{paused_due({{now($5)}} + $4::bigint * INTERVAL '1 millisecond')}},
     "updated_at" = {{now($5)}}
 WHERE wr."namespace_id" = $1 AND wr."id" = $2
   AND (wr."status" = 'running') IS TRUE AND wr."worker_id" = $3
+RETURNING wr."go_paused_at" IS NOT NULL
 
 -- name: release_worker_runs
 -- Hands back the running runs leased to the worker ids $2 (a claim whose
@@ -221,7 +226,8 @@ WHERE wr."namespace_id" = $1 AND wr."id" = $2
 WITH released AS (
   UPDATE {{schema}}."workflow_runs" AS wr
   SET "worker_id" = NULL,
-      "available_at" = {{now($3)}},
+      "available_at" = {{due({{now($3)}})}},
+      "go_paused_due_at" = {{paused_due({{now($3)}})}},
       "updated_at" = {{now($3)}}
   WHERE wr."namespace_id" = $1 AND wr."status" = 'running' AND wr."worker_id" = ANY($2::text[])
   RETURNING {{notify('work')}} AS notified

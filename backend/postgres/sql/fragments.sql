@@ -59,7 +59,8 @@ wr."namespace_id", wr."id", wr."workflow_name", wr."version", wr."status",
   wr."attempts", wr."parent_step_attempt_namespace_id", wr."parent_step_attempt_id",
   wr."worker_id", wr."available_at", wr."deadline_at", wr."started_at", wr."finished_at",
   wr."created_at", wr."updated_at",
-  wr."go_priority", wr."go_concurrency_key", wr."go_queued_at", wr."go_admitted_at"
+  wr."go_priority", wr."go_concurrency_key", wr."go_queued_at", wr."go_admitted_at",
+  wr."go_paused_at", wr."go_pause_reason"
 
 -- fragment: step_columns
 -- The step_attempts columns, read as "sa", in the order scanStep reads them.
@@ -76,7 +77,8 @@ wr."namespace_id", wr."id", wr."workflow_name", wr."version", wr."status",
   wr."attempts", wr."parent_step_attempt_namespace_id", wr."parent_step_attempt_id",
   wr."worker_id", wr."available_at", wr."deadline_at", wr."started_at", wr."finished_at",
   wr."created_at", wr."updated_at",
-  wr."go_priority", wr."go_concurrency_key", wr."go_queued_at", wr."go_admitted_at"
+  wr."go_priority", wr."go_concurrency_key", wr."go_queued_at", wr."go_admitted_at",
+  wr."go_paused_at", wr."go_pause_reason"
 
 -- fragment: step_summary_columns
 -- step_columns with NULL for output.
@@ -157,8 +159,10 @@ owned_run AS (
 
 -- fragment: wake_now(at)
 -- The available_at of a parked run woken by a child's end, a signal or a
--- reconciliation: now, unless it was already due earlier.
+-- reconciliation: now, unless it was already due earlier; NULL while the
+-- run is paused (the statement sets go_paused_due_at with paused_wake).
 CASE
+      WHEN wr."go_paused_at" IS NOT NULL THEN NULL
       WHEN wr."available_at" IS NULL OR wr."available_at" > {{clock({{at}})}} THEN {{now({{at}})}}
       ELSE wr."available_at"
     END

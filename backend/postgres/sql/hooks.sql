@@ -122,6 +122,7 @@ delivered AS (
 woken AS (
   UPDATE {{schema}}."workflow_runs" AS wr
   SET "available_at" = {{wake_now($5)}},
+      "go_paused_due_at" = {{paused_wake($5)}},
       "updated_at" = {{now($5)}}
   WHERE wr."namespace_id" = $1 AND wr."id" = $3
     AND EXISTS (SELECT 1 FROM delivered)

@@ -173,6 +173,7 @@ SELECT {{run_columns}} FROM retried AS wr
 -- statement after the child's write committed (see reconcile_parked_runs).
 UPDATE {{schema}}."workflow_runs" AS wr
 SET "available_at" = {{wake_now($5)}},
+    "go_paused_due_at" = {{paused_wake($5)}},
     "updated_at" = {{now($5)}}
 FROM {{schema}}."step_attempts" AS sa
 WHERE sa."namespace_id" = $1 AND sa."id" = $2
@@ -192,6 +193,7 @@ RETURNING {{notify('work')}}
 -- park (deliver_hook_payload locks the run's row, as the park does).
 UPDATE {{schema}}."workflow_runs" AS wr
 SET "available_at" = {{wake_now($3)}},
+    "go_paused_due_at" = {{paused_wake($3)}},
     "updated_at" = {{now($3)}}
 WHERE wr."namespace_id" = $1 AND wr."id" = ANY($2::text[])
   AND (wr."status" IN ('running', 'sleeping')) IS TRUE

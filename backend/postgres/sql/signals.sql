@@ -49,6 +49,7 @@ WITH delivered AS (
 woken AS (
   UPDATE {{schema}}."workflow_runs" AS wr
   SET "available_at" = {{wake_now($8)}},
+      "go_paused_due_at" = {{paused_wake($8)}},
       "updated_at" = {{now($8)}}
   WHERE wr."namespace_id" = $1
     AND wr."id" IN (SELECT "workflow_run_id" FROM delivered)
@@ -150,6 +151,7 @@ FROM received
 -- announces it.
 UPDATE {{schema}}."workflow_runs" AS wr
 SET "available_at" = {{wake_now($3)}},
+    "go_paused_due_at" = {{paused_wake($3)}},
     "updated_at" = {{now($3)}}
 WHERE wr."namespace_id" = $1 AND wr."id" = $2
   AND (wr."status" IN ('pending', 'running', 'sleeping')) IS TRUE

@@ -136,7 +136,8 @@ RETURNING wr."parent_step_attempt_namespace_id", wr."parent_step_attempt_id"
 -- that already resolved follows the commit (reconcile_parked_runs).
 UPDATE {{schema}}."workflow_runs" AS wr
 SET "status" = 'running',
-    "available_at" = $4,
+    "available_at" = {{due($4::timestamptz)}},
+    "go_paused_due_at" = {{paused_due($4::timestamptz)}},
     "worker_id" = NULL,
     "updated_at" = {{now($5)}}
 WHERE wr."namespace_id" = $1 AND wr."id" = $2
@@ -153,7 +154,8 @@ WITH p AS MATERIALIZED (
 )
 UPDATE {{schema}}."workflow_runs" AS wr
 SET "status" = 'running',
-    "available_at" = p."available_at",
+    "available_at" = {{due(p."available_at")}},
+    "go_paused_due_at" = {{paused_due(p."available_at")}},
     "worker_id" = NULL,
     "updated_at" = {{now($5)}}
 FROM p
@@ -166,7 +168,8 @@ RETURNING wr."id"
 -- Sets run $2 leased to worker $3 pending at $4 with error $5 (a retry).
 UPDATE {{schema}}."workflow_runs" AS wr
 SET "status" = 'pending',
-    "available_at" = $4,
+    "available_at" = {{due($4::timestamptz)}},
+    "go_paused_due_at" = {{paused_due($4::timestamptz)}},
     "finished_at" = NULL,
     "error" = $5,
     "worker_id" = NULL,

@@ -152,12 +152,16 @@ SELECT min("t") FROM (
     WHERE "namespace_id" = :ns AND "status" = 'sleeping' AND "available_at" > :now ORDER BY "available_at" LIMIT 1))
 
 -- name: extend_lease
--- The heartbeat: a new lease until :lease_until, leaseholder only.
+-- The heartbeat: a new lease until :lease_until, leaseholder only. On a
+-- paused run go migration 12's trigger moves the lease to
+-- go_paused_due_at (so that a resume restores a live lease), and the
+-- statement returns the pause: the worker then starts no further step
+-- and hands the run back.
 UPDATE "workflow_runs"
 SET "available_at" = :lease_until,
     "updated_at" = :now
 WHERE {{owned_run}}
-RETURNING "id"
+RETURNING "go_paused_at" IS NOT NULL
 
 -- name: release_worker_runs
 -- Hands back the running runs leased to one of the worker ids of the

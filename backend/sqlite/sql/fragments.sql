@@ -22,7 +22,8 @@
   "attempts", "parent_step_attempt_namespace_id", "parent_step_attempt_id",
   "worker_id", "available_at", "deadline_at", "started_at", "finished_at",
   "created_at", "updated_at",
-  "go_priority", "go_concurrency_key", "go_queued_at", "go_admitted_at"
+  "go_priority", "go_concurrency_key", "go_queued_at", "go_admitted_at",
+  "go_paused_at", "go_pause_reason"
 
 -- fragment: step_columns
 -- The step_attempts columns, in the order scanStep reads them.
@@ -39,7 +40,8 @@
   "attempts", "parent_step_attempt_namespace_id", "parent_step_attempt_id",
   "worker_id", "available_at", "deadline_at", "started_at", "finished_at",
   "created_at", "updated_at",
-  "go_priority", "go_concurrency_key", "go_queued_at", "go_admitted_at"
+  "go_priority", "go_concurrency_key", "go_queued_at", "go_admitted_at",
+  "go_paused_at", "go_pause_reason"
 
 -- fragment: step_summary_columns
 -- step_columns with NULL for output.
