@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/openworkflow-go/openworkflow/backend"
@@ -46,10 +48,13 @@ type BulkDryRun struct {
 	Operation BulkOperation `json:"operation"`
 	Query     string        `json:"query"`
 	// Matched counts the runs the query selects now; Eligible those of
-	// them the operation applies to (cancel: not terminal; retry: failed;
-	// delete: terminal). A retry skips a failed run marked not retryable
-	// and a delete a child its parent still waits for, which Eligible
-	// counts.
+	// them whose status the operation applies to (cancel, pause: pending
+	// or running; retry: failed; delete: completed, failed, canceled;
+	// resume: pending, running or canceled — statuses do not say which
+	// runs are paused). The action skips, when it reaches them, the runs
+	// its single-run statement refuses: a failed run marked not
+	// retryable, a child its parent still waits for, a run paused already
+	// or not paused.
 	Matched  int64 `json:"matched"`
 	Eligible int64 `json:"eligible"`
 }
@@ -64,65 +69,35 @@ func (c *Client) bulkStore() (backend.BulkActionStore, error) {
 	return s, nil
 }
 
-// BulkSelection parses query (the run query language, package runquery)
-// into the list filter a bulk action pages with. It is the one place a
-// bulk action's query becomes a selection, for the actions started here
-// and for their drivers, which parse the stored text again. Errors wrap
-// [backend.ErrInvalidArgument] and, for a bad query, runquery's
-// [*runquery.Error] with the position of the fault.
-//
-// Until the backends compile a whole query into ListWorkflowRunsParams,
-// a bulk action takes the queries the list filters can express: one
-// term or terms joined by AND, each `status = "…"`, `workflow = "…"`
-// (once each) or `created` compared with <, <=, > or >=. Any other query
-// is refused with its position, never widened.
-func BulkSelection(query string) (backend.ListWorkflowRunsParams, error) {
-	var sel backend.ListWorkflowRunsParams
-	q, err := runquery.Parse(query)
+// BulkSelection returns the list filter a bulk action of op over query
+// pages with: the runs query selects (the run query language, package
+// runquery, docs/queries.md) whose status op may act on
+// ([backend.BulkOperation.EligibleStatuses]). It is the one place a bulk
+// action's query becomes a selection, for the actions started here and
+// for their drivers, which parse the stored text again. Blank text
+// selects every run. Errors wrap [backend.ErrInvalidArgument] and, for a
+// bad query, runquery's [*runquery.Error] with the line and column of the
+// fault in query as given.
+func BulkSelection(op BulkOperation, query string) (backend.ListWorkflowRunsParams, error) {
+	if err := checkBulkOperation(op); err != nil {
+		return backend.ListWorkflowRunsParams{}, err
+	}
+	if _, err := runquery.Parse(query); err != nil { // positions in the user's text
+		return backend.ListWorkflowRunsParams{}, fmt.Errorf("%w: %w", backend.ErrInvalidArgument, err)
+	}
+	statuses := make([]string, 0, 5)
+	for _, st := range op.EligibleStatuses() {
+		statuses = append(statuses, strconv.Quote(string(st)))
+	}
+	text := "status IN (" + strings.Join(statuses, ", ") + ")"
+	if strings.TrimSpace(query) != "" {
+		text = "(" + query + "\n) AND " + text // the newline ends a trailing comment, if the language has them
+	}
+	q, err := runquery.Parse(text)
 	if err != nil {
-		return sel, fmt.Errorf("%w: %w", backend.ErrInvalidArgument, err)
+		return backend.ListWorkflowRunsParams{}, fmt.Errorf("%w: the query with its operation's statuses: %w", backend.ErrInvalidArgument, err)
 	}
-	if q == nil {
-		return sel, nil
-	}
-	terms := []runquery.Node{q.Root}
-	if and, ok := q.Root.(*runquery.And); ok {
-		terms = and.Terms
-	}
-	refuse := func(pos runquery.Position, format string, args ...any) error {
-		return fmt.Errorf("%w: %w", backend.ErrInvalidArgument, runquery.Errorf(pos, format, args...))
-	}
-	for _, term := range terms {
-		p, ok := term.(*runquery.Predicate)
-		if !ok {
-			return sel, refuse(runquery.Position{Line: 1, Column: 1}, "a bulk action takes terms joined by AND only (no OR or NOT yet)")
-		}
-		switch {
-		case p.Field.Name == "status" && p.Op == runquery.Eq && sel.Status == "":
-			sel.Status = backend.RunStatus(runquery.NormalizeStatus(p.Values[0].(string)))
-		case p.Field.Name == "workflow" && p.Op == runquery.Eq && sel.WorkflowName == "":
-			sel.WorkflowName = p.Values[0].(string)
-		case p.Field.Name == "created" && (p.Op == runquery.Gt || p.Op == runquery.Ge):
-			t := p.Values[0].(time.Time)
-			if p.Op == runquery.Gt {
-				t = t.Add(time.Millisecond) // times are stored to the millisecond
-			}
-			if sel.CreatedAfter == nil || t.After(*sel.CreatedAfter) {
-				sel.CreatedAfter = &t
-			}
-		case p.Field.Name == "created" && (p.Op == runquery.Lt || p.Op == runquery.Le):
-			t := p.Values[0].(time.Time)
-			if p.Op == runquery.Le {
-				t = t.Add(time.Millisecond)
-			}
-			if sel.CreatedBefore == nil || t.Before(*sel.CreatedBefore) {
-				sel.CreatedBefore = &t
-			}
-		default:
-			return sel, refuse(p.Pos, "a bulk action cannot select by %s %s yet: use status =, workflow = or created <, <=, >, >=, once each, joined by AND", p.Field, p.Op)
-		}
-	}
-	return sel, nil
+	return backend.ListWorkflowRunsParams{Query: q}, nil
 }
 
 // checkBulkOperation refuses an unknown operation with an error wrapping
@@ -135,36 +110,26 @@ func checkBulkOperation(op BulkOperation) error {
 }
 
 // DryRunBulkAction counts what a bulk action of op over query would act on
-// now, writing nothing (Trigger.dev's and Restate's "count first"). It
-// reads the selection page by page (1,000 runs a page, payloads left
-// out). Errors: a bad operation or query wraps
-// [backend.ErrInvalidArgument] (see [BulkSelection]).
+// now, writing nothing (Trigger.dev's and Restate's "count first"), with
+// two [backend.Client.CountMatchingRuns]. Errors: a bad operation or
+// query wraps [backend.ErrInvalidArgument] (see [BulkSelection]).
 func (c *Client) DryRunBulkAction(ctx context.Context, op BulkOperation, query string) (BulkDryRun, error) {
 	out := BulkDryRun{Operation: op, Query: query}
-	if err := checkBulkOperation(op); err != nil {
-		return out, err
-	}
-	sel, err := BulkSelection(query)
+	sel, err := BulkSelection(op, query)
 	if err != nil {
 		return out, err
 	}
-	sel.Limit, sel.OmitPayloads = backend.MaxPageSize, true
-	for {
-		page, err := c.b.ListWorkflowRuns(ctx, sel)
-		if err != nil {
-			return out, fmt.Errorf("count the runs of the bulk action's query: %w", err)
-		}
-		for _, r := range page.Data {
-			out.Matched++
-			if op.Eligible(r.Status) {
-				out.Eligible++
-			}
-		}
-		if page.Next == nil {
-			return out, nil
-		}
-		sel.After = *page.Next
+	all, err := runquery.Parse(query)
+	if err != nil {
+		return out, fmt.Errorf("%w: %w", backend.ErrInvalidArgument, err)
 	}
+	if out.Matched, err = c.b.CountMatchingRuns(ctx, backend.ListWorkflowRunsParams{Query: all}); err != nil {
+		return out, fmt.Errorf("count the runs of the bulk action's query: %w", err)
+	}
+	if out.Eligible, err = c.b.CountMatchingRuns(ctx, sel); err != nil {
+		return out, fmt.Errorf("count the runs the bulk action would act on: %w", err)
+	}
+	return out, nil
 }
 
 // StartBulkAction stores a durable bulk action that applies op to every
@@ -273,7 +238,7 @@ func (w *Worker) bulkLoop(ctx context.Context, s backend.BulkActionStore) {
 // resting between pages to keep to the action's rate.
 func (w *Worker) driveBulkAction(ctx context.Context, s backend.BulkActionStore, a *BulkAction, owner string) {
 	log := w.log.With("bulk_action", a.ID, "operation", a.Operation)
-	sel, err := BulkSelection(a.Query)
+	sel, err := BulkSelection(a.Operation, a.Query)
 	if err != nil {
 		if _, ferr := s.FailBulkAction(ctx, a.ID, owner, "the query cannot be read: "+err.Error()); ferr != nil {
 			log.Warn("openworkflow: failing a bulk action failed", "error", ferr)

@@ -85,15 +85,15 @@ func TestStartBulkActionRefusesABadQueryWithItsPosition(t *testing.T) {
 		c := ow.NewClient(b)
 		for _, tc := range []struct{ op, query, want string }{
 			{"cancel", `status = "nope"`, "1:10"},
-			{"cancel", `status = "failed" OR workflow = "x"`, "1:1"},
-			{"cancel", `priority > 3`, "1:1"},
+			{"cancel", `workflow = "x" AND`, "1:19"},
+			{"retry", `nope = 1`, "1:1"},
 			{"explode", `status = "failed"`, "unknown bulk operation"},
 		} {
 			_, err := c.StartBulkAction(context.Background(), backend.BulkOperation(tc.op), tc.query, ow.BulkActionOptions{})
 			if !errors.Is(err, backend.ErrInvalidArgument) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("StartBulkAction(%s, %q) = %v; want ErrInvalidArgument naming %q", tc.op, tc.query, err, tc.want)
 			}
-			if tc.op == "cancel" && !errors.Is(err, runquery.ErrInvalidQuery) {
+			if tc.op != "explode" && !errors.Is(err, runquery.ErrInvalidQuery) {
 				t.Errorf("StartBulkAction(%q): error %v does not wrap runquery.ErrInvalidQuery", tc.query, err)
 			}
 		}

@@ -78,7 +78,8 @@ type BulkOperation string
 
 // The operations of a bulk action and the runs each acts on (its implicit
 // eligibility, reference §3.3; a selected run that is not eligible when
-// its page is applied is skipped):
+// its page is applied is skipped). Each acts with the statement of the
+// single-run operation named, in the page's transaction:
 const (
 	// BulkCancel cancels pending and running runs, as
 	// [Client.CancelWorkflowRun].
@@ -93,11 +94,19 @@ const (
 	// that are not terminal are never deleted: a TypeScript worker may
 	// hold one under its lease and would write to a missing row.
 	BulkDelete BulkOperation = "delete"
+	// BulkPause pauses pending and running runs, as
+	// [RunPauser.PauseWorkflowRun], with the action's reason; a run
+	// paused already is skipped.
+	BulkPause BulkOperation = "pause"
+	// BulkResume resumes paused and canceled runs, as
+	// [RunPauser.ResumeWorkflowRun]; a run neither paused nor canceled
+	// when reached, or canceled with its deadline passed, is skipped.
+	BulkResume BulkOperation = "resume"
 )
 
 // BulkOperations are the operations a bulk action may have, in the order
 // documentation lists them.
-var BulkOperations = []BulkOperation{BulkCancel, BulkRetry, BulkDelete}
+var BulkOperations = []BulkOperation{BulkCancel, BulkRetry, BulkDelete, BulkPause, BulkResume}
 
 // Valid reports whether o is one of [BulkOperations].
 func (o BulkOperation) Valid() bool {
@@ -109,13 +118,16 @@ func (o BulkOperation) Valid() bool {
 	return false
 }
 
-// Eligible reports whether a run of stored status s is one the operation
-// acts on (before the per-run guards: the not-retryable mark, a parent
-// waiting for a child to be deleted).
+// Eligible reports whether a run of stored status s may be one the
+// operation acts on (before the per-run guards: the not-retryable mark, a
+// parent waiting for a child to be deleted, a pause; statuses do not say
+// which runs are paused).
 func (o BulkOperation) Eligible(s RunStatus) bool {
 	switch o {
-	case BulkCancel:
+	case BulkCancel, BulkPause:
 		return !s.Terminal()
+	case BulkResume: // paused runs are not terminal; the statement tells them apart
+		return !s.Terminal() || s.Normalize() == RunCanceled
 	case BulkRetry:
 		return s.Normalize() == RunFailed
 	case BulkDelete:
@@ -357,4 +369,17 @@ func NextBulkPage(ctx context.Context, c Client, a *BulkAction, selection ListWo
 		p.To = Cursor{CreatedAt: page.Data[n-1].CreatedAt, ID: page.Data[n-1].ID}.Encode()
 	}
 	return p, nil
+}
+
+// EligibleStatuses are the statuses of the runs o may act on, those of
+// [BulkOperation.Eligible]: the SDK adds them to an action's query, so
+// that its pages list only those runs.
+func (o BulkOperation) EligibleStatuses() []RunStatus {
+	var out []RunStatus
+	for _, s := range []RunStatus{RunPending, RunRunning, RunCompleted, RunFailed, RunCanceled} {
+		if o.Eligible(s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }

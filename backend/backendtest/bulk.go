@@ -227,6 +227,44 @@ func testBulkActions(t *testing.T, s *suite) {
 		}
 	})
 
+	t.Run("a bulk pause pauses each unpaused run once with the action's reason, and a bulk resume resumes paused and canceled runs", func(t *testing.T) {
+		t.Parallel()
+		clk := newClock()
+		b := s.newBackendOn(t, clk)
+		bulkStore(t, b)
+		pauser, ok := b.(backend.RunPauser)
+		if !ok {
+			t.Skip("the backend does not implement backend.RunPauser")
+		}
+		runs := bulkRuns(t, b, clk, 3)
+		if _, err := pauser.PauseWorkflowRun(t.Context(), backend.PauseWorkflowRunParams{WorkflowRunID: runs[0].ID, Reason: "by hand"}); err != nil {
+			t.Fatal(err)
+		}
+		canceled := cancelRun(t, b, createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: "bulk"}).ID)
+		clk.Advance(time.Millisecond)
+		owner := newWorkerID()
+		a := driveBulk(t, b, claimBulk(t, b, owner, newBulkAction(t, b, backend.BulkPause)), owner, 10)
+		requireBulkCounts(t, a, backend.BulkCompleted, 2, 2, 1) // the run paused by hand and the canceled one skipped
+		for i, r := range runs {
+			got := getRun(t, b, r.ID)
+			want := "spec"
+			if i == 0 {
+				want = "by hand"
+			}
+			if !got.Paused() || got.PauseReason == nil || *got.PauseReason != want {
+				t.Errorf("run %d after the bulk pause: paused %v, reason %v; want paused with reason %q", i, got.Paused(), got.PauseReason, want)
+			}
+		}
+		clk.Advance(time.Millisecond)
+		a = driveBulk(t, b, claimBulk(t, b, owner, newBulkAction(t, b, backend.BulkResume)), owner, 10)
+		requireBulkCounts(t, a, backend.BulkCompleted, 4, 0, 1)
+		for _, r := range append(runs, canceled) {
+			if got := getRun(t, b, r.ID); got.Paused() || got.Status != backend.RunPending {
+				t.Errorf("run %s after the bulk resume is %s, paused %v; want pending, not paused", r.ID, got.Status, got.Paused())
+			}
+		}
+	})
+
 	t.Run("a page is applied once: the same page again, or by a driver without the lease, is refused and acts on nothing", func(t *testing.T) {
 		t.Parallel()
 		clk := newClock()

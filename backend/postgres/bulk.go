@@ -176,7 +176,7 @@ func (b *Backend) ApplyBulkActionPage(ctx context.Context, p backend.ApplyBulkAc
 		case a.State == backend.BulkCanceling:
 			state, to, pages = string(backend.BulkCanceled), p.From, 0
 		default:
-			acted, finished, err = b.applyBulkOperation(ctx, tx, a.Operation, p.RunIDs)
+			acted, finished, err = b.applyBulkOperation(ctx, tx, a, p.RunIDs)
 			if err != nil {
 				return err
 			}
@@ -216,10 +216,11 @@ func (b *Backend) lockBulkAction(ctx context.Context, tx pgx.Tx, actionID, owner
 // applyBulkOperation acts on runs for op in tx and returns how many it
 // acted on, and the runs a cancel finished (their parents are woken after
 // the commit).
-func (b *Backend) applyBulkOperation(ctx context.Context, tx pgx.Tx, op backend.BulkOperation, runIDs []string) (int, []*backend.WorkflowRun, error) {
+func (b *Backend) applyBulkOperation(ctx context.Context, tx pgx.Tx, a *backend.BulkAction, runIDs []string) (int, []*backend.WorkflowRun, error) {
 	if len(runIDs) == 0 {
 		return 0, nil, nil
 	}
+	op := a.Operation
 	switch op {
 	case backend.BulkDelete:
 		rows, err := tx.Query(ctx, b.q.BulkLockDeletable, b.namespace, runIDs)
@@ -235,16 +236,26 @@ func (b *Backend) applyBulkOperation(ctx context.Context, tx pgx.Tx, op backend.
 			return 0, nil, err
 		}
 		return counts.Total(), nil, nil
-	case backend.BulkCancel, backend.BulkRetry:
+	case backend.BulkCancel, backend.BulkRetry, backend.BulkPause, backend.BulkResume:
 	default:
 		return 0, nil, fmt.Errorf("%w: bulk operation %q", backend.ErrInvalidArgument, op)
 	}
+	var reason *string
+	if a.Reason != "" {
+		reason = &a.Reason
+	}
 	batch := &pgx.Batch{}
 	for _, runID := range runIDs {
-		if op == backend.BulkCancel {
+		switch op {
+		case backend.BulkCancel:
 			batch.Queue(b.q.CancelRun, b.namespace, runID, b.at())
-		} else {
+		case backend.BulkRetry:
 			batch.Queue(b.q.RetryRun, b.namespace, runID, id.New(id.PrefixStep), nil, b.at())
+		case backend.BulkPause:
+			batch.Queue(b.q.PauseRun, b.namespace, runID, reason, b.at())
+		case backend.BulkResume: // a paused run, else a canceled one: never both
+			batch.Queue(b.q.ResumePausedRun, b.namespace, runID, b.at())
+			batch.Queue(b.q.ResumeCanceledRun, b.namespace, runID, id.New(id.PrefixStep), b.at())
 		}
 	}
 	br := tx.SendBatch(ctx, batch)
@@ -252,7 +263,7 @@ func (b *Backend) applyBulkOperation(ctx context.Context, tx pgx.Tx, op backend.
 		acted    int
 		finished []*backend.WorkflowRun
 	)
-	for range runIDs {
+	for range batch.Len() {
 		rows, err := br.Query()
 		if err != nil {
 			br.Close()

@@ -178,7 +178,7 @@ func (b *Backend) ApplyBulkActionPage(ctx context.Context, p backend.ApplyBulkAc
 		if a.State == backend.BulkCanceling {
 			state, to, pages = string(backend.BulkCanceled), p.From, 0
 		} else {
-			if acted, err = b.applyBulkOperation(ctx, tx, now, ev, a.Operation, p.RunIDs); err != nil {
+			if acted, err = b.applyBulkOperation(ctx, tx, now, ev, a, p.RunIDs); err != nil {
 				return err
 			}
 			if p.Last {
@@ -210,7 +210,8 @@ func (b *Backend) advanceBulkAction(ctx context.Context, tx *txn, now time.Time,
 
 // applyBulkOperation acts on runIDs for op in tx and returns how many it
 // acted on.
-func (b *Backend) applyBulkOperation(ctx context.Context, tx *txn, now time.Time, ev *events, op backend.BulkOperation, runIDs []string) (int, error) {
+func (b *Backend) applyBulkOperation(ctx context.Context, tx *txn, now time.Time, ev *events, a *backend.BulkAction, runIDs []string) (int, error) {
+	op := a.Operation
 	switch op {
 	case backend.BulkDelete:
 		idsJSON, _ := json.Marshal(runIDs)
@@ -266,6 +267,55 @@ func (b *Backend) applyBulkOperation(ctx context.Context, tx *txn, now time.Time
 				return 0, err
 			}
 			if _, err := tx.ExecContext(ctx, b.q.InsertRetryMark,
+				sql.Named("ns", b.ns), sql.Named("step_id", id.New(id.PrefixStep)),
+				sql.Named("run_id", run.ID), sql.Named("attempts", run.Attempts),
+				sql.Named("now", timeArg(now))); err != nil {
+				return 0, err
+			}
+			acted++
+		}
+		if acted > 0 {
+			ev.workAvailable(b.ns)
+		}
+		return acted, nil
+	case backend.BulkPause:
+		var reason any
+		if a.Reason != "" {
+			reason = a.Reason
+		}
+		acted := 0
+		for _, runID := range runIDs {
+			_, err := scanRun(tx.QueryRowContext(ctx, b.q.PauseRun,
+				sql.Named("ns", b.ns), sql.Named("run_id", runID), sql.Named("reason", reason), sql.Named("now", timeArg(now))))
+			if errors.Is(err, sql.ErrNoRows) {
+				continue
+			}
+			if err != nil {
+				return 0, err
+			}
+			acted++
+		}
+		return acted, nil
+	case backend.BulkResume:
+		acted := 0
+		for _, runID := range runIDs {
+			args := []any{sql.Named("ns", b.ns), sql.Named("run_id", runID), sql.Named("now", timeArg(now))}
+			_, err := scanRun(tx.QueryRowContext(ctx, b.q.ResumePausedRun, args...))
+			if err == nil {
+				acted++
+				continue
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				return 0, err
+			}
+			run, err := scanRun(tx.QueryRowContext(ctx, b.q.ResumeCanceledRun, args...))
+			if errors.Is(err, sql.ErrNoRows) {
+				continue
+			}
+			if err != nil {
+				return 0, err
+			}
+			if _, err := tx.ExecContext(ctx, b.q.InsertResumeMark,
 				sql.Named("ns", b.ns), sql.Named("step_id", id.New(id.PrefixStep)),
 				sql.Named("run_id", run.ID), sql.Named("attempts", run.Attempts),
 				sql.Named("now", timeArg(now))); err != nil {

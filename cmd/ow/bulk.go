@@ -22,10 +22,12 @@ import (
 var bulkFollowEvery = 500 * time.Millisecond
 
 func (a *app) runsBulkCommand() *cobra.Command {
-	return groupCommand("bulk", "Cancel, retry or delete every run a query selects, as a durable bulk action",
+	return groupCommand("bulk", "Cancel, retry, delete, pause or resume every run a query selects, as a durable bulk action",
 		a.bulkOperationCommand(backend.BulkCancel, "Cancel the pending and running runs a query selects"),
 		a.bulkOperationCommand(backend.BulkRetry, "Retry the failed runs a query selects (not those marked not retryable)"),
 		a.bulkOperationCommand(backend.BulkDelete, "Delete the finished runs a query selects, with everything they own"),
+		a.bulkOperationCommand(backend.BulkPause, "Pause the pending and running runs a query selects (--reason is the pause's reason)"),
+		a.bulkOperationCommand(backend.BulkResume, "Resume the paused runs a query selects, and its canceled runs in place"),
 		a.bulkListCommand(), a.bulkGetCommand(), a.bulkCancelActionCommand())
 }
 
@@ -40,9 +42,9 @@ func (a *app) bulkOperationCommand(op backend.BulkOperation, short string) *cobr
 		Short: short,
 		Long: short + `.
 
-The query is the run query language (docs/queries.md); a bulk action takes
-terms joined by AND over status =, workflow = and created comparisons, and
-"" selects every run. The command first counts the runs the action would
+The query is the run query language (docs/queries.md), e.g.
+'status = "failed" AND workflow = "sync" AND created > "2026-11-01"'; ""
+selects every run. The statuses the operation applies to are added to it. The command first counts the runs the action would
 act on; --dry-run stops there. Without --yes it asks for confirmation, and
 refuses when stdin is not a terminal.
 
