@@ -113,6 +113,9 @@ type runsData struct {
 	Live     bool
 	Problem  string
 	Filtered bool
+	// BulkQuery is the run query of the filters, for "Select all
+	// matching" (a bulk action over them).
+	BulkQuery string
 }
 
 // runRow is one run of the list.
@@ -181,7 +184,7 @@ func (d *Dashboard) loadRuns(ctx context.Context, f runsFilter, now time.Time) (
 		return nil, err
 	}
 	data := &runsData{Filter: f, Statuses: statuses, Sizes: pageSizes, Counts: d.counts.fresh(),
-		First: f.Cursor == "" && (f.Before == "" || page.PrevCursor == nil), Filtered: f.Status != "" || f.Workflow != ""}
+		First: f.Cursor == "" && (f.Before == "" || page.PrevCursor == nil), Filtered: f.Status != "" || f.Workflow != "", BulkQuery: bulkQueryOf(f)}
 	data.Live = f.Cursor == "" && f.Before == ""
 	if data.Counts != nil {
 		data.Total = total(data.Counts)
