@@ -236,7 +236,27 @@ func (b *Backend) applyBulkOperation(ctx context.Context, tx pgx.Tx, a *backend.
 			return 0, nil, err
 		}
 		return counts.Total(), nil, nil
-	case backend.BulkCancel, backend.BulkRetry, backend.BulkPause, backend.BulkResume:
+	case backend.BulkCancel:
+		rows, err := tx.Query(ctx, b.q.BulkCancelRuns, b.namespace, runIDs, b.at())
+		if err != nil {
+			return 0, nil, err
+		}
+		var (
+			acted    int
+			finished []*backend.WorkflowRun
+			r        backend.WorkflowRun
+			notified any
+		)
+		_, err = pgx.ForEachRow(rows, []any{&r.NamespaceID, &r.ID, &r.ParentStepAttemptNamespaceID, &r.ParentStepAttemptID, &notified}, func() error {
+			acted++
+			if r.ParentStepAttemptID != nil {
+				run := r
+				finished = append(finished, &run)
+			}
+			return nil
+		})
+		return acted, finished, err
+	case backend.BulkRetry, backend.BulkPause, backend.BulkResume:
 	default:
 		return 0, nil, fmt.Errorf("%w: bulk operation %q", backend.ErrInvalidArgument, op)
 	}

@@ -142,6 +142,7 @@ type queries struct {
 	LockBulkAction    string `sql:"lock_bulk_action"`
 	AdvanceBulkAction string `sql:"advance_bulk_action"`
 	BulkLockDeletable string `sql:"bulk_lock_deletable"`
+	BulkCancelRuns    string `sql:"bulk_cancel_runs"`
 	// definitions.sql
 	PutDefinition   string `sql:"put_definition"`
 	GetDefinition   string `sql:"get_definition"`
