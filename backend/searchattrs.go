@@ -239,7 +239,7 @@ func CoerceSearchAttribute(name string, declared runquery.Type, v any) ([]Search
 	if typ == declared {
 		return vals, nil
 	}
-	mismatch := fmt.Errorf("%w %q: it is a %s attribute in this namespace; a %s value cannot be stored", ErrInvalidSearchAttribute, name, declared, typ)
+	mismatch := fmt.Errorf("%w %q: it is declared %s in this namespace; a %s value cannot be stored", ErrInvalidSearchAttribute, name, declared, typ)
 	switch {
 	case declared == runquery.Float && typ == runquery.Int:
 		return []SearchAttributeValue{{Type: runquery.Float, Float: float64(vals[0].Int)}}, nil
