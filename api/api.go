@@ -187,6 +187,7 @@ var routeTable = []Route{
 	{"POST", "/v1/runs", "startRun", write, (*Handler).startRun},
 	{"GET", "/v1/runs", "listRuns", read, (*Handler).listRuns},
 	{"GET", "/v1/runs/counts", "countRuns", read, (*Handler).countRuns},
+	{"GET", "/v1/runs/count", "countMatchingRuns", read, (*Handler).countMatchingRuns},
 	{"GET", "/v1/runs/{id}", "getRun", read, (*Handler).getRun},
 	{"POST", "/v1/runs/{id}/cancel", "cancelRun", write, (*Handler).cancelRun},
 	{"POST", "/v1/runs/{id}/retry", "retryRun", write, (*Handler).retryRun},

@@ -10,6 +10,7 @@ import (
 	ow "github.com/openworkflow-go/openworkflow"
 	"github.com/openworkflow-go/openworkflow/access"
 	"github.com/openworkflow-go/openworkflow/backend"
+	"github.com/openworkflow-go/openworkflow/runquery"
 )
 
 // Code is the stable, machine-readable code of an API error; the message
@@ -64,6 +65,10 @@ type Error struct {
 	// Field names the request field at fault (a JSON member, a query
 	// parameter or a path parameter), when there is one.
 	Field string `json:"field,omitempty"`
+	// Position is, for a query that cannot run (the q parameter), where
+	// in it the fault is: line and column from 1 (column in bytes), and
+	// the byte offset from 0.
+	Position *runquery.Position `json:"position,omitempty"`
 	// Status is the HTTP status (not sent: it is the response's).
 	Status int `json:"-"`
 }
@@ -87,8 +92,13 @@ func asAPIError(err error, field string) *Error {
 	var bad *backend.ScheduleFieldError
 	var denied *access.Denied
 	var badRun *backend.FieldError
+	var badQuery *runquery.Error
 	switch {
 	case errors.As(err, &e):
+		return e
+	case errors.As(err, &badQuery):
+		e := errorf(http.StatusBadRequest, CodeInvalidArgument, "q", "%s", badQuery)
+		e.Position = &badQuery.Pos
 		return e
 	case errors.As(err, &denied):
 		code := map[int]Code{http.StatusUnauthorized: CodeUnauthorized, http.StatusForbidden: CodeForbidden, http.StatusTooManyRequests: CodeTooManyRequests}[denied.Status]
@@ -99,6 +109,8 @@ func asAPIError(err error, field string) *Error {
 		return errorf(http.StatusBadRequest, CodeInvalidArgument, badRun.Field, "%s", err)
 	case errors.As(err, &tooLarge):
 		return errorf(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, "", "the request body is larger than %d bytes", tooLarge.Limit)
+	case errors.Is(err, backend.ErrInvalidSearchAttribute):
+		return errorf(http.StatusBadRequest, CodeInvalidArgument, "searchAttributes", "%s", err)
 	case errors.Is(err, backend.ErrInvalidArgument):
 		return errorf(http.StatusBadRequest, CodeInvalidArgument, field, "%s", err)
 	case errors.Is(err, backend.ErrRunNotFound), errors.Is(err, backend.ErrStepNotFound):

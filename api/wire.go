@@ -83,6 +83,10 @@ type Run struct {
 	// Forks are the forks of the run, oldest first (the first
 	// backend.MaxListedForks); absent for a run never forked.
 	Forks []string `json:"forks,omitempty"`
+	// SearchAttributes are the run's search attributes by name (a
+	// keyword: string, a keyword list: array of strings, int and float:
+	// number, bool, time: RFC 3339 string); absent when it has none.
+	SearchAttributes backend.SearchAttributes `json:"searchAttributes,omitempty"`
 }
 
 // RunFork is what a fork records of its origin.

@@ -241,6 +241,12 @@ type CreateWorkflowRunParams struct {
 	// key). Valid text of at most [MaxConcurrencyKeyLength] bytes. Stored
 	// whether or not the workflow has limits.
 	ConcurrencyKey *string
+	// SearchAttributes are stored with the run, in the transaction that
+	// inserts it ([SearchAttributes]; nil values are ignored). A run the
+	// idempotency key reuses keeps its own. A bad name or value fails the
+	// create with [ErrInvalidSearchAttribute]; a value of another type
+	// than the namespace's for its name fails it too, nothing inserted.
+	SearchAttributes SearchAttributes
 }
 
 // MaxPriority is the largest priority in absolute value

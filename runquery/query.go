@@ -336,7 +336,7 @@ func unquote(s string) (string, error) {
 // convert turns a literal into a value of type t, or fails naming what.
 func convert(v any, t Type, pos Position, what string) (any, error) {
 	bad := func() (any, error) {
-		return nil, Errorf(pos, "%s is a %s field; %s is not %s", what, t, describe(v), t.literalName())
+		return nil, Errorf(pos, "%s has type %s; %s is not %s", what, t, describe(v), t.literalName())
 	}
 	switch t {
 	case Keyword, KeywordList:
@@ -365,7 +365,7 @@ func convert(v any, t Type, pos Position, what string) (any, error) {
 		}
 		tm, err := ParseTime(s)
 		if err != nil {
-			return nil, Errorf(pos, "%s is a time field; %q is not an RFC 3339 time or a date (2026-11-01 or 2026-11-01T12:00:00Z)", what, s)
+			return nil, Errorf(pos, "%s has type time; %q is not an RFC 3339 time or a date (2026-11-01 or 2026-11-01T12:00:00Z)", what, s)
 		}
 		return tm, nil
 	}

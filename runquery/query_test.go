@@ -183,7 +183,7 @@ func TestAttrValuesChecksTheDeclaredType(t *testing.T) {
 		col      int
 		contains string
 	}{
-		{`attrs.a = 3`, Keyword, 11, "attrs.a is a keyword field; 3 is not a string"},
+		{`attrs.a = 3`, Keyword, 11, "attrs.a has type keyword; 3 is not a string"},
 		{`attrs.a > "x"`, KeywordList, 9, "operator > is not supported for attrs.a (a keyword_list search attribute)"},
 		{`attrs.a = 1.5`, Int, 11, "not an integer"},
 		{`attrs.a = "1"`, Float, 11, "not a number"},

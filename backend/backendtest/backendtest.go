@@ -90,6 +90,7 @@ func Run(t *testing.T, h Harness) {
 		{"JSON values", testJSONRoundTrip},
 		{"ListWorkflowRuns", testListWorkflowRuns},
 		{"Run queries", testRunQueries},
+		{"Search attributes", testSearchAttributes},
 		{"CountWorkflowRuns", testCountWorkflowRuns},
 		{"Legacy statuses", testLegacyStatuses},
 		{"Write groups", testWriteGroups},

@@ -164,8 +164,15 @@ type queries struct {
 	SaveScheduleState     string `sql:"save_schedule_state"`
 	RecordScheduleFailure string `sql:"record_schedule_failure"`
 	// searchattrs.sql
-	SearchAttributeTypes string `sql:"search_attribute_types"`
-	CountMatchingRuns    string `sql:"count_matching_runs"`
+	SearchAttributeTypes       string `sql:"search_attribute_types"`
+	CountMatchingRuns          string `sql:"count_matching_runs"`
+	DeclareSearchAttributes    string `sql:"declare_search_attributes"`
+	ListSearchAttributeTypes   string `sql:"list_search_attribute_types"`
+	LockRunForSearchAttributes string `sql:"lock_run_for_search_attributes"`
+	DeleteSearchAttributes     string `sql:"delete_search_attributes"`
+	InsertSearchAttributes     string `sql:"insert_search_attributes"`
+	SearchAttributeTotals      string `sql:"search_attribute_totals"`
+	SearchAttributesOf         string `sql:"search_attributes_of"`
 	// migrate.sql
 	MigrationLock                string `sql:"migration_lock"`
 	MigrationUnlock              string `sql:"migration_unlock"`

@@ -35,7 +35,7 @@ func (b *Backend) CreateWorkflowRun(ctx context.Context, p backend.CreateWorkflo
 	var esc escapes
 	args := b.insertRunArgs(runID, p, &esc)
 	var run *backend.WorkflowRun
-	if p.IdempotencyKey == nil {
+	if p.IdempotencyKey == nil && len(p.SearchAttributes) == 0 {
 		err := b.withEscapes(ctx, &esc, func(q querier) (err error) {
 			run, err = queryRun(ctx, q, b.q.InsertRun, args...)
 			return err
@@ -57,6 +57,9 @@ func (b *Backend) CreateWorkflowRun(ctx context.Context, p backend.CreateWorkflo
 		err = b.decodeRuns(ctx, run)
 	}
 	if err != nil {
+		if p.IdempotencyKey == nil {
+			return run, fmt.Errorf("create workflow run %q: %w", p.WorkflowName, missingParent([]backend.CreateWorkflowRunParams{p}, err))
+		}
 		return run, fmt.Errorf("create workflow run %q with idempotency key %q: %w", p.WorkflowName, *p.IdempotencyKey, err)
 	}
 	return run, nil

@@ -53,10 +53,11 @@ var attrColumns = map[runquery.Type]string{
 // workflow_runs row, binding every value as a named parameter (:qN): no
 // literal of the query ever reaches the SQL text.
 type queryCompiler struct {
-	attrs map[string]runquery.Type
-	args  []any
-	n     int
-	sql   strings.Builder
+	attrs   map[string]runquery.Type
+	negated int // how many NOTs enclose the node being written
+	args    []any
+	n       int
+	sql     strings.Builder
 }
 
 // param binds v (a time as TEXT in backend.TimeLayout, a bool as 0/1, as
@@ -204,6 +205,8 @@ func (c *queryCompiler) node(n runquery.Node) error {
 		return c.join(n.Terms, " OR ")
 	case *runquery.Not:
 		c.sql.WriteString("NOT ")
+		c.negated++
+		defer func() { c.negated-- }()
 		return c.join([]runquery.Node{n.X}, "")
 	case *runquery.Predicate:
 		if n.Field.Attr != "" {
@@ -316,16 +319,34 @@ func (c *queryCompiler) attr(p *runquery.Predicate) error {
 	switch {
 	case p.Op == runquery.IsNull:
 		exists(true, "", nil)
+		return nil
 	case p.Op == runquery.IsNotNull:
 		exists(false, "", nil)
-	case typ == runquery.KeywordList && (p.Op == runquery.Ne || p.Op == runquery.NotIn):
-		c.sql.WriteString("(")
+		return nil
+	}
+	// Under NOT, a run without the attribute must stay unknown (NULL),
+	// as a NULL column does, so the comparison is guarded by the
+	// attribute being set; elsewhere unknown and false select the same.
+	if c.negated > 0 {
+		c.sql.WriteString("(CASE WHEN ")
 		exists(false, "", nil)
-		c.sql.WriteString(" AND ")
+		c.sql.WriteString(" THEN ")
+	} else {
+		c.sql.WriteString("(")
+	}
+	if typ == runquery.KeywordList && (p.Op == runquery.Ne || p.Op == runquery.NotIn) {
+		if c.negated == 0 {
+			exists(false, "", nil)
+			c.sql.WriteString(" AND ")
+		}
 		exists(true, runquery.In, values)
-		c.sql.WriteString(")")
-	default:
+	} else {
 		exists(false, p.Op, values)
+	}
+	if c.negated > 0 {
+		c.sql.WriteString(" END)")
+	} else {
+		c.sql.WriteString(")")
 	}
 	return nil
 }
