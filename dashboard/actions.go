@@ -238,7 +238,7 @@ func (d *Dashboard) actionFailed(w http.ResponseWriter, r *http.Request, id stri
 }
 
 var actionTitles = map[string]string{
-	"cancel": "Cancel", "retry": "Retry", "signal": "Sending the signal", "hook": "Resuming the hook", "approve": "The decision", "fork": "Forking",
+	"cancel": "Cancel", "retry": "Retry", "pause": "Pausing", "resume": "Resuming", "signal": "Sending the signal", "hook": "Resuming the hook", "approve": "The decision", "fork": "Forking",
 }
 
 func (d *Dashboard) cancelRun(w http.ResponseWriter, r *http.Request) {
@@ -265,6 +265,30 @@ func (d *Dashboard) retryRun(w http.ResponseWriter, r *http.Request) {
 	}
 	d.runAction(w, r, "/v1/runs/"+url.PathEscape(r.PathValue("id"))+"/retry", body, nil, form,
 		func() url.Values { return url.Values{"done": {"retried"}} })
+}
+
+// pauseRun pauses the run (POST /v1/runs/{id}/pause) with the reason
+// the form gives, if any.
+func (d *Dashboard) pauseRun(w http.ResponseWriter, r *http.Request) {
+	if !d.parseForm(w, r) {
+		return
+	}
+	form := actionForm{Action: "pause"}
+	body := map[string]any{}
+	if s := strings.TrimSpace(r.PostFormValue("reason")); s != "" {
+		body["reason"] = s
+	}
+	d.runAction(w, r, "/v1/runs/"+url.PathEscape(r.PathValue("id"))+"/pause", body, nil, form,
+		func() url.Values { return url.Values{"done": {"paused"}} })
+}
+
+// resumeRun resumes a paused or canceled run (POST /v1/runs/{id}/resume).
+func (d *Dashboard) resumeRun(w http.ResponseWriter, r *http.Request) {
+	if !d.parseForm(w, r) {
+		return
+	}
+	d.runAction(w, r, "/v1/runs/"+url.PathEscape(r.PathValue("id"))+"/resume", nil, nil, actionForm{Action: "resume"},
+		func() url.Values { return url.Values{"done": {"run-resumed"}} })
 }
 
 // forkRun starts a new run of the run's workflow and input that reuses

@@ -163,6 +163,8 @@ func (d *Dashboard) routes() {
 	m.HandleFunc("GET /runs/{id}/stream", d.runStream)
 	m.HandleFunc("POST /runs/{id}/cancel", d.cancelRun)
 	m.HandleFunc("POST /runs/{id}/retry", d.retryRun)
+	m.HandleFunc("POST /runs/{id}/pause", d.pauseRun)
+	m.HandleFunc("POST /runs/{id}/resume", d.resumeRun)
 	m.HandleFunc("POST /runs/{id}/fork", d.forkRun)
 	m.HandleFunc("POST /runs/{id}/hook", d.resumeHook)
 	m.HandleFunc("POST /runs/{id}/approve", d.approve)

@@ -31,6 +31,7 @@ func TestTokenGuardsEveryPageAndAction(t *testing.T) {
 			s.must(anon, http.StatusUnauthorized, "GET", path, nil, "Accept", "text/event-stream")
 		}
 		for _, path := range []string{"/runs/" + id + "/cancel", "/runs/" + id + "/retry", "/runs/" + id + "/fork", "/runs", "/signals", "/runs/" + id + "/hook",
+			"/runs/" + id + "/pause", "/runs/" + id + "/resume",
 			"/schedules/s/pause", "/schedules/s/resume", "/schedules/s/trigger"} {
 			s.must(anon, http.StatusUnauthorized, "POST", path, url.Values{"workflow": {"greet"}, "signal": {"x"}, "token": {"t"}, "step": {"greet"}})
 		}

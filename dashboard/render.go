@@ -103,10 +103,12 @@ func (d *Dashboard) failAPI(w http.ResponseWriter, r *http.Request, what string,
 // (?done=…) rather than carried as text, so a link cannot make the page
 // say something else.
 var notices = map[string]string{
-	"started":  "Run started.",
-	"canceled": "Run canceled.",
-	"retried":  "Run retried from its failed step: it is pending again, and its completed steps keep their results.",
-	"signaled": "Signal sent.",
+	"started":     "Run started.",
+	"canceled":    "Run canceled.",
+	"paused":      "Run paused: no worker starts a step of it until it is resumed.",
+	"run-resumed": "Run resumed.",
+	"retried":     "Run retried from its failed step: it is pending again, and its completed steps keep their results.",
+	"signaled":    "Signal sent.",
 	// A signal sent from a run's page, to that run (SignalRun).
 	"signal-delivered": "Signal delivered to this run's wait.",
 	"signal-kept":      "Signal kept for this run: its next wait for that name receives it.",

@@ -46,6 +46,10 @@ type runData struct {
 	Terminal  bool
 	CanCancel bool
 	CanRetry  bool
+	// CanPause and CanResume offer POST /v1/runs/{id}/pause (a run not
+	// finished nor paused) and /resume (a paused or canceled run).
+	CanPause  bool
+	CanResume bool
 	// ForkSteps are the steps a fork may start again from: the run's
 	// durable keys in the order they first ran (marks left out).
 	ForkSteps []string
@@ -215,6 +219,8 @@ func (d *Dashboard) loadRun(ctx context.Context, id string, now time.Time) (*run
 		data.LastError = viewError(run.LastError)
 	}
 	data.CanCancel = !data.Terminal
+	data.CanPause = !data.Terminal && !run.Paused
+	data.CanResume = run.Paused || run.Status == "canceled"
 	// A DAG run that compensated is stored failed, but its steps were
 	// undone: the API refuses to retry it forward (run_not_retryable).
 	data.CanRetry = run.Status == "failed" && (data.DAG == nil ||

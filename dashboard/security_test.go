@@ -161,7 +161,7 @@ func TestScopedTokensOnTheDashboard(t *testing.T) {
 				}
 			}
 		}
-		for _, path := range []string{"/runs/" + id + "/cancel", "/runs", "/signals", "/schedules/s/trigger", "/bulk-actions", "/bulk-actions/bulk_x/cancel"} {
+		for _, path := range []string{"/runs/" + id + "/cancel", "/runs/" + id + "/pause", "/runs/" + id + "/resume", "/runs", "/signals", "/schedules/s/trigger", "/bulk-actions", "/bulk-actions/bulk_x/cancel"} {
 			t.Run("a read-only visitor's POST "+path+" is refused", func(t *testing.T) {
 				s.must(wall, http.StatusForbidden, "POST", path, url.Values{"workflow": {"greet"}, "signal": {"x"}}, "Origin", s.url)
 			})
@@ -169,8 +169,8 @@ func TestScopedTokensOnTheDashboard(t *testing.T) {
 		t.Run("a read-only bearer token cannot act either", func(t *testing.T) {
 			s.must(s.client(), http.StatusForbidden, "POST", "/runs/"+id+"/cancel", url.Values{}, "Authorization", "Bearer "+readToken)
 		})
-		if run := s.waitStatus(id, "pending"); run.Status != backend.RunPending {
-			t.Fatalf("a refused action changed the run: %s", run.Status)
+		if run := s.waitStatus(id, "pending"); run.Status != backend.RunPending || run.Paused() {
+			t.Fatalf("a refused action changed the run: %s, paused %v", run.Status, run.Paused())
 		}
 		page, err := s.c.ListRuns(s.ctx, backend.ListWorkflowRunsParams{})
 		if err != nil || len(page.Data) != 1 {

@@ -57,6 +57,9 @@ func readWait(s *api.Step) (waitContext, *time.Time) {
 // parked runs), in which case a parked run is said to wait without
 // saying for what.
 func describe(run *api.Run, steps []api.Step, now time.Time) runState {
+	if run.Paused {
+		return describePaused(run)
+	}
 	switch run.Status {
 	case "pending":
 		if run.AvailableAt != nil && run.AvailableAt.After(now) {
@@ -246,4 +249,22 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// describePaused says that run is paused (the API's derived state: its
+// status is kept, pending or running), since when and why.
+func describePaused(run *api.Run) runState {
+	st := runState{Class: "paused", Label: "paused", Detail: "since", Until: run.PausedAt,
+		Explain: "Paused"}
+	if run.PausedAt != nil {
+		st.Explain += " since " + absTime(*run.PausedAt)
+	}
+	if run.PauseReason != nil && *run.PauseReason != "" {
+		st.Explain += fmt.Sprintf(" (%q)", *run.PauseReason)
+	}
+	st.Explain += ": no worker starts a step of it until it is resumed; a step that was executing finishes and is recorded. Signals and hook payloads sent meanwhile are kept. Its deadline keeps running."
+	if run.WorkerID != nil {
+		st.Explain += fmt.Sprintf(" Worker %s still holds it: it hands the run back at its next heartbeat.", *run.WorkerID)
+	}
+	return st
 }
