@@ -7,6 +7,7 @@ import (
 
 	ow "github.com/openworkflow-go/openworkflow"
 	"github.com/openworkflow-go/openworkflow/backend"
+	"github.com/openworkflow-go/openworkflow/runquery"
 )
 
 // BulkAction is a bulk action as the API shows it
@@ -92,7 +93,7 @@ func (h *Handler) startBulkAction(w http.ResponseWriter, r *http.Request) error 
 	if req.DryRun {
 		dry, err := h.c.DryRunBulkAction(r.Context(), op, *req.Query)
 		if err != nil {
-			return asAPIError(err, "query")
+			return bulkQueryError(err)
 		}
 		writeJSON(w, http.StatusOK, BulkDryRun{DryRun: true, Operation: string(op), Query: dry.Query, Matched: dry.Matched, Eligible: dry.Eligible})
 		return nil
@@ -107,10 +108,21 @@ func (h *Handler) startBulkAction(w http.ResponseWriter, r *http.Request) error 
 		Reason: req.Reason, RequestedBy: h.requester(r), MaxPerSecond: req.MaxPerSecond,
 	})
 	if err != nil {
-		return asAPIError(err, "query")
+		return bulkQueryError(err)
 	}
 	writeJSON(w, http.StatusCreated, BulkActionOf(a))
 	return nil
+}
+
+// bulkQueryError is asAPIError for a bulk action's start: a bad query is
+// a 400 on the body's field query (the list routes name their parameter
+// q), with its position.
+func bulkQueryError(err error) *Error {
+	e := asAPIError(err, "query")
+	if errors.As(err, new(*runquery.Error)) {
+		e.Field = "query"
+	}
+	return e
 }
 
 // requester names who sent r: the token's name, or "api" without tokens.
