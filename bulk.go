@@ -93,7 +93,7 @@ func BulkSelection(op BulkOperation, query string) (backend.ListWorkflowRunsPara
 	}
 	text := "status IN (" + strings.Join(statuses, ", ") + ")"
 	if strings.TrimSpace(query) != "" {
-		text = "(" + query + "\n) AND " + text // the newline ends a trailing comment, if the language has them
+		text = "(" + query + ") AND " + text
 	}
 	q, err := runquery.Parse(text)
 	if err != nil {

@@ -210,8 +210,8 @@ func (d *Dashboard) bulkLive(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// bulkQueryOf is the run query of the runs list's filters, for its
-// "Select all matching" link.
+// bulkQueryOf is the run query of the runs list's filters (status,
+// workflow and the query box), for its "Select all matching" link.
 func bulkQueryOf(f runsFilter) string {
 	var terms []string
 	if f.Status != "" {
@@ -219,6 +219,12 @@ func bulkQueryOf(f runsFilter) string {
 	}
 	if f.Workflow != "" {
 		terms = append(terms, "workflow = "+strconv.Quote(f.Workflow))
+	}
+	if strings.TrimSpace(f.Query) != "" {
+		if len(terms) == 0 {
+			return f.Query
+		}
+		terms = append(terms, "("+f.Query+")")
 	}
 	return strings.Join(terms, " AND ")
 }

@@ -207,9 +207,9 @@ func testSearchAttributes(t *testing.T, s *suite) {
 		mk := func(attrs backend.SearchAttributes) string {
 			return createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: "w", SearchAttributes: attrs}).ID
 		}
-		r1 := mk(backend.SearchAttributes{"customer": "c-42", "tags": []string{"eu", "vip"}, "n": 1, "x": 0.5, "ok": true, "due": attrTime})
-		r2 := mk(backend.SearchAttributes{"customer": "c-7", "tags": []string{"us"}, "n": 20, "x": 2.5, "ok": false, "due": attrTime.Add(48 * time.Hour)})
-		r3 := mk(backend.SearchAttributes{"customer": "d-1", "n": -5})
+		r1 := mk(backend.SearchAttributes{"grp": "g", "customer": "c-42", "tags": []string{"eu", "vip"}, "n": 1, "x": 0.5, "ok": true, "due": attrTime})
+		r2 := mk(backend.SearchAttributes{"grp": "g", "customer": "c-7", "tags": []string{"us"}, "n": 20, "x": 2.5, "ok": false, "due": attrTime.Add(48 * time.Hour)})
+		r3 := mk(backend.SearchAttributes{"grp": "g", "customer": "d-1", "n": -5})
 		r4 := mk(nil)
 		cases := []struct {
 			query string
@@ -253,6 +253,16 @@ func testSearchAttributes(t *testing.T, s *suite) {
 		}
 		p := backend.ListWorkflowRunsParams{Limit: 1, Query: parseQuery(t, `attrs.n IS NOT NULL`)}
 		requirePaginates(t, b, p, []string{r3, r2, r1})
+		// A query that requires attrs.x = v may be read from the value's
+		// index range (PostgreSQL does): the same pages and cursors.
+		for _, limit := range []int{1, 2} {
+			p = backend.ListWorkflowRunsParams{Limit: limit, Query: parseQuery(t, `attrs.grp = "g"`)}
+			requirePaginates(t, b, p, []string{r3, r2, r1})
+			p = backend.ListWorkflowRunsParams{Limit: limit, OmitPayloads: true, Query: parseQuery(t, `status = "pending" AND attrs.grp = "g" AND attrs.n > -10`)}
+			requirePaginates(t, b, p, []string{r3, r2, r1})
+		}
+		requireQuery(t, b, backend.ListWorkflowRunsParams{WorkflowName: "w"}, `attrs.grp = "g" AND NOT attrs.customer = "c-7"`, []string{r3, r1})
+		requireQuery(t, b, backend.ListWorkflowRunsParams{}, `attrs.grp = "h"`, nil)
 	})
 
 	t.Run("a query value of another type than the attribute's fails with its position", func(t *testing.T) {

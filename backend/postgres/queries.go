@@ -173,6 +173,8 @@ type queries struct {
 	InsertSearchAttributes     string `sql:"insert_search_attributes"`
 	SearchAttributeTotals      string `sql:"search_attribute_totals"`
 	SearchAttributesOf         string `sql:"search_attributes_of"`
+	ListRunsByAttribute        string `sql:"list_runs_by_attribute"`
+	ListRunsSummaryByAttribute string `sql:"list_runs_summary_by_attribute"`
 	// migrate.sql
 	MigrationLock                string `sql:"migration_lock"`
 	MigrationUnlock              string `sql:"migration_unlock"`

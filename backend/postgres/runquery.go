@@ -128,6 +128,11 @@ func (b *Backend) compileRunQuery(ctx context.Context, q querier, query *runquer
 	if err != nil {
 		return "", nil, err
 	}
+	return b.compileWithTypes(query, attrs, args)
+}
+
+// compileWithTypes is compileRunQuery with the attributes' types known.
+func (b *Backend) compileWithTypes(query *runquery.Query, attrs map[string]runquery.Type, args []any) (string, []any, error) {
 	schema := quoteIdent(b.schema)
 	c := &queryCompiler{schema: schema, columns: runQueryColumns(schema), attrs: attrs, args: args}
 	if err := c.node(query.Root); err != nil {
@@ -284,6 +289,12 @@ func (c *queryCompiler) attr(p *runquery.Predicate) error {
 // planner expects an attribute's value to be rare, reads the value index
 // and sorts its few runs; docs/queries.md shows both plans.
 func (b *Backend) matchConditions(ctx context.Context, p backend.ListWorkflowRunsParams, args *[]any) (string, error) {
+	return b.matchConditionsTyped(ctx, p, args, nil)
+}
+
+// matchConditionsTyped is matchConditions with the query's attribute
+// types already read (nil: read them).
+func (b *Backend) matchConditionsTyped(ctx context.Context, p backend.ListWorkflowRunsParams, args *[]any, attrs map[string]runquery.Type) (string, error) {
 	var sb strings.Builder
 	add := func(cond string, v any) {
 		*args = append(*args, v)
@@ -306,7 +317,14 @@ func (b *Backend) matchConditions(ctx context.Context, p backend.ListWorkflowRun
 		add(`wr."created_at" < %s`, *p.CreatedBefore)
 	}
 	if p.Query != nil {
-		cond, all, err := b.compileRunQuery(ctx, b.pool, p.Query, *args)
+		var cond string
+		var all []any
+		var err error
+		if attrs != nil {
+			cond, all, err = b.compileWithTypes(p.Query, attrs, *args)
+		} else {
+			cond, all, err = b.compileRunQuery(ctx, b.pool, p.Query, *args)
+		}
 		if err != nil {
 			return "", err
 		}
@@ -314,6 +332,81 @@ func (b *Backend) matchConditions(ctx context.Context, p backend.ListWorkflowRun
 		sb.WriteString("\n  AND " + cond)
 	}
 	return sb.String(), nil
+}
+
+// drivingAttribute returns the predicate attrs.x = v on a scalar
+// attribute that the whole query requires (the query itself, or a term of
+// its top-level AND), and the query without it (nil when nothing is
+// left); nil when there is none.
+func drivingAttribute(q *runquery.Query, attrs map[string]runquery.Type) (*runquery.Predicate, *runquery.Query) {
+	isDriving := func(n runquery.Node) *runquery.Predicate {
+		p, ok := n.(*runquery.Predicate)
+		if !ok || p.Field.Attr == "" || p.Op != runquery.Eq || attrs[p.Field.Attr] == runquery.KeywordList {
+			return nil
+		}
+		return p
+	}
+	if p := isDriving(q.Root); p != nil {
+		return p, nil
+	}
+	and, ok := q.Root.(*runquery.And)
+	if !ok {
+		return nil, nil
+	}
+	for i, t := range and.Terms {
+		if p := isDriving(t); p != nil {
+			rest := append(append([]runquery.Node{}, and.Terms[:i]...), and.Terms[i+1:]...)
+			var root runquery.Node = &runquery.And{Terms: rest}
+			if len(rest) == 1 {
+				root = rest[0]
+			}
+			return p, &runquery.Query{Source: q.Source, Root: root}
+		}
+	}
+	return nil, nil
+}
+
+// listRunsByAttribute returns the statement and arguments of a page of a
+// list whose query requires attrs.x = v (drivingAttribute), read from the
+// value's index range in list order (list_runs_by_attribute), or ok false
+// when the query requires none.
+func (b *Backend) listRunsByAttribute(ctx context.Context, p backend.ListWorkflowRunsParams, after, before *backend.Cursor, limit int) (sql string, args []any, ok bool, err error) {
+	attrs, err := b.searchAttributeTypes(ctx, b.pool, p.Query)
+	if err != nil {
+		return "", nil, false, err
+	}
+	drive, rest := drivingAttribute(p.Query, attrs)
+	if drive == nil {
+		return "", nil, false, nil
+	}
+	typ := attrs[drive.Field.Attr]
+	values, err := drive.AttrValues(typ)
+	if err != nil {
+		return "", nil, false, fmt.Errorf("%w: %w", backend.ErrInvalidArgument, err)
+	}
+	base := b.q.ListRunsByAttribute
+	if p.OmitPayloads {
+		base = b.q.ListRunsSummaryByAttribute
+	}
+	c := &queryCompiler{args: []any{b.namespace}}
+	var sb strings.Builder
+	sb.WriteString(base)
+	fmt.Fprintf(&sb, "\n  AND da.\"name\" = %s AND da.\"%s\" = %s", c.param(drive.Field.Attr), attrColumns[typ], c.param(values[0]))
+	q := p
+	q.Query = rest
+	cond, err := b.matchConditionsTyped(ctx, q, &c.args, attrs)
+	if err != nil {
+		return "", nil, false, err
+	}
+	sb.WriteString(cond)
+	dir, cur, op := scanDirection(true, after, before)
+	if cur != nil {
+		c.args = append(c.args, cur.CreatedAt, cur.ID)
+		n := len(c.args)
+		fmt.Fprintf(&sb, "\n  AND (da.\"run_created_at\", da.\"workflow_run_id\") %s ($%d, $%d)", op, n-1, n)
+	}
+	fmt.Fprintf(&sb, "\nORDER BY da.\"run_created_at\" %s, da.\"workflow_run_id\" %s\nLIMIT %d", dir, dir, limit+1)
+	return sb.String(), c.args, true, nil
 }
 
 // CountMatchingRuns implements [backend.Client]: COUNT(*) of the runs

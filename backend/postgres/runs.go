@@ -161,17 +161,24 @@ func (b *Backend) ListWorkflowRuns(ctx context.Context, p backend.ListWorkflowRu
 	var sql string
 	var args []any
 	if p.Query != nil {
-		base := b.q.ListRuns
-		if p.OmitPayloads {
-			base = b.q.ListRunsSummary
-		}
-		q := newPageQuery(base, b.namespace)
-		cond, err := b.matchConditions(ctx, p, &q.args)
+		var byAttr bool
+		sql, args, byAttr, err = b.listRunsByAttribute(ctx, p, after, before, limit)
 		if err != nil {
 			return nil, fmt.Errorf("list workflow runs: %w", err)
 		}
-		q.sql.WriteString(cond)
-		sql, args = q.finish("wr", true, after, before, limit), q.args
+		if !byAttr {
+			base := b.q.ListRuns
+			if p.OmitPayloads {
+				base = b.q.ListRunsSummary
+			}
+			q := newPageQuery(base, b.namespace)
+			cond, err := b.matchConditions(ctx, p, &q.args)
+			if err != nil {
+				return nil, fmt.Errorf("list workflow runs: %w", err)
+			}
+			q.sql.WriteString(cond)
+			sql, args = q.finish("wr", true, after, before, limit), q.args
+		}
 	} else {
 		sql, args = b.listRunsQuery(p, after, before, limit)
 	}

@@ -69,3 +69,24 @@ JOIN {{schema}}."go_search_attribute_types" AS t
   ON t."namespace_id" = a."namespace_id" AND t."name" = a."name"
 WHERE a."namespace_id" = $1 AND a."workflow_run_id" = ANY($2::text[])
 ORDER BY a."workflow_run_id", a."name", a."seq"
+
+-- name: list_runs_by_attribute
+-- A page of a list whose query requires attrs.x = v: completed by
+-- listRunsByAttribute with da's name and value, the other conditions, the
+-- cursor on (run_created_at, workflow_run_id) and the order. The value
+-- index (namespace_id, name, value, run_created_at DESC, workflow_run_id
+-- DESC) lists the value's runs in list order, so the page reads them
+-- newest first and stops at its end, whether the value is rare or common.
+SELECT {{run_columns}}
+FROM {{schema}}."go_search_attributes" AS da
+JOIN {{schema}}."workflow_runs" AS wr
+  ON wr."namespace_id" = da."namespace_id" AND wr."id" = da."workflow_run_id"
+WHERE da."namespace_id" = $1
+
+-- name: list_runs_summary_by_attribute
+-- list_runs_by_attribute without input and output.
+SELECT {{run_summary_columns}}
+FROM {{schema}}."go_search_attributes" AS da
+JOIN {{schema}}."workflow_runs" AS wr
+  ON wr."namespace_id" = da."namespace_id" AND wr."id" = da."workflow_run_id"
+WHERE da."namespace_id" = $1
