@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"context"
+	"net/url"
 	"strconv"
 	"testing"
 	"time"
@@ -13,10 +14,10 @@ import (
 )
 
 // TestBrowserBulkCancel walks an operator through a bulk cancel in
-// Chromium: the runs list filtered to a workflow, "Select all
+// Chromium: the runs list searched with the query box, "Select all
 // matching…", the action chosen, the confirmation page with the count,
 // then the action's page following its progress live to the end.
-// Screenshots: *-bulk-confirm.png, *-bulk-progress.png, *-bulk-done.png.
+// Screenshots: bulk-*-list.png, bulk-*-confirm.png, *-bulk-progress.png, *-bulk-done.png.
 func TestBrowserBulkCancel(t *testing.T) {
 	eachBackend(t, siteOptions{noWorker: true}, func(t *testing.T, s *site) {
 		const n = 300
@@ -41,8 +42,9 @@ func TestBrowserBulkCancel(t *testing.T) {
 
 		b := newTab(t, s)
 		name := "bulk-" + t.Name()[len("TestBrowserBulkCancel/"):]
-		b.open("/?workflow=nightly-sync")
-		b.until("the filtered list", `document.querySelector('#bulk-select-all') !== null`)
+		b.open("/?query=" + url.QueryEscape(`workflow = "nightly-sync"`))
+		b.until("the list of the query box", `document.querySelector('#bulk-select-all') !== null`)
+		b.screenshot(name + "-list")
 		b.clickToLoad("#bulk-select-all")
 		if got := eval[string](b, `document.getElementById('b-query').value`); got != `workflow = "nightly-sync"` {
 			t.Fatalf("the bulk form's query is %q, want the list's filter as a query", got)
