@@ -102,3 +102,54 @@ func TestStartBulkActionRefusesABadQueryWithItsPosition(t *testing.T) {
 		}
 	})
 }
+
+func TestBulkDeleteByAnOrQueryDeletesTheFinishedRunsItSelects(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend.Backend) {
+		ctx := context.Background()
+		c := ow.NewClient(b)
+		create := func(name string) string {
+			r, err := b.CreateWorkflowRun(ctx, backend.CreateWorkflowRunParams{WorkflowName: name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r.ID
+		}
+		var gone []string
+		for _, name := range []string{"del-a", "del-a", "del-b"} {
+			id := create(name)
+			if _, err := c.CancelRun(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+			gone = append(gone, id)
+		}
+		pendingA := create("del-a")
+		otherID := create("del-c")
+		if _, err := c.CancelRun(ctx, otherID); err != nil {
+			t.Fatal(err)
+		}
+		query := `workflow = "del-a" OR workflow = "del-b"`
+		dry, err := c.DryRunBulkAction(ctx, backend.BulkDelete, query)
+		if err != nil || dry.Matched != 4 || dry.Eligible != 3 {
+			t.Fatalf("DryRunBulkAction = %+v, %v; want 4 matched, 3 finished ones eligible", dry, err)
+		}
+		a, err := c.StartBulkAction(ctx, backend.BulkDelete, query, ow.BulkActionOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		startWorker(t, b, ow.WorkerOptions{Concurrency: 1, BulkActionPoll: 20 * time.Millisecond})
+		a = waitBulk(t, c, a.ID)
+		if a.State != backend.BulkCompleted || a.Acted != 3 || a.Skipped != 0 {
+			t.Fatalf("bulk delete = %+v, want completed with 3 acted", a)
+		}
+		for _, id := range gone {
+			if _, err := b.GetWorkflowRun(ctx, id); !errors.Is(err, backend.ErrRunNotFound) {
+				t.Errorf("run %s after the bulk delete: %v, want not found", id, err)
+			}
+		}
+		for _, id := range []string{pendingA, otherID} {
+			if _, err := b.GetWorkflowRun(ctx, id); err != nil {
+				t.Errorf("run %s, which the delete does not select, is gone: %v", id, err)
+			}
+		}
+	})
+}
