@@ -350,3 +350,35 @@ func (c *queryCompiler) attr(p *runquery.Predicate) error {
 	}
 	return nil
 }
+
+// drivingAttribute returns the predicate attrs.x = v on a scalar
+// attribute that the whole query requires (the query itself, or a term of
+// its top-level AND), and the query without it (nil when nothing is
+// left); nil when there is none.
+func drivingAttribute(q *runquery.Query, attrs map[string]runquery.Type) (*runquery.Predicate, *runquery.Query) {
+	isDriving := func(n runquery.Node) *runquery.Predicate {
+		p, ok := n.(*runquery.Predicate)
+		if !ok || p.Field.Attr == "" || p.Op != runquery.Eq || attrs[p.Field.Attr] == runquery.KeywordList {
+			return nil
+		}
+		return p
+	}
+	if p := isDriving(q.Root); p != nil {
+		return p, nil
+	}
+	and, ok := q.Root.(*runquery.And)
+	if !ok {
+		return nil, nil
+	}
+	for i, t := range and.Terms {
+		if p := isDriving(t); p != nil {
+			rest := append(append([]runquery.Node{}, and.Terms[:i]...), and.Terms[i+1:]...)
+			var root runquery.Node = &runquery.And{Terms: rest}
+			if len(rest) == 1 {
+				root = rest[0]
+			}
+			return p, &runquery.Query{Source: q.Source, Root: root}
+		}
+	}
+	return nil, nil
+}

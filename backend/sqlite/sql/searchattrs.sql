@@ -63,3 +63,28 @@ JOIN "go_search_attribute_types" AS t
   ON t."namespace_id" = a."namespace_id" AND t."name" = a."name"
 WHERE a."namespace_id" = :ns AND a."workflow_run_id" IN (SELECT "value" FROM json_each(:ids))
 ORDER BY a."workflow_run_id", a."name", a."seq"
+
+-- name: list_runs_by_attribute
+-- A page of a list whose query requires attrs.x = v (:da_name, :da_value;
+-- __value__ is replaced by the value column of x's type, from a fixed
+-- table): the value's index range, in list order (run_created_at DESC,
+-- workflow_run_id DESC), joined to the runs; listPage completes it with
+-- the other conditions, the cursor and the order on da's columns, so the
+-- page reads the value's runs newest first and stops at its end, however
+-- common the value. da's columns are renamed so that the run columns
+-- stay unambiguous.
+SELECT {{run_columns}}
+FROM (SELECT sa."workflow_run_id" AS "da_run", sa."run_created_at" AS "da_created"
+      FROM "go_search_attributes" AS sa
+      WHERE sa."namespace_id" = :ns AND sa."name" = :da_name AND sa."__value__" = :da_value) AS da
+JOIN "workflow_runs" ON "workflow_runs"."namespace_id" = :ns AND "workflow_runs"."id" = da."da_run"
+WHERE "namespace_id" = :ns
+
+-- name: list_runs_summary_by_attribute
+-- list_runs_by_attribute without input and output.
+SELECT {{run_summary_columns}}
+FROM (SELECT sa."workflow_run_id" AS "da_run", sa."run_created_at" AS "da_created"
+      FROM "go_search_attributes" AS sa
+      WHERE sa."namespace_id" = :ns AND sa."name" = :da_name AND sa."__value__" = :da_value) AS da
+JOIN "workflow_runs" ON "workflow_runs"."namespace_id" = :ns AND "workflow_runs"."id" = da."da_run"
+WHERE "namespace_id" = :ns
