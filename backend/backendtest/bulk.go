@@ -265,6 +265,26 @@ func testBulkActions(t *testing.T, s *suite) {
 		}
 	})
 
+	t.Run("a bulk cancel announces the end of a run a worker holds, and a bulk retry announces work, as the single operations do", func(t *testing.T) {
+		t.Parallel()
+		clk := newClock()
+		b := s.newBackendOn(t, clk)
+		bulkStore(t, b)
+		held := startRun(t, b, newWorkerID(), backend.CreateWorkflowRunParams{WorkflowName: "bulk"})
+		failed := failedBulkRun(t, b, false)
+		clk.Advance(time.Millisecond)
+		ch := subscribe(t, b)
+		owner := newWorkerID()
+		// (the spec's pages list every run of workflow "bulk": each action
+		// skips the other's run)
+		a := driveBulk(t, b, claimBulk(t, b, owner, newBulkAction(t, b, backend.BulkCancel)), owner, 10)
+		requireBulkCounts(t, a, backend.BulkCompleted, 1, 1, 1)
+		awaitEvent(t, ch, "EventRunFinished for the held run the bulk cancel canceled", isFinished(held.ID))
+		a = driveBulk(t, b, claimBulk(t, b, owner, newBulkAction(t, b, backend.BulkRetry)), owner, 10)
+		requireBulkCounts(t, a, backend.BulkCompleted, 1, 1, 1)
+		awaitEvent(t, ch, "EventWorkAvailable after the bulk retry of "+failed.ID, isWork)
+	})
+
 	t.Run("a page is applied once: the same page again, or by a driver without the lease, is refused and acts on nothing", func(t *testing.T) {
 		t.Parallel()
 		clk := newClock()
