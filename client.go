@@ -52,7 +52,8 @@ func NewClient(b backend.Client, opts ...ClientOption) *Client {
 func (c *Client) Backend() backend.Client { return c.b }
 
 // StartOption configures a run at start: [WithIdempotencyKey],
-// [WithStartAt], [WithDeadline], [WithConcurrencyKey], [WithPriority].
+// [WithStartAt], [WithDeadline], [WithConcurrencyKey], [WithPriority],
+// [WithSearchAttributes].
 type StartOption func(*startOptions)
 
 type startOptions struct {
@@ -60,12 +61,14 @@ type startOptions struct {
 	availableAt, deadlineAt *time.Time
 	concurrencyKey          *string
 	priority                int
+	searchAttributes        backend.SearchAttributes
 }
 
 // apply sets the options on the create parameters p.
 func (o startOptions) apply(p *backend.CreateWorkflowRunParams) {
 	p.IdempotencyKey, p.AvailableAt, p.DeadlineAt = o.idempotencyKey, o.availableAt, o.deadlineAt
 	p.ConcurrencyKey, p.Priority = o.concurrencyKey, o.priority
+	p.SearchAttributes = o.searchAttributes
 }
 
 func newStartOptions(opts []StartOption) startOptions {
@@ -164,6 +167,23 @@ func (c *Client) GetRun(ctx context.Context, runID string) (*backend.WorkflowRun
 // ListRuns lists runs newest first, filtered and paginated by p.
 func (c *Client) ListRuns(ctx context.Context, p backend.ListWorkflowRunsParams) (*backend.Page[backend.WorkflowRun], error) {
 	return c.b.ListWorkflowRuns(ctx, p)
+}
+
+// CountMatchingRuns counts the runs [Client.ListRuns] would list with p's
+// filters and query, across all pages (backend.Client.CountMatchingRuns).
+func (c *Client) CountMatchingRuns(ctx context.Context, p backend.ListWorkflowRunsParams) (int64, error) {
+	return c.b.CountMatchingRuns(ctx, p)
+}
+
+// SearchAttributes returns the search attributes of the runs given, by
+// run id (a run without any has no entry), or backend.ErrNotSupported
+// when the backend stores none.
+func (c *Client) SearchAttributes(ctx context.Context, runIDs ...string) (map[string]backend.SearchAttributes, error) {
+	store, ok := c.b.(backend.SearchAttributeStore)
+	if !ok {
+		return nil, fmt.Errorf("search attributes: %w", backend.ErrNotSupported)
+	}
+	return store.SearchAttributesOf(ctx, runIDs)
 }
 
 // ListSteps lists a run's step attempts oldest first.

@@ -2,6 +2,7 @@ package openworkflow
 
 import (
 	"fmt"
+	"github.com/openworkflow-go/openworkflow/backend"
 	"log/slog"
 	"os"
 	"time"
@@ -94,6 +95,24 @@ type WorkerOptions struct {
 	// the backend's clock; a worker wakes for the next one by Now, and
 	// looks at the schedules at least every 5 MaxPollIntervals.
 	SkipSchedules bool
+	// SkipBulkActions makes the worker drive no bulk actions. Default
+	// false: every worker looks for an open bulk action of its namespace
+	// whose lease is free every BulkActionPoll, and drives the one it
+	// leases page by page ([Client.StartBulkAction]); a TypeScript worker
+	// never does, since the action is not a run.
+	SkipBulkActions bool
+	// BulkActionPoll is how often an idle worker looks for a bulk action
+	// to drive. Default 2 s.
+	BulkActionPoll time.Duration
+	// BulkActionLease is how long a driver's lease on a bulk action
+	// holds; each page renews it, and a killed driver's action is taken
+	// over by another worker once it expires. Default 30 s; it must
+	// exceed the time a page takes.
+	BulkActionLease time.Duration
+	// BulkActionPage is the number of runs a page of a bulk action holds,
+	// each page one transaction. Default 1,000 ([backend.DefaultBulkPage]),
+	// at most [backend.MaxBulkPage].
+	BulkActionPage int
 	// Limits sets the limits of registered workflows by name, in place of
 	// their Spec.Limits: for workflows defined elsewhere (DAG and OpenFlow
 	// workflows, or limits from openworkflow.yaml). Nil: each workflow's
@@ -169,6 +188,15 @@ func (o WorkerOptions) withDefaults() WorkerOptions {
 	}
 	if o.RunningStepAfter <= 0 {
 		o.RunningStepAfter = 50 * time.Millisecond
+	}
+	if o.BulkActionPoll <= 0 {
+		o.BulkActionPoll = 2 * time.Second
+	}
+	if o.BulkActionLease <= 0 {
+		o.BulkActionLease = 30 * time.Second
+	}
+	if o.BulkActionPage <= 0 || o.BulkActionPage > backend.MaxBulkPage {
+		o.BulkActionPage = backend.DefaultBulkPage
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

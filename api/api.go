@@ -187,6 +187,7 @@ var routeTable = []Route{
 	{"POST", "/v1/runs", "startRun", write, (*Handler).startRun},
 	{"GET", "/v1/runs", "listRuns", read, (*Handler).listRuns},
 	{"GET", "/v1/runs/counts", "countRuns", read, (*Handler).countRuns},
+	{"GET", "/v1/runs/count", "countMatchingRuns", read, (*Handler).countMatchingRuns},
 	{"GET", "/v1/runs/{id}", "getRun", read, (*Handler).getRun},
 	{"POST", "/v1/runs/{id}/cancel", "cancelRun", write, (*Handler).cancelRun},
 	{"POST", "/v1/runs/{id}/retry", "retryRun", write, (*Handler).retryRun},
@@ -219,6 +220,10 @@ var routeTable = []Route{
 	{"GET", "/v1/limits", "listLimits", read, (*Handler).listLimits},
 	{"GET", "/v1/workers", "listWorkers", read, (*Handler).listWorkers},
 	{"GET", "/v1/workflows", "listWorkflows", read, (*Handler).listWorkflows},
+	{"POST", "/v1/bulk-actions", "startBulkAction", write, (*Handler).startBulkAction},
+	{"GET", "/v1/bulk-actions", "listBulkActions", read, (*Handler).listBulkActions},
+	{"GET", "/v1/bulk-actions/{id}", "getBulkAction", read, (*Handler).getBulkAction},
+	{"POST", "/v1/bulk-actions/{id}/cancel", "cancelBulkAction", write, (*Handler).cancelBulkAction},
 }
 
 // New returns the API handler over c. Its operations are those of c (and

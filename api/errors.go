@@ -10,6 +10,7 @@ import (
 	ow "github.com/openworkflow-go/openworkflow"
 	"github.com/openworkflow-go/openworkflow/access"
 	"github.com/openworkflow-go/openworkflow/backend"
+	"github.com/openworkflow-go/openworkflow/runquery"
 )
 
 // Code is the stable, machine-readable code of an API error; the message
@@ -44,6 +45,9 @@ const (
 	CodeRunPaused    Code = "run_paused"
 	CodeHookConflict Code = "hook_conflict" // 409: the token is held by another live hook
 	CodeStreamClosed Code = "stream_closed" // 409
+	// CodeBulkActionFinished (409): POST /v1/bulk-actions/{id}/cancel on
+	// an action that completed or failed.
+	CodeBulkActionFinished Code = "bulk_action_finished"
 	// CodeIdempotencyConflict (409): POST /v1/runs with an idempotency key
 	// that started a run of another input within 24 hours; the message
 	// names that run, which the start did not change.
@@ -72,6 +76,10 @@ type Error struct {
 	// Field names the request field at fault (a JSON member, a query
 	// parameter or a path parameter), when there is one.
 	Field string `json:"field,omitempty"`
+	// Position is, for a query that cannot run (the q parameter), where
+	// in it the fault is: line and column from 1 (column in bytes), and
+	// the byte offset from 0.
+	Position *runquery.Position `json:"position,omitempty"`
 	// Status is the HTTP status (not sent: it is the response's).
 	Status int `json:"-"`
 }
@@ -95,8 +103,13 @@ func asAPIError(err error, field string) *Error {
 	var bad *backend.ScheduleFieldError
 	var denied *access.Denied
 	var badRun *backend.FieldError
+	var badQuery *runquery.Error
 	switch {
 	case errors.As(err, &e):
+		return e
+	case errors.As(err, &badQuery):
+		e := errorf(http.StatusBadRequest, CodeInvalidArgument, "q", "%s", badQuery)
+		e.Position = &badQuery.Pos
 		return e
 	case errors.As(err, &denied):
 		code := map[int]Code{http.StatusUnauthorized: CodeUnauthorized, http.StatusForbidden: CodeForbidden, http.StatusTooManyRequests: CodeTooManyRequests}[denied.Status]
@@ -107,6 +120,8 @@ func asAPIError(err error, field string) *Error {
 		return errorf(http.StatusBadRequest, CodeInvalidArgument, badRun.Field, "%s", err)
 	case errors.As(err, &tooLarge):
 		return errorf(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, "", "the request body is larger than %d bytes", tooLarge.Limit)
+	case errors.Is(err, backend.ErrInvalidSearchAttribute):
+		return errorf(http.StatusBadRequest, CodeInvalidArgument, "searchAttributes", "%s", err)
 	case errors.Is(err, backend.ErrInvalidArgument):
 		return errorf(http.StatusBadRequest, CodeInvalidArgument, field, "%s", err)
 	case errors.Is(err, backend.ErrRunNotFound), errors.Is(err, backend.ErrStepNotFound):

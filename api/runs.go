@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 
 	ow "github.com/openworkflow-go/openworkflow"
 	"github.com/openworkflow-go/openworkflow/backend"
+	"github.com/openworkflow-go/openworkflow/runquery"
 )
 
 // startRunRequest is the body of POST /v1/runs.
@@ -36,6 +38,11 @@ type startRunRequest struct {
 	// ow.WithPriority).
 	ConcurrencyKey *string `json:"concurrencyKey"`
 	Priority       *int64  `json:"priority"`
+	// SearchAttributes are stored with the run (ow.WithSearchAttributes):
+	// a string is a keyword, an array of strings a keyword list, a number
+	// an int (whole) or a float, true/false a bool; a name declared as a
+	// time takes an RFC 3339 string.
+	SearchAttributes map[string]json.RawMessage `json:"searchAttributes"`
 }
 
 // MaxStartWait is the longest POST /v1/runs?wait=… waits for the run to
@@ -88,7 +95,13 @@ func (h *Handler) startRun(w http.ResponseWriter, r *http.Request) error {
 			status = http.StatusAccepted // started, not finished within the wait
 		}
 	}
-	writeJSON(w, status, RunOf(run, false))
+	out := RunOf(run, false)
+	attrs, err := h.searchAttributes(r.Context(), *run)
+	if err != nil {
+		return asAPIError(err, "")
+	}
+	out.SearchAttributes = attrs[run.ID]
+	writeJSON(w, status, out)
 	return nil
 }
 
@@ -198,7 +211,33 @@ func (req *startRunRequest) options(now time.Time) ([]ow.StartOption, error) {
 		}
 		opts = append(opts, ow.WithPriority(int(*p)))
 	}
+	if len(req.SearchAttributes) > 0 {
+		attrs, err := searchAttributesOf(req.SearchAttributes)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, ow.WithSearchAttributes(attrs))
+	}
 	return opts, nil
+}
+
+// searchAttributesOf decodes the JSON values of searchAttributes (numbers
+// as json.Number, so an integer stays exact) and checks them.
+func searchAttributesOf(raw map[string]json.RawMessage) (backend.SearchAttributes, error) {
+	attrs := backend.SearchAttributes{}
+	for name, v := range raw {
+		dec := json.NewDecoder(bytes.NewReader(v))
+		dec.UseNumber()
+		var x any
+		if err := dec.Decode(&x); err != nil {
+			return nil, badField("searchAttributes", "searchAttributes.%s: %s", name, err)
+		}
+		attrs[name] = x
+	}
+	if err := attrs.Validate(); err != nil {
+		return nil, badField("searchAttributes", "%s", err)
+	}
+	return attrs, nil
 }
 
 func (h *Handler) getRun(w http.ResponseWriter, r *http.Request) error {
@@ -214,16 +253,25 @@ func (h *Handler) getRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return asAPIError(err, "id")
 	}
-	writeJSON(w, http.StatusOK, RunOf(run, q.resolveNone()))
+	out := RunOf(run, q.resolveNone())
+	attrs, err := h.searchAttributes(r.Context(), *run)
+	if err != nil {
+		return asAPIError(err, "")
+	}
+	out.SearchAttributes = attrs[run.ID]
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
 func (h *Handler) listRuns(w http.ResponseWriter, r *http.Request) error {
-	q, err := parseQuery(r, "status", "workflowName", "createdAfter", "createdBefore", "limit", "cursor", "before", "resolveData")
+	q, err := parseQuery(r, "status", "workflowName", "createdAfter", "createdBefore", "limit", "cursor", "before", "resolveData", "q")
 	if err != nil {
 		return err
 	}
 	p := backend.ListWorkflowRunsParams{WorkflowName: q.str("workflowName"), After: q.str("cursor"), Before: q.str("before")}
+	if p.Query, err = runQuery(q.str("q")); err != nil {
+		return err
+	}
 	if p.After != "" && p.Before != "" {
 		return badField("before", "give cursor (the next, older page) or before (the previous, newer page), not both")
 	}
@@ -255,10 +303,77 @@ func (h *Handler) listRuns(w http.ResponseWriter, r *http.Request) error {
 		}
 		return asAPIError(err, field)
 	}
+	attrs, err := h.searchAttributes(r.Context(), page.Data...)
+	if err != nil {
+		return asAPIError(err, "")
+	}
 	writeJSON(w, http.StatusOK, RunPage{
-		List:       listOf(page.Data, page.Next, func(run *backend.WorkflowRun) Run { return RunOf(run, !all) }),
+		List: listOf(page.Data, page.Next, func(run *backend.WorkflowRun) Run {
+			out := RunOf(run, !all)
+			out.SearchAttributes = attrs[run.ID]
+			return out
+		}),
 		PrevCursor: page.Prev,
 	})
+	return nil
+}
+
+// runQuery parses the q parameter (package runquery); blank is no query.
+// A bad query answers 400 naming its position (asAPIError).
+func runQuery(src string) (*runquery.Query, error) {
+	q, err := runquery.Parse(src)
+	if err != nil {
+		return nil, asAPIError(err, "q")
+	}
+	return q, nil
+}
+
+// searchAttributes reads the search attributes of runs, or none when the
+// backend stores none.
+func (h *Handler) searchAttributes(ctx context.Context, runs ...backend.WorkflowRun) (map[string]backend.SearchAttributes, error) {
+	if len(runs) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, len(runs))
+	for i := range runs {
+		ids[i] = runs[i].ID
+	}
+	attrs, err := h.c.SearchAttributes(ctx, ids...)
+	if errors.Is(err, backend.ErrNotSupported) {
+		return nil, nil
+	}
+	return attrs, err
+}
+
+// RunCount answers GET /v1/runs/count: how many runs the filters and
+// query select now.
+type RunCount struct {
+	Count int64 `json:"count"`
+}
+
+func (h *Handler) countMatchingRuns(w http.ResponseWriter, r *http.Request) error {
+	q, err := parseQuery(r, "status", "workflowName", "createdAfter", "createdBefore", "q")
+	if err != nil {
+		return err
+	}
+	p := backend.ListWorkflowRunsParams{WorkflowName: q.str("workflowName")}
+	if p.Query, err = runQuery(q.str("q")); err != nil {
+		return err
+	}
+	if p.Status, err = q.status(); err != nil {
+		return err
+	}
+	if p.CreatedAfter, err = q.time("createdAfter"); err != nil {
+		return err
+	}
+	if p.CreatedBefore, err = q.time("createdBefore"); err != nil {
+		return err
+	}
+	n, err := h.c.CountMatchingRuns(r.Context(), p)
+	if err != nil {
+		return asAPIError(err, "q")
+	}
+	writeJSON(w, http.StatusOK, RunCount{Count: n})
 	return nil
 }
 

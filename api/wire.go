@@ -91,6 +91,10 @@ type Run struct {
 	// id; absent otherwise. Such a run is completed, with the output
 	// {"continuedAsNew": {"runId": ContinuedTo}}.
 	ContinuedTo string `json:"continuedTo,omitempty"`
+	// SearchAttributes are the run's search attributes by name (a
+	// keyword: string, a keyword list: array of strings, int and float:
+	// number, bool, time: RFC 3339 string); absent when it has none.
+	SearchAttributes backend.SearchAttributes `json:"searchAttributes,omitempty"`
 }
 
 // RunContinuation is what a successor records of the run it continues.

@@ -20,6 +20,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/openworkflow-go/openworkflow/runquery"
 )
 
 // Backend is a storage backend for one namespace: both sides of the seam.
@@ -61,6 +63,15 @@ type Client interface {
 	ListWorkflowRuns(ctx context.Context, p ListWorkflowRunsParams) (*Page[WorkflowRun], error)
 	// CountWorkflowRuns counts runs per status.
 	CountWorkflowRuns(ctx context.Context) (RunCounts, error)
+	// CountMatchingRuns counts the runs ListWorkflowRuns would list with
+	// p's filters (Status, WorkflowName, CreatedAfter, CreatedBefore,
+	// Query), across all pages: Limit, the cursors, OmitPayloads and
+	// MaxBytes are ignored. It reads the rows (no counter serves an
+	// arbitrary query), so its cost grows with the runs it matches. A query
+	// a backend cannot run (an undeclared search attribute, a value of
+	// another type than the attribute's) fails with an error wrapping both
+	// [ErrInvalidArgument] and a *runquery.Error giving the position.
+	CountMatchingRuns(ctx context.Context, p ListWorkflowRunsParams) (int64, error)
 	// CancelWorkflowRun cancels a pending or running run (worker_id and
 	// available_at NULL, finished_at now) and wakes a parked parent. It is
 	// idempotent for an already canceled run, returns an error wrapping
@@ -230,6 +241,12 @@ type CreateWorkflowRunParams struct {
 	// key). Valid text of at most [MaxConcurrencyKeyLength] bytes. Stored
 	// whether or not the workflow has limits.
 	ConcurrencyKey *string
+	// SearchAttributes are stored with the run, in the transaction that
+	// inserts it ([SearchAttributes]; nil values are ignored). A run the
+	// idempotency key reuses keeps its own. A bad name or value fails the
+	// create with [ErrInvalidSearchAttribute]; a value of another type
+	// than the namespace's for its name fails it too, nothing inserted.
+	SearchAttributes SearchAttributes
 }
 
 // MaxPriority is the largest priority in absolute value
@@ -247,6 +264,15 @@ type ListWorkflowRunsParams struct {
 	// CreatedAfter and CreatedBefore, when set, keep runs created at or
 	// after, and before, those times.
 	CreatedAfter, CreatedBefore *time.Time
+	// Query, when set, keeps the runs it matches (package runquery,
+	// docs/queries.md), in addition to the filters above; nil keeps every
+	// run. The order and the cursors stay those of an unfiltered list
+	// (created_at DESC, id DESC), so a query's pages are read and resumed
+	// like any other. A search attribute the namespace never declared, or
+	// a value of another type than its declared one, fails the call with
+	// an error wrapping [ErrInvalidArgument] and a *runquery.Error naming
+	// the position.
+	Query *runquery.Query
 	// Limit is the page size; 0 means [DefaultPageSize].
 	Limit int
 	// After and Before are cursors from a previous page; at most one may be

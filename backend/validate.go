@@ -154,7 +154,7 @@ func (p CreateWorkflowRunParams) Validate() error {
 			return &FieldError{Field: "concurrencyKey", Value: shown(*p.ConcurrencyKey), Reason: strings.TrimPrefix(err.Error(), ErrInvalidArgument.Error()+": ")}
 		}
 	}
-	return nil
+	return p.SearchAttributes.Validate()
 }
 
 // Validate checks a signal send as [CreateWorkflowRunParams.Validate]

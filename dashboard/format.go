@@ -48,6 +48,29 @@ var templateFuncs = template.FuncMap{
 	"words": func(s string) string { return strings.ReplaceAll(s, "_", " ") },
 	// viewErr reads a stored error (an update's) for its message.
 	"viewErr": viewError,
+	// attrQuery is the run query selecting runs with attribute name's
+	// value v (any member, for a keyword list).
+	"attrQuery": func(name string, v any) string {
+		if list, ok := v.([]any); ok {
+			parts := make([]string, len(list))
+			for i, m := range list {
+				raw, _ := json.Marshal(m)
+				parts[i] = string(raw)
+			}
+			return fmt.Sprintf("attrs.%s IN (%s)", name, strings.Join(parts, ", "))
+		}
+		raw, _ := json.Marshal(v)
+		return fmt.Sprintf("attrs.%s = %s", name, raw)
+	},
+	// attrValue shows a search attribute's value as JSON (a keyword in
+	// quotes, a keyword list as an array).
+	"attrValue": func(v any) string {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Sprint(v)
+		}
+		return string(raw)
+	},
 }
 
 // dict makes a map of its key, value arguments, to pass several values

@@ -12,7 +12,7 @@ import (
 
 // pageNames are the templates with a page of their own; each is parsed
 // with the layout and the shared partials.
-var pageNames = []string{"runs", "run", "start", "workers", "schedules", "login", "error"}
+var pageNames = []string{"runs", "run", "start", "workers", "schedules", "login", "error", "bulk", "bulk-confirm", "bulk-action"}
 
 // pageParts are the templates of a page's sections kept in files of
 // their own.
@@ -120,6 +120,8 @@ var notices = map[string]string{
 	"schedule-paused":    "Schedule paused: its ticks start no run until it is resumed.",
 	"schedule-resumed":   "Schedule resumed from its next tick; the ticks that passed while it was paused are not run.",
 	"schedule-triggered": "Run started by its schedule, now.",
+	"bulk-started":       "Bulk action started: the workers apply it page by page; this page follows its progress.",
+	"bulk-canceled":      "Bulk action canceled: it stops at its next page, keeping what it did.",
 }
 
 func notice(q url.Values) string {

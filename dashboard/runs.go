@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -14,10 +15,12 @@ import (
 	"github.com/openworkflow-go/openworkflow/backend"
 )
 
-// runsFilter is the runs list's query: ?status=&workflow=&limit=&cursor=
-// or &before=, and q, a run id to open.
+// runsFilter is the runs list's query: ?status=&workflow=&query=&limit=
+// &cursor= or &before=, and q, a run id to open. Query is a run query
+// (docs/queries.md), passed to the API as its q.
 type runsFilter struct {
 	Status, Workflow string
+	Query            string
 	Limit            int
 	Cursor, Before   string
 	Q                string
@@ -30,7 +33,8 @@ var statuses = []string{"pending", "running", "completed", "failed", "canceled"}
 var pageSizes = []int{25, 50, 100}
 
 func readRunsFilter(q url.Values) runsFilter {
-	f := runsFilter{Status: q.Get("status"), Workflow: strings.TrimSpace(q.Get("workflow")), Cursor: q.Get("cursor"), Before: q.Get("before"), Q: strings.TrimSpace(q.Get("q"))}
+	f := runsFilter{Status: q.Get("status"), Workflow: strings.TrimSpace(q.Get("workflow")), Cursor: q.Get("cursor"), Before: q.Get("before"), Q: strings.TrimSpace(q.Get("q")),
+		Query: strings.TrimSpace(q.Get("query"))}
 	f.Limit, _ = strconv.Atoi(q.Get("limit"))
 	if f.Limit <= 0 {
 		f.Limit = 25
@@ -48,6 +52,9 @@ func (f runsFilter) query(page bool) url.Values {
 	}
 	if f.Workflow != "" {
 		q.Set("workflow", f.Workflow)
+	}
+	if f.Query != "" {
+		q.Set("query", f.Query)
 	}
 	if f.Limit != 25 {
 		q.Set("limit", strconv.Itoa(f.Limit))
@@ -89,6 +96,9 @@ func (f runsFilter) apiQuery() url.Values {
 	if f.Workflow != "" {
 		q.Set("workflowName", f.Workflow)
 	}
+	if f.Query != "" {
+		q.Set("q", f.Query)
+	}
 	if f.Cursor != "" {
 		q.Set("cursor", f.Cursor)
 	} else if f.Before != "" {
@@ -113,6 +123,39 @@ type runsData struct {
 	Live     bool
 	Problem  string
 	Filtered bool
+	// BulkQuery is the run query of the filters, for "Select all
+	// matching" (a bulk action over them).
+	BulkQuery string
+	// QueryError is the API's refusal of the filter's query, shown under
+	// the query box; nil when the query ran.
+	QueryError *queryProblem
+}
+
+// queryProblem is a query the API refused: its message, its position and
+// the query's line at fault with a caret under the position.
+type queryProblem struct {
+	Message      string
+	Line, Column int
+	Text, Caret  string
+}
+
+// queryProblemOf returns the query error of err (a 400 of the API about
+// q, with a position), or nil.
+func queryProblemOf(query string, err error) *queryProblem {
+	var e *api.Error
+	if !errors.As(err, &e) || e.Field != "q" || e.Position == nil {
+		return nil
+	}
+	msg := e.Message // "invalid query at 1:23: …": the box says where itself
+	if i := strings.Index(msg, ": "); strings.HasPrefix(msg, "invalid query at ") && i >= 0 {
+		msg = msg[i+2:]
+	}
+	p := &queryProblem{Message: msg, Line: e.Position.Line, Column: e.Position.Column}
+	if lines := strings.Split(query, "\n"); p.Line >= 1 && p.Line <= len(lines) {
+		p.Text = lines[p.Line-1]
+		p.Caret = strings.Repeat(" ", max(0, min(p.Column-1, len(p.Text)))) + "^"
+	}
+	return p
 }
 
 // runRow is one run of the list.
@@ -142,8 +185,12 @@ func (d *Dashboard) runsPage(w http.ResponseWriter, r *http.Request) {
 			d.failAPI(w, r, "Runs could not be listed", err)
 			return
 		}
-		// A filter or cursor the API refused: say so above an empty list.
-		data = &runsData{Filter: f, Statuses: statuses, Sizes: pageSizes, Problem: err.Error()}
+		// A filter or cursor the API refused: say so above an empty list
+		// (a query's error under its box, with its position).
+		data = &runsData{Filter: f, Statuses: statuses, Sizes: pageSizes, Filtered: true, First: true}
+		if data.QueryError = queryProblemOf(f.Query, err); data.QueryError == nil {
+			data.Problem = err.Error()
+		}
 	}
 	v := d.view(r, "Runs", "runs", data)
 	if data.Live {
@@ -181,7 +228,7 @@ func (d *Dashboard) loadRuns(ctx context.Context, f runsFilter, now time.Time) (
 		return nil, err
 	}
 	data := &runsData{Filter: f, Statuses: statuses, Sizes: pageSizes, Counts: d.counts.fresh(),
-		First: f.Cursor == "" && (f.Before == "" || page.PrevCursor == nil), Filtered: f.Status != "" || f.Workflow != ""}
+		First: f.Cursor == "" && (f.Before == "" || page.PrevCursor == nil), Filtered: f.Status != "" || f.Workflow != "" || f.Query != "", BulkQuery: bulkQueryOf(f)}
 	data.Live = f.Cursor == "" && f.Before == ""
 	if data.Counts != nil {
 		data.Total = total(data.Counts)

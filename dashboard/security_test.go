@@ -152,8 +152,8 @@ func TestScopedTokensOnTheDashboard(t *testing.T) {
 		id := s.start("greet", "ada")
 		wall := s.client()
 		s.must(wall, http.StatusSeeOther, "POST", "/login", url.Values{"token": {readToken}})
-		actions := []string{"Cancel run", "data-open=\"dlg-", "action=\"/runs/" + id + "/cancel\"", "href=\"/runs/new", "Start again"}
-		for _, path := range []string{"/", "/runs/" + id, "/schedules", "/workers"} {
+		actions := []string{"Cancel run", "data-open=\"dlg-", "action=\"/runs/" + id + "/cancel\"", "href=\"/runs/new", "Start again", "id=\"bulk-form\"", "Select all matching"}
+		for _, path := range []string{"/", "/?workflow=greet", "/runs/" + id, "/schedules", "/workers", "/bulk-actions"} {
 			p := s.must(wall, http.StatusOK, "GET", path, nil)
 			for _, a := range actions {
 				if strings.Contains(p.body, a) {
@@ -161,7 +161,7 @@ func TestScopedTokensOnTheDashboard(t *testing.T) {
 				}
 			}
 		}
-		for _, path := range []string{"/runs/" + id + "/cancel", "/runs/" + id + "/pause", "/runs/" + id + "/resume", "/runs", "/signals", "/schedules/s/trigger"} {
+		for _, path := range []string{"/runs/" + id + "/cancel", "/runs/" + id + "/pause", "/runs/" + id + "/resume", "/runs", "/signals", "/schedules/s/trigger", "/bulk-actions", "/bulk-actions/bulk_x/cancel"} {
 			t.Run("a read-only visitor's POST "+path+" is refused", func(t *testing.T) {
 				s.must(wall, http.StatusForbidden, "POST", path, url.Values{"workflow": {"greet"}, "signal": {"x"}}, "Origin", s.url)
 			})

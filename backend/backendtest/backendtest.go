@@ -89,6 +89,8 @@ func Run(t *testing.T, h Harness) {
 		{"GetWorkflowRun", testGetWorkflowRun},
 		{"JSON values", testJSONRoundTrip},
 		{"ListWorkflowRuns", testListWorkflowRuns},
+		{"Run queries", testRunQueries},
+		{"Search attributes", testSearchAttributes},
 		{"CountWorkflowRuns", testCountWorkflowRuns},
 		{"Legacy statuses", testLegacyStatuses},
 		{"Write groups", testWriteGroups},
@@ -133,6 +135,7 @@ func Run(t *testing.T, h Harness) {
 		{"Limit audit", testLimitAudit},
 		{"Limit backlog", testLimitBacklog},
 		{"WorkerRegistry", testWorkerRegistry},
+		{"Bulk actions", testBulkActions},
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {

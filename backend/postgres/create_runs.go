@@ -35,7 +35,9 @@ func (b *Backend) CreateWorkflowRuns(ctx context.Context, ps []backend.CreateWor
 		return []*backend.WorkflowRun{}, nil
 	}
 	var plain, keyed []int
+	withAttrs := false // runs with search attributes take the transaction
 	for i, p := range ps {
+		withAttrs = withAttrs || len(p.SearchAttributes) > 0
 		if err := validateCreate(p); err != nil {
 			return nil, fmt.Errorf("create workflow runs: entry %d: %w", i, err)
 		}
@@ -46,7 +48,7 @@ func (b *Backend) CreateWorkflowRuns(ctx context.Context, ps []backend.CreateWor
 		}
 	}
 	runs := make([]*backend.WorkflowRun, len(ps))
-	if len(keyed) == 0 {
+	if len(keyed) == 0 && !withAttrs {
 		// One round trip, one implicit transaction: insert, then notify
 		// and read the clock that stamped the runs, which are built from
 		// their inputs rather than read back.
@@ -140,6 +142,13 @@ func (b *Backend) CreateWorkflowRuns(ctx context.Context, ps []backend.CreateWor
 		}
 		if len(inserted) == 0 {
 			return nil
+		}
+		for _, i := range inserted {
+			if len(ps[i].SearchAttributes) > 0 {
+				if err := b.writeSearchAttributes(ctx, tx, runs[i].ID, runs[i].CreatedAt, ps[i].SearchAttributes, false); err != nil {
+					return fmt.Errorf("entry %d: %w", i, err)
+				}
+			}
 		}
 		if err := b.recordEscapes(ctx, tx, &esc); err != nil {
 			return err

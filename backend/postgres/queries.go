@@ -141,6 +141,16 @@ type queries struct {
 	PruneHooks                string `sql:"prune_hooks"`
 	PruneSteps                string `sql:"prune_steps"`
 	PruneRuns                 string `sql:"prune_runs"`
+	// bulk.sql
+	InsertBulkAction  string `sql:"insert_bulk_action"`
+	GetBulkAction     string `sql:"get_bulk_action"`
+	ListBulkActions   string `sql:"list_bulk_actions"`
+	CancelBulkAction  string `sql:"cancel_bulk_action"`
+	ClaimBulkAction   string `sql:"claim_bulk_action"`
+	LockBulkAction    string `sql:"lock_bulk_action"`
+	AdvanceBulkAction string `sql:"advance_bulk_action"`
+	BulkLockDeletable string `sql:"bulk_lock_deletable"`
+	BulkCancelRuns    string `sql:"bulk_cancel_runs"`
 	// definitions.sql
 	PutDefinition   string `sql:"put_definition"`
 	GetDefinition   string `sql:"get_definition"`
@@ -172,6 +182,18 @@ type queries struct {
 	ContinueMoveSignals  string `sql:"continue_move_signals"`
 	ContinueRelinkParent string `sql:"continue_relink_parent"`
 	ContinueScheduleRuns string `sql:"continue_schedule_runs"`
+	// searchattrs.sql
+	SearchAttributeTypes       string `sql:"search_attribute_types"`
+	CountMatchingRuns          string `sql:"count_matching_runs"`
+	DeclareSearchAttributes    string `sql:"declare_search_attributes"`
+	ListSearchAttributeTypes   string `sql:"list_search_attribute_types"`
+	LockRunForSearchAttributes string `sql:"lock_run_for_search_attributes"`
+	DeleteSearchAttributes     string `sql:"delete_search_attributes"`
+	InsertSearchAttributes     string `sql:"insert_search_attributes"`
+	SearchAttributeTotals      string `sql:"search_attribute_totals"`
+	SearchAttributesOf         string `sql:"search_attributes_of"`
+	ListRunsByAttribute        string `sql:"list_runs_by_attribute"`
+	ListRunsSummaryByAttribute string `sql:"list_runs_summary_by_attribute"`
 	// migrate.sql
 	MigrationLock                string `sql:"migration_lock"`
 	MigrationUnlock              string `sql:"migration_unlock"`

@@ -35,7 +35,7 @@ func (b *Backend) CreateWorkflowRun(ctx context.Context, p backend.CreateWorkflo
 	var esc escapes
 	args := b.insertRunArgs(runID, p, &esc)
 	var run *backend.WorkflowRun
-	if p.IdempotencyKey == nil {
+	if p.IdempotencyKey == nil && len(p.SearchAttributes) == 0 {
 		err := b.withEscapes(ctx, &esc, func(q querier) (err error) {
 			run, err = queryRun(ctx, q, b.q.InsertRun, args...)
 			return err
@@ -57,6 +57,9 @@ func (b *Backend) CreateWorkflowRun(ctx context.Context, p backend.CreateWorkflo
 		err = b.decodeRuns(ctx, run)
 	}
 	if err != nil {
+		if p.IdempotencyKey == nil {
+			return run, fmt.Errorf("create workflow run %q: %w", p.WorkflowName, missingParent([]backend.CreateWorkflowRunParams{p}, err))
+		}
 		return run, fmt.Errorf("create workflow run %q with idempotency key %q: %w", p.WorkflowName, *p.IdempotencyKey, err)
 	}
 	return run, nil
@@ -155,7 +158,30 @@ func (b *Backend) ListWorkflowRuns(ctx context.Context, p backend.ListWorkflowRu
 	if !backend.ValidText(p.WorkflowName) { // no run has such a name
 		return &backend.Page[backend.WorkflowRun]{Data: []backend.WorkflowRun{}}, nil
 	}
-	sql, args := b.listRunsQuery(p, after, before, limit)
+	var sql string
+	var args []any
+	if p.Query != nil {
+		var byAttr bool
+		sql, args, byAttr, err = b.listRunsByAttribute(ctx, p, after, before, limit)
+		if err != nil {
+			return nil, fmt.Errorf("list workflow runs: %w", err)
+		}
+		if !byAttr {
+			base := b.q.ListRuns
+			if p.OmitPayloads {
+				base = b.q.ListRunsSummary
+			}
+			q := newPageQuery(base, b.namespace)
+			cond, err := b.matchConditions(ctx, p, &q.args)
+			if err != nil {
+				return nil, fmt.Errorf("list workflow runs: %w", err)
+			}
+			q.sql.WriteString(cond)
+			sql, args = q.finish("wr", true, after, before, limit), q.args
+		}
+	} else {
+		sql, args = b.listRunsQuery(p, after, before, limit)
+	}
 	qctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	rows, err := b.pool.Query(qctx, sql, args...)

@@ -137,5 +137,10 @@ func (b *Backend) createInTx(ctx context.Context, tx pgx.Tx, p backend.CreateWor
 	if run, err = queryRun(ctx, tx, b.q.InsertRun, args...); err != nil {
 		return nil, false, err
 	}
+	if len(p.SearchAttributes) > 0 {
+		if err := b.writeSearchAttributes(ctx, tx, run.ID, run.CreatedAt, p.SearchAttributes, false); err != nil {
+			return nil, false, err
+		}
+	}
 	return run, false, b.recordEscapes(ctx, tx, esc)
 }

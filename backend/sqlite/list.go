@@ -15,42 +15,49 @@ import (
 // ListWorkflowRuns lists the namespace's runs newest first (created_at
 // DESC, id DESC), optionally filtered by status (a legacy status matches
 // its current name), workflow name and creation time (at or after
-// p.CreatedAfter, before p.CreatedBefore). Pages hold p.Limit runs (100 when
+// p.CreatedAfter, before p.CreatedBefore) and p.Query (matchConditions). Pages hold p.Limit runs (100 when
 // 0, at most [backend.MaxPageSize]); p.After / p.Before are the Next /
 // Prev cursors of a previous page. Setting both, a limit out of range or
 // a malformed cursor fails with [backend.ErrInvalidArgument] (see
 // [backend.ResolvePage]).
 func (b *Backend) ListWorkflowRuns(ctx context.Context, p backend.ListWorkflowRunsParams) (*backend.Page[backend.WorkflowRun], error) {
-	var where []string
-	args := []any{sql.Named("ns", b.ns)}
-	if p.Status != "" {
-		statuses := statusesMatching(p.Status)
-		in := make([]string, len(statuses))
-		for i, s := range statuses {
-			name := fmt.Sprintf("status%d", i)
-			in[i] = ":" + name
-			args = append(args, sql.Named(name, s))
-		}
-		where = append(where, `"status" IN (`+strings.Join(in, ", ")+`)`)
-	}
-	if p.WorkflowName != "" {
-		where = append(where, `"workflow_name" = :workflow_name`)
-		args = append(args, sql.Named("workflow_name", p.WorkflowName))
-	}
-	if p.CreatedAfter != nil {
-		where = append(where, `"created_at" >= :created_after`)
-		args = append(args, sql.Named("created_after", createdBound(*p.CreatedAfter)))
-	}
-	if p.CreatedBefore != nil {
-		where = append(where, `"created_at" < :created_before`)
-		args = append(args, sql.Named("created_before", createdBound(*p.CreatedBefore)))
-	}
 	base := b.q.ListRuns
 	if p.OmitPayloads {
 		base = b.q.ListRunsSummary
 	}
+	var orderBy [2]string
+	var driveArgs []any
+	if p.Query != nil {
+		attrs, err := b.searchAttributeTypes(ctx, p.Query)
+		if err != nil {
+			return nil, fmt.Errorf("list workflow runs: %w", err)
+		}
+		if drive, rest := drivingAttribute(p.Query, attrs); drive != nil {
+			// Read the value's runs in list order (list_runs_by_attribute).
+			typ := attrs[drive.Field.Attr]
+			values, err := drive.AttrValues(typ)
+			if err != nil {
+				return nil, fmt.Errorf("list workflow runs: %w: %w", backend.ErrInvalidArgument, err)
+			}
+			base = b.q.ListRunsByAttribute
+			if p.OmitPayloads {
+				base = b.q.ListRunsSummaryByAttribute
+			}
+			base = strings.ReplaceAll(base, "__value__", attrColumns[typ])
+			c := &queryCompiler{}
+			c.param(values[0]) // a time or bool as stored
+			driveArgs = []any{sql.Named("da_name", drive.Field.Attr), sql.Named("da_value", c.args[0].(sql.NamedArg).Value)}
+			orderBy = [2]string{`da."da_created"`, `da."da_run"`}
+			p.Query = rest
+		}
+	}
+	where, args, err := b.matchConditions(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("list workflow runs: %w", err)
+	}
+	args = append(append(args, sql.Named("ns", b.ns)), driveArgs...)
 	page, err := listPage(ctx, b, listQuery{
-		base: base, descending: true,
+		base: base, descending: true, orderBy: orderBy,
 		where: where, args: args,
 		limit: p.Limit, after: p.After, before: p.Before, maxBytes: p.MaxBytes,
 	}, scanRun, (*backend.WorkflowRun).PayloadBytes,
@@ -129,6 +136,9 @@ type listQuery struct {
 	// maxBytes bounds the page's rows by their size (backend.PageBudget);
 	// 0 bounds nothing.
 	maxBytes int
+	// orderBy are the two columns of the order and the cursor, in the
+	// list's order; zero: "created_at" and "id".
+	orderBy [2]string
 }
 
 // listPage runs q as OpenWorkflow's listPaginated does: it fetches one
@@ -156,8 +166,12 @@ func listPage[T any](ctx context.Context, b *Backend, q listQuery, scan func(sca
 		dir, op = "ASC", ">"
 	}
 	where, args := q.where, q.args
+	order := q.orderBy
+	if order[0] == "" {
+		order = [2]string{`"created_at"`, `"id"`}
+	}
 	if c := cmp.Or(after, before); c != nil {
-		where = append(where[:len(where):len(where)], `("created_at", "id") `+op+` (:cursor_created_at, :cursor_id)`)
+		where = append(where[:len(where):len(where)], `(`+order[0]+`, `+order[1]+`) `+op+` (:cursor_created_at, :cursor_id)`)
 		args = append(args[:len(args):len(args)], sql.Named("cursor_created_at", timeArg(c.CreatedAt)), sql.Named("cursor_id", c.ID))
 	}
 	args = append(args[:len(args):len(args)], sql.Named("limit", limit+1))
@@ -166,7 +180,7 @@ func listPage[T any](ctx context.Context, b *Backend, q listQuery, scan func(sca
 	for _, cond := range where {
 		query.WriteString("\n  AND " + cond)
 	}
-	query.WriteString("\nORDER BY \"created_at\" " + dir + ", \"id\" " + dir + " LIMIT :limit")
+	query.WriteString("\nORDER BY " + order[0] + " " + dir + ", " + order[1] + " " + dir + " LIMIT :limit")
 
 	var items []T
 	cut := false

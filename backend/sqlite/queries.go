@@ -29,12 +29,24 @@ type queries struct {
 	GetRun                 string `sql:"get_run"`
 	ListRuns               string `sql:"list_runs"`
 	ListRunsSummary        string `sql:"list_runs_summary"`
-	CountRuns              string `sql:"count_runs"`
-	CancelRun              string `sql:"cancel_run"`
-	RetryRun               string `sql:"retry_run"`
-	InsertRetryMark        string `sql:"insert_retry_mark"`
-	WakeParent             string `sql:"wake_parent"`
-	WakeRun                string `sql:"wake_run"`
+	// searchattrs.sql
+	SearchAttributeTypes       string `sql:"search_attribute_types"`
+	CountMatchingRuns          string `sql:"count_matching_runs"`
+	DeclareSearchAttribute     string `sql:"declare_search_attribute"`
+	ListSearchAttributeTypes   string `sql:"list_search_attribute_types"`
+	RunCreatedAt               string `sql:"run_created_at"`
+	DeleteSearchAttributes     string `sql:"delete_search_attributes"`
+	InsertSearchAttribute      string `sql:"insert_search_attribute"`
+	SearchAttributeTotals      string `sql:"search_attribute_totals"`
+	SearchAttributesOf         string `sql:"search_attributes_of"`
+	ListRunsByAttribute        string `sql:"list_runs_by_attribute"`
+	ListRunsSummaryByAttribute string `sql:"list_runs_summary_by_attribute"`
+	CountRuns                  string `sql:"count_runs"`
+	CancelRun                  string `sql:"cancel_run"`
+	RetryRun                   string `sql:"retry_run"`
+	InsertRetryMark            string `sql:"insert_retry_mark"`
+	WakeParent                 string `sql:"wake_parent"`
+	WakeRun                    string `sql:"wake_run"`
 	// pause.sql
 	PauseRun          string `sql:"pause_run"`
 	ResumePausedRun   string `sql:"resume_paused_run"`
@@ -152,6 +164,14 @@ type queries struct {
 	PruneHooks                string `sql:"prune_hooks"`
 	PruneSteps                string `sql:"prune_steps"`
 	PruneRuns                 string `sql:"prune_runs"`
+	// bulk.sql
+	InsertBulkAction  string `sql:"insert_bulk_action"`
+	GetBulkAction     string `sql:"get_bulk_action"`
+	ListBulkActions   string `sql:"list_bulk_actions"`
+	CancelBulkAction  string `sql:"cancel_bulk_action"`
+	ClaimBulkAction   string `sql:"claim_bulk_action"`
+	AdvanceBulkAction string `sql:"advance_bulk_action"`
+	BulkDeletable     string `sql:"bulk_deletable"`
 	// definitions.sql
 	PutDefinition   string `sql:"put_definition"`
 	GetDefinition   string `sql:"get_definition"`

@@ -107,6 +107,11 @@ func (b *Backend) createRun(ctx context.Context, tx *txn, now time.Time, ev *eve
 		}
 		return nil, err
 	}
+	if len(p.SearchAttributes) > 0 {
+		if err := b.writeSearchAttributes(ctx, tx, now, created.ID, timeArg(created.CreatedAt), p.SearchAttributes, false); err != nil {
+			return nil, err
+		}
+	}
 	if !availableAt.After(now) {
 		ev.workAvailable(b.ns)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -22,6 +23,8 @@ type runDetail struct {
 	// Unserved says that no live worker serves the active run's workflow
 	// (ow.Client.UnservedReason); omitted when one does.
 	Unserved string `json:"unserved,omitempty"`
+	// SearchAttributes are the run's search attributes, if any.
+	SearchAttributes backend.SearchAttributes `json:"searchAttributes,omitempty"`
 }
 
 // printRunDetail prints a run as "key: value" rows, then its step attempts
@@ -65,6 +68,9 @@ func (a *app) printRunDetail(d runDetail) error {
 	}
 	if r.ParentStepAttemptID != nil {
 		row("parent step", *r.ParentStepAttemptID)
+	}
+	for _, name := range d.SearchAttributes.Names() {
+		row("attrs."+name, formatAttr(d.SearchAttributes[name]))
 	}
 	if f, ok := backend.ForkOfRun(r.Context); ok {
 		row("forked from", fmt.Sprintf("%s (runs again from step %q)", f.RunID, f.FromStep))
@@ -236,4 +242,19 @@ func clip(raw json.RawMessage, n int) string {
 		s = s[:n] + "…"
 	}
 	return s
+}
+
+// formatAttr shows a search attribute's value: a time in RFC 3339, a list
+// as JSON, anything else as Go prints it.
+func formatAttr(v any) string {
+	switch x := v.(type) {
+	case time.Time:
+		return x.UTC().Format(time.RFC3339Nano)
+	case []string:
+		raw, _ := json.Marshal(x)
+		return string(raw)
+	case string:
+		return strconv.Quote(x)
+	}
+	return fmt.Sprint(v)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	ow "github.com/openworkflow-go/openworkflow"
 	"github.com/openworkflow-go/openworkflow/backend"
 	"github.com/openworkflow-go/openworkflow/dag"
+	"github.com/openworkflow-go/openworkflow/runquery"
 )
 
 // listStatuses are the values --status accepts.
@@ -21,16 +23,16 @@ var listStatuses = []backend.RunStatus{backend.RunPending, backend.RunRunning, b
 const maxListLimit = 1000
 
 func (a *app) runsCommand() *cobra.Command {
-	return groupCommand("runs", "Start, list, inspect, follow, cancel, pause, resume, retry, fork, prune, signal and update workflow runs",
+	return groupCommand("runs", "Start, list, inspect, follow, cancel, pause, resume, retry, fork, prune, signal and update workflow runs, and act on many by query",
 		a.runsStartCommand(), a.runsListCommand(), a.runsGetCommand(), a.runsTailCommand(), a.runsCancelCommand(),
 		a.runsPauseCommand(), a.runsResumeCommand(), a.runsRetryCommand(),
-		a.runsForkCommand(), a.runsPruneCommand(), a.runsSignalCommand(), a.runsUpdateCommand())
+		a.runsForkCommand(), a.runsPruneCommand(), a.runsSignalCommand(), a.runsUpdateCommand(), a.runsBulkCommand())
 }
 
 func (a *app) runsListCommand() *cobra.Command {
 	var (
-		status, workflow, cursor string
-		limit                    int
+		status, workflow, cursor, query string
+		limit                           int
 	)
 	c := &cobra.Command{
 		Use:         "list",
@@ -40,10 +42,17 @@ func (a *app) runsListCommand() *cobra.Command {
 
 The table shows id, workflow, version, status, attempts (claims), creation
 time and duration. When there are more runs, the command prints the cursor
-of the next page: pass it back with --cursor.`,
+of the next page: pass it back with --cursor. --query selects runs with the
+query language of docs/queries.md:
+
+  ow runs list --query 'status = "failed" AND attrs.customer = "c-42" AND created > "2026-11-01"'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p := backend.ListWorkflowRunsParams{WorkflowName: workflow, Limit: limit, After: cursor}
+			var err error
+			if p.Query, err = runquery.Parse(query); err != nil {
+				return queryError(query, err)
+			}
 			if status != "" {
 				s := backend.RunStatus(status)
 				if !slices.Contains(listStatuses, s) {
@@ -67,7 +76,7 @@ of the next page: pass it back with --cursor.`,
 			p.OmitPayloads = !a.jsonOut // the table shows no input or output: read none
 			page, err := ow.NewClient(b).ListRuns(cmd.Context(), p)
 			if err != nil {
-				return err
+				return queryError(query, err)
 			}
 			if a.jsonOut {
 				return a.printJSON(page)
@@ -80,7 +89,25 @@ of the next page: pass it back with --cursor.`,
 	f.StringVar(&workflow, "workflow", "", "only runs of this workflow name")
 	f.IntVar(&limit, "limit", 20, fmt.Sprintf("runs per page (1 to %d)", maxListLimit))
 	f.StringVar(&cursor, "cursor", "", "next-page cursor printed by a previous list")
+	f.StringVar(&query, "query", "", `only runs the query selects (docs/queries.md), e.g. 'status = "failed" AND attrs.customer = "c-42"'`)
 	return c
+}
+
+// queryError explains a query that cannot run: the message, then the
+// query's line at fault with a caret under the position. Other errors
+// are returned as they are.
+func queryError(query string, err error) error {
+	var qe *runquery.Error
+	if !errors.As(err, &qe) {
+		return err
+	}
+	lines := strings.Split(query, "\n")
+	if qe.Pos.Line < 1 || qe.Pos.Line > len(lines) {
+		return fmt.Errorf("invalid --query: %s (see docs/queries.md)", qe)
+	}
+	line := lines[qe.Pos.Line-1]
+	pad := strings.Repeat(" ", max(0, min(qe.Pos.Column-1, len(line))))
+	return fmt.Errorf("invalid --query at line %d, column %d: %s\n  %s\n  %s^\nfix the query (the fields, operators and value types are in docs/queries.md)", qe.Pos.Line, qe.Pos.Column, qe.Msg, line, pad)
 }
 
 // printRuns prints a page of runs as a table; next is the command that
@@ -142,6 +169,11 @@ func (a *app) runsGetCommand() *cobra.Command {
 			// is said, and the run shown.
 			if d.Unserved, err = c.UnservedReason(ctx, run); err != nil {
 				fmt.Fprintf(a.stderr, "ow: whether a live worker serves the run's workflow could not be read: %v\n", err)
+			}
+			if attrs, err := c.SearchAttributes(ctx, run.ID); err == nil {
+				d.SearchAttributes = attrs[run.ID]
+			} else if !errors.Is(err, backend.ErrNotSupported) {
+				return err
 			}
 			if a.jsonOut {
 				return a.printJSON(d)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -40,6 +41,7 @@ func (a *app) runsStartCommand() *cobra.Command {
 		delay                                                  time.Duration
 		wait                                                   bool
 		priority                                               int
+		attrs                                                  []string
 	)
 	c := &cobra.Command{
 		Use:   "start <workflow>",
@@ -51,7 +53,8 @@ if it failed or was canceled).
 
   ow runs start greet --input '"ada"' --wait
   ow runs start nightly-report --delay 1h --idempotency-key 2026-11-23
-  ow runs start sync-account --input '"c-42"' --concurrency-key c-42 --priority 10`,
+  ow runs start sync-account --input '"c-42"' --concurrency-key c-42 --priority 10
+  ow runs start sync-account --attr customer=c-42 --attr amount=12 --attr 'tags=["eu","vip"]'`,
 		Args: exactArgs("workflow"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			raw := json.RawMessage("null")
@@ -96,6 +99,13 @@ if it failed or was canceled).
 				return fmt.Errorf("invalid --priority %d: want a whole number from %d to %d", priority, -backend.MaxPriority, backend.MaxPriority)
 			}
 			opts = append(opts, ow.WithPriority(priority))
+			if len(attrs) > 0 {
+				sa, err := attrFlags(attrs)
+				if err != nil {
+					return err
+				}
+				opts = append(opts, ow.WithSearchAttributes(sa))
+			}
 			_, b, err := a.openBackend(cmd)
 			if err != nil {
 				return err
@@ -126,6 +136,7 @@ if it failed or was canceled).
 	}
 	f := c.Flags()
 	f.StringVar(&input, "input", "", "the run's JSON input (default null)")
+	f.StringArrayVar(&attrs, "attr", nil, `a search attribute name=value, repeatable: a JSON number, true/false or array of strings is typed so, anything else is a keyword (--attr customer=c-42 --attr amount=12 --attr 'tags=["eu","vip"]')`)
 	f.StringVar(&version, "version", "", "the workflow version (default: unversioned)")
 	f.StringVar(&key, "idempotency-key", "", "a repeated start with this key within 24 h returns the first run (an error if its input differs)")
 	f.DurationVar(&delay, "delay", 0, "start after this duration, e.g. 90s")
@@ -373,4 +384,32 @@ func (a *app) printResult(cmd *cobra.Command, h *ow.RunHandle) error {
 	}
 	fmt.Fprintln(a.stdout, string(out))
 	return nil
+}
+
+// attrFlags parses --attr name=value flags: a value that is a JSON number,
+// boolean or array is that (numbers kept exact), anything else a keyword
+// (a string; a name declared as a time takes an RFC 3339 string).
+func attrFlags(flags []string) (backend.SearchAttributes, error) {
+	attrs := backend.SearchAttributes{}
+	for _, f := range flags {
+		name, value, ok := strings.Cut(f, "=")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("invalid --attr %q: want name=value, e.g. --attr customer=c-42", f)
+		}
+		var v any = value
+		dec := json.NewDecoder(strings.NewReader(value))
+		dec.UseNumber()
+		var x any
+		if err := dec.Decode(&x); err == nil && !dec.More() {
+			switch x.(type) {
+			case json.Number, bool, []any:
+				v = x
+			}
+		}
+		attrs[name] = v
+	}
+	if err := attrs.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid --attr: %w", err)
+	}
+	return attrs, nil
 }

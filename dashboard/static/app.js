@@ -238,11 +238,13 @@
       say('');
     });
     live.addEventListener('problem', (e) => say(JSON.parse(e.data).message));
-    live.addEventListener('end', () => {
+    live.addEventListener('end', (e) => {
       live.close();
       live = null;
       ended = true;
-      say('The run finished: live updates stopped.');
+      let said = '';
+      try { said = JSON.parse(e.data).message || ''; } catch (_) { /* a run's end carries no message */ }
+      say(said || 'The run finished: live updates stopped.');
       setTimeout(() => say(''), 5000);
     });
     live.onerror = () => {

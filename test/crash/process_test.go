@@ -52,6 +52,12 @@ type workerConfig struct {
 	// Limited, if set, registers the limited workflow too (limits_test.go).
 	Limited *limitedConfig `json:"limited,omitempty"`
 
+	// BulkLease, BulkPage and BulkPoll are the worker's bulk action
+	// options (0: the defaults); bulk_test.go shortens them.
+	BulkLease time.Duration `json:"bulkLease,omitempty"`
+	BulkPage  int           `json:"bulkPage,omitempty"`
+	BulkPoll  time.Duration `json:"bulkPoll,omitempty"`
+
 	Concurrency       int           `json:"concurrency"`
 	LeaseDuration     time.Duration `json:"leaseDuration"`
 	HeartbeatInterval time.Duration `json:"heartbeatInterval"`
@@ -116,6 +122,9 @@ func runWorkerProcess(cfg workerConfig) error {
 		HeartbeatInterval:   cfg.HeartbeatInterval,
 		MaxPollInterval:     cfg.MaxPollInterval,
 		ShutdownGracePeriod: cfg.ShutdownGrace,
+		BulkActionLease:     cfg.BulkLease,
+		BulkActionPage:      cfg.BulkPage,
+		BulkActionPoll:      cfg.BulkPoll,
 		Logger:              logger,
 		ID:                  fmt.Sprintf("crashtest-%d", os.Getpid()),
 		Now:                 now,
