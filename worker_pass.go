@@ -366,9 +366,16 @@ func (w *Worker) finish(x *pass, out json.RawMessage, err error) {
 
 // continuation is the ContinueAsNewError err carries when the pass ends
 // by continuing as new: the workflow returned it (not through a step's
-// failure) and no wait point suspended the pass; nil otherwise.
-func continuation(x *pass, err error) *ContinueAsNewError {
-	var can *ContinueAsNewError
+// failure) and no wait point suspended the pass; nil otherwise. err comes
+// from user code: if one of its methods (Unwrap, As) panics, it is no
+// continuation, and the failure path stores it as a PanicError
+// (describeFailure), as for any other error.
+func continuation(x *pass, err error) (can *ContinueAsNewError) {
+	defer func() {
+		if r := recover(); r != nil {
+			can = nil
+		}
+	}()
 	var step *StepError
 	if err == nil || !errors.As(err, &can) || errors.As(err, &step) {
 		return nil // none, or one a step returned: that step failed
