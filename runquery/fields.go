@@ -135,6 +135,7 @@ var Fields = map[string]FieldSpec{
 	"schedule":        {Type: Keyword, Nullable: true, Doc: "the name of the schedule that started the run"},
 	"concurrency_key": {Type: Keyword, Nullable: true, Doc: "the concurrency key the run was started with"},
 	"priority":        {Type: Int, Doc: "the run's priority (higher is claimed first)"},
+	"paused":          {Type: Bool, Doc: "whether the run is paused (Client.PauseRun; a finished run is not)"},
 }
 
 // Statuses are the values status compares with: the statuses a run shows.

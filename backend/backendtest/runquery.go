@@ -100,6 +100,19 @@ func requireQuery(t *testing.T, b backend.Backend, p backend.ListWorkflowRunsPar
 func rfc3339(t *time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 func testRunQueries(t *testing.T, s *suite) {
+	t.Run("paused selects the runs paused and not finished (a finished run is not paused)", func(t *testing.T) {
+		t.Parallel()
+		f := s.newQueryFixture(t)
+		if _, ok := f.b.(backend.RunPauser); !ok {
+			t.Skip("the backend does not implement backend.RunPauser")
+		}
+		pauseRun(t, f.b, f.pendingSync.ID, "hold")
+		pauseRun(t, f.b, f.scheduled.ID, "")
+		cancelRun(t, f.b, f.scheduled.ID) // paused, then canceled: finished, so not paused
+		requireQuery(t, f.b, backend.ListWorkflowRunsParams{}, `paused = true`, queryIDs(f.pendingSync))
+		requireQuery(t, f.b, backend.ListWorkflowRunsParams{}, `paused = false AND workflow = "sync-account"`, queryIDs(f.failed))
+		requireQuery(t, f.b, backend.ListWorkflowRunsParams{}, `paused != true AND workflow = "report"`, queryIDs(f.scheduled))
+	})
 	t.Run("every run field and operator selects the runs it names, in list order, and counts them", func(t *testing.T) {
 		t.Parallel()
 		f := s.newQueryFixture(t)

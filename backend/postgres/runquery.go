@@ -16,7 +16,7 @@ import (
 // reads it from a row of workflow_runs aliased wr: a column, or for parent
 // and schedule a scalar subquery (NULL when the run has none). A field
 // added to runquery.Fields is added here (TestRunQueryColumnsCoverEveryField
-// fails until it is), e.g. paused when pause's go_ columns land.
+// fails until it is).
 func runQueryColumns(schema string) map[string]string {
 	return map[string]string{
 		"id":              `wr."id"`,
@@ -30,6 +30,9 @@ func runQueryColumns(schema string) map[string]string {
 		"idempotency_key": `wr."idempotency_key"`,
 		"concurrency_key": `wr."go_concurrency_key"`,
 		"priority":        `wr."go_priority"`,
+		// Paused, as backend.WorkflowRun.Paused: go migration 12's column,
+		// on a run that has not finished.
+		"paused": `(wr."go_paused_at" IS NOT NULL AND wr."status" IN ('pending', 'running', 'sleeping'))`,
 		// The parent run is the run of the step attempt that started this one.
 		"parent": `(SELECT pa."workflow_run_id" FROM ` + schema + `."step_attempts" AS pa
       WHERE pa."namespace_id" = wr."parent_step_attempt_namespace_id" AND pa."id" = wr."parent_step_attempt_id")`,

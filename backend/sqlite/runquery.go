@@ -18,7 +18,7 @@ import (
 // reads it from the row of workflow_runs being listed: a column, or for
 // parent and schedule a scalar subquery (NULL when the run has none). A
 // field added to runquery.Fields is added here (TestRunQueryColumnsCoverEveryField
-// fails until it is), e.g. paused when pause's go_ columns land.
+// fails until it is).
 var runQueryColumns = map[string]string{
 	"id":              `"workflow_runs"."id"`,
 	"status":          `"workflow_runs"."status"`,
@@ -31,6 +31,9 @@ var runQueryColumns = map[string]string{
 	"idempotency_key": `"workflow_runs"."idempotency_key"`,
 	"concurrency_key": `"workflow_runs"."go_concurrency_key"`,
 	"priority":        `"workflow_runs"."go_priority"`,
+	// Paused, as backend.WorkflowRun.Paused: go migration 12's column, on
+	// a run that has not finished (0 or 1, as a bool is bound).
+	"paused": `("workflow_runs"."go_paused_at" IS NOT NULL AND "workflow_runs"."status" IN ('pending', 'running', 'sleeping'))`,
 	// The parent run is the run of the step attempt that started this one.
 	"parent": `(SELECT pa."workflow_run_id" FROM "step_attempts" AS pa
       WHERE pa."namespace_id" = "workflow_runs"."parent_step_attempt_namespace_id" AND pa."id" = "workflow_runs"."parent_step_attempt_id")`,
