@@ -134,6 +134,29 @@ func testContinueWorkflowRun(t *testing.T, s *suite) {
 		claimRun(t, b, newWorkerID(), time.Minute, next.ID)
 	})
 
+	t.Run("the successor has the run's search attributes, so a query finds every run of the chain", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		store, ok := b.(backend.SearchAttributeStore)
+		if !ok {
+			t.Skip("the backend does not implement backend.SearchAttributeStore")
+		}
+		w := newWorkerID()
+		run := startRun(t, b, w, backend.CreateWorkflowRunParams{WorkflowName: "counter",
+			SearchAttributes: backend.SearchAttributes{"customer": "c-42", "tags": []any{"a", "b"}, "n": int64(3)}})
+		next := continueRun(t, b, run.ID, w, `{"n":1}`)
+		got, err := store.SearchAttributesOf(t.Context(), []string{run.ID, next.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantJSON, _ := json.Marshal(got[run.ID])
+		gotJSON, _ := json.Marshal(got[next.ID])
+		if len(got[run.ID]) != 3 || string(gotJSON) != string(wantJSON) {
+			t.Fatalf("successor's attributes = %s, want the run's %s", gotJSON, wantJSON)
+		}
+		requireQuery(t, b, backend.ListWorkflowRunsParams{}, `attrs.customer = "c-42" AND attrs.tags = "b"`, []string{next.ID, run.ID})
+	})
+
 	t.Run("a version and a start time given are the successor's", func(t *testing.T) {
 		t.Parallel()
 		b := s.newBackend(t)

@@ -57,6 +57,7 @@ func (b *Backend) ContinueWorkflowRun(ctx context.Context, p backend.ContinueWor
 			batch.Queue(b.q.ContinueRelinkParent, *old.ParentStepAttemptNamespaceID, *old.ParentStepAttemptID, old.ID, b.namespace, nextID, b.at())
 		}
 		batch.Queue(b.q.ContinueScheduleRuns, b.namespace, old.ID, nextID)
+		batch.Queue(b.q.ContinueCopyAttrs, b.namespace, old.ID, nextID)
 		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 			return err
 		}

@@ -182,6 +182,7 @@ type queries struct {
 	ContinueMoveSignals  string `sql:"continue_move_signals"`
 	ContinueRelinkParent string `sql:"continue_relink_parent"`
 	ContinueScheduleRuns string `sql:"continue_schedule_runs"`
+	ContinueCopyAttrs    string `sql:"continue_copy_search_attributes"`
 	// searchattrs.sql
 	SearchAttributeTypes       string `sql:"search_attribute_types"`
 	CountMatchingRuns          string `sql:"count_matching_runs"`

@@ -67,6 +67,9 @@ func (b *Backend) ContinueWorkflowRun(ctx context.Context, p backend.ContinueWor
 		if _, err := tx.ExecContext(ctx, b.q.ContinueMoveSignals, ns, runID, nextID); err != nil {
 			return err
 		}
+		if _, err := tx.ExecContext(ctx, b.q.ContinueCopyAttrs, ns, runID, nextID); err != nil {
+			return err
+		}
 		if old.ParentStepAttemptID != nil && old.ParentStepAttemptNamespaceID != nil {
 			if _, err := tx.ExecContext(ctx, b.q.ContinueRelinkParent, ns, runID, nextID, at,
 				sql.Named("parent_ns", *old.ParentStepAttemptNamespaceID), sql.Named("parent_id", *old.ParentStepAttemptID)); err != nil {

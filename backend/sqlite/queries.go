@@ -147,6 +147,7 @@ type queries struct {
 	ContinueRelinkParent    string `sql:"continue_relink_parent"`
 	ContinueScheduleLastRun string `sql:"continue_schedule_last_run"`
 	ContinueScheduleRuns    string `sql:"continue_schedule_runs"`
+	ContinueCopyAttrs       string `sql:"continue_copy_search_attributes"`
 	// fork.sql
 	ForkRun   string `sql:"fork_run"`
 	ForkSteps string `sql:"fork_steps"`

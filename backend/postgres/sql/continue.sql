@@ -99,3 +99,18 @@ WITH s AS (
 UPDATE {{schema}}."workflow_schedule_runs"
 SET "workflow_run_id" = $3
 WHERE "namespace_id" = $1 AND "workflow_run_id" = $2
+
+-- name: continue_copy_search_attributes
+-- Copies the search attributes of run $2 (go migration 13) to its
+-- successor $3, whose created_at orders them in the value indexes: a chain
+-- keeps the attributes its runs set, and a later upsert by the successor
+-- replaces them there only.
+INSERT INTO {{schema}}."go_search_attributes" (
+  "namespace_id", "workflow_run_id", "name", "seq", "run_created_at",
+  "keyword", "int", "float", "bool", "time"
+)
+SELECT sa."namespace_id", $3, sa."name", sa."seq", nr."created_at",
+  sa."keyword", sa."int", sa."float", sa."bool", sa."time"
+FROM {{schema}}."go_search_attributes" AS sa
+JOIN {{schema}}."workflow_runs" AS nr ON nr."namespace_id" = sa."namespace_id" AND nr."id" = $3
+WHERE sa."namespace_id" = $1 AND sa."workflow_run_id" = $2

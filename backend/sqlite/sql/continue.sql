@@ -88,3 +88,18 @@ WHERE "namespace_id" = :ns AND "last_run_id" = :run_id
 UPDATE "workflow_schedule_runs"
 SET "workflow_run_id" = :next_id
 WHERE "namespace_id" = :ns AND "workflow_run_id" = :run_id
+
+-- name: continue_copy_search_attributes
+-- Copies the search attributes of :run_id (go migration 13) to its
+-- successor :next_id, whose created_at orders them in the value indexes:
+-- a chain keeps the attributes its runs set, and a later upsert by the
+-- successor replaces them there only.
+INSERT INTO "go_search_attributes" (
+  "namespace_id", "workflow_run_id", "name", "seq", "run_created_at",
+  "keyword", "int", "float", "bool", "time"
+)
+SELECT sa."namespace_id", :next_id, sa."name", sa."seq", nr."created_at",
+  sa."keyword", sa."int", sa."float", sa."bool", sa."time"
+FROM "go_search_attributes" AS sa
+JOIN "workflow_runs" AS nr ON nr."namespace_id" = sa."namespace_id" AND nr."id" = :next_id
+WHERE sa."namespace_id" = :ns AND sa."workflow_run_id" = :run_id
