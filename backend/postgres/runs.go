@@ -158,29 +158,9 @@ func (b *Backend) ListWorkflowRuns(ctx context.Context, p backend.ListWorkflowRu
 	if !backend.ValidText(p.WorkflowName) { // no run has such a name
 		return &backend.Page[backend.WorkflowRun]{Data: []backend.WorkflowRun{}}, nil
 	}
-	var sql string
-	var args []any
-	if p.Query != nil {
-		var byAttr bool
-		sql, args, byAttr, err = b.listRunsByAttribute(ctx, p, after, before, limit)
-		if err != nil {
-			return nil, fmt.Errorf("list workflow runs: %w", err)
-		}
-		if !byAttr {
-			base := b.q.ListRuns
-			if p.OmitPayloads {
-				base = b.q.ListRunsSummary
-			}
-			q := newPageQuery(base, b.namespace)
-			cond, err := b.matchConditions(ctx, p, &q.args)
-			if err != nil {
-				return nil, fmt.Errorf("list workflow runs: %w", err)
-			}
-			q.sql.WriteString(cond)
-			sql, args = q.finish("wr", true, after, before, limit), q.args
-		}
-	} else {
-		sql, args = b.listRunsQuery(p, after, before, limit)
+	sql, args, err := b.listRunsSQL(ctx, p, after, before, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list workflow runs: %w", err)
 	}
 	qctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -198,6 +178,32 @@ func (b *Backend) ListWorkflowRuns(ctx context.Context, p backend.ListWorkflowRu
 	return buildPage(runs, limit, after != nil, before != nil, func(r *backend.WorkflowRun) backend.Cursor {
 		return backend.Cursor{CreatedAt: r.CreatedAt, ID: r.ID}
 	}), nil
+}
+
+// listRunsSQL returns the statement and arguments of one page of
+// ListWorkflowRuns: with a query, read from the value's index range when
+// it requires attrs.x = v (listRunsByAttribute), else the runs in list
+// order with the query's conditions; without, listRunsQuery.
+func (b *Backend) listRunsSQL(ctx context.Context, p backend.ListWorkflowRunsParams, after, before *backend.Cursor, limit int) (string, []any, error) {
+	if p.Query == nil {
+		sql, args := b.listRunsQuery(p, after, before, limit)
+		return sql, args, nil
+	}
+	sql, args, byAttr, err := b.listRunsByAttribute(ctx, p, after, before, limit)
+	if err != nil || byAttr {
+		return sql, args, err
+	}
+	base := b.q.ListRuns
+	if p.OmitPayloads {
+		base = b.q.ListRunsSummary
+	}
+	q := newPageQuery(base, b.namespace)
+	cond, err := b.matchConditions(ctx, p, &q.args)
+	if err != nil {
+		return "", nil, err
+	}
+	q.sql.WriteString(cond)
+	return q.finish("wr", true, after, before, limit), q.args, nil
 }
 
 // storedRunStatuses are the values workflow_runs.status holds: the current

@@ -21,46 +21,11 @@ import (
 // a malformed cursor fails with [backend.ErrInvalidArgument] (see
 // [backend.ResolvePage]).
 func (b *Backend) ListWorkflowRuns(ctx context.Context, p backend.ListWorkflowRunsParams) (*backend.Page[backend.WorkflowRun], error) {
-	base := b.q.ListRuns
-	if p.OmitPayloads {
-		base = b.q.ListRunsSummary
-	}
-	var orderBy [2]string
-	var driveArgs []any
-	if p.Query != nil {
-		attrs, err := b.searchAttributeTypes(ctx, p.Query)
-		if err != nil {
-			return nil, fmt.Errorf("list workflow runs: %w", err)
-		}
-		if drive, rest := drivingAttribute(p.Query, attrs); drive != nil {
-			// Read the value's runs in list order (list_runs_by_attribute).
-			typ := attrs[drive.Field.Attr]
-			values, err := drive.AttrValues(typ)
-			if err != nil {
-				return nil, fmt.Errorf("list workflow runs: %w: %w", backend.ErrInvalidArgument, err)
-			}
-			base = b.q.ListRunsByAttribute
-			if p.OmitPayloads {
-				base = b.q.ListRunsSummaryByAttribute
-			}
-			base = strings.ReplaceAll(base, "__value__", attrColumns[typ])
-			c := &queryCompiler{}
-			c.param(values[0]) // a time or bool as stored
-			driveArgs = []any{sql.Named("da_name", drive.Field.Attr), sql.Named("da_value", c.args[0].(sql.NamedArg).Value)}
-			orderBy = [2]string{`da."da_created"`, `da."da_run"`}
-			p.Query = rest
-		}
-	}
-	where, args, err := b.matchConditions(ctx, p)
+	lq, err := b.listRunsQuery(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("list workflow runs: %w", err)
 	}
-	args = append(append(args, sql.Named("ns", b.ns)), driveArgs...)
-	page, err := listPage(ctx, b, listQuery{
-		base: base, descending: true, orderBy: orderBy,
-		where: where, args: args,
-		limit: p.Limit, after: p.After, before: p.Before, maxBytes: p.MaxBytes,
-	}, scanRun, (*backend.WorkflowRun).PayloadBytes,
+	page, err := listPage(ctx, b, lq, scanRun, (*backend.WorkflowRun).PayloadBytes,
 		func(r *backend.WorkflowRun) backend.Cursor { return backend.Cursor{CreatedAt: r.CreatedAt, ID: r.ID} })
 	if err != nil {
 		return nil, fmt.Errorf("list workflow runs: %w", err)
@@ -278,4 +243,51 @@ func (b *Backend) ListStepHistories(ctx context.Context, workflowRunIDs []string
 		return nil, fmt.Errorf("list step histories of %d workflow runs: %w", len(workflowRunIDs), err)
 	}
 	return out, nil
+}
+
+// listRunsQuery is the listQuery of ListWorkflowRuns: with a query that
+// requires attrs.x = v, the value's index range in list order joined to
+// the runs (list_runs_by_attribute), else the runs in list order with the
+// filters' and the query's conditions.
+func (b *Backend) listRunsQuery(ctx context.Context, p backend.ListWorkflowRunsParams) (listQuery, error) {
+	base := b.q.ListRuns
+	if p.OmitPayloads {
+		base = b.q.ListRunsSummary
+	}
+	var orderBy [2]string
+	var driveArgs []any
+	if p.Query != nil {
+		attrs, err := b.searchAttributeTypes(ctx, p.Query)
+		if err != nil {
+			return listQuery{}, err
+		}
+		if drive, rest := drivingAttribute(p.Query, attrs); drive != nil {
+			// Read the value's runs in list order (list_runs_by_attribute).
+			typ := attrs[drive.Field.Attr]
+			values, err := drive.AttrValues(typ)
+			if err != nil {
+				return listQuery{}, fmt.Errorf("%w: %w", backend.ErrInvalidArgument, err)
+			}
+			base = b.q.ListRunsByAttribute
+			if p.OmitPayloads {
+				base = b.q.ListRunsSummaryByAttribute
+			}
+			base = strings.ReplaceAll(base, "__value__", attrColumns[typ])
+			c := &queryCompiler{}
+			c.param(values[0]) // a time or bool as stored
+			driveArgs = []any{sql.Named("da_name", drive.Field.Attr), sql.Named("da_value", c.args[0].(sql.NamedArg).Value)}
+			orderBy = [2]string{`da."da_created"`, `da."da_run"`}
+			p.Query = rest
+		}
+	}
+	where, args, err := b.matchConditions(ctx, p)
+	if err != nil {
+		return listQuery{}, err
+	}
+	args = append(append(args, sql.Named("ns", b.ns)), driveArgs...)
+	return listQuery{
+		base: base, descending: true, orderBy: orderBy,
+		where: where, args: args,
+		limit: p.Limit, after: p.After, before: p.Before, maxBytes: p.MaxBytes,
+	}, nil
 }

@@ -13,7 +13,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -28,8 +27,9 @@ import (
 
 // runQueryScaleLoad: 1M finished runs (every tenth failed, 20 workflow
 // names, one every 100 ms back from 2026-11-01) and 10 attributes each;
-// customer and region are spread by a multiplicative hash so that they do
-// not follow the status.
+// customer, region and tags are spread by the high bits of a
+// multiplicative hash so that they follow neither the status nor the
+// workflow name.
 const runQueryScaleLoad = `
 WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < 1000000)
 INSERT INTO "workflow_runs" (
@@ -53,11 +53,11 @@ INSERT INTO "go_search_attributes"
   ("namespace_id", "workflow_run_id", "name", "seq", "run_created_at", "keyword", "int", "float", "bool", "time")
 SELECT 'scale', r."id", a."name", 0, r."created_at",
   CASE a."name"
-    WHEN 'customer' THEN 'c-' || ((n * 2654435761) % 4294967296 % 1000)
-    WHEN 'region' THEN 'r-' || (((n + 7) * 2654435761) % 4294967296 % 10)
+    WHEN 'customer' THEN 'c-' || ((((n * 2654435761) % 4294967296) >> 12) % 1000)
+    WHEN 'region' THEN 'r-' || (((((n + 7) * 2654435761) % 4294967296) >> 12) % 10)
     WHEN 'tier' THEN 't-' || (n % 3)
     WHEN 'plan' THEN 'p-' || (n % 50)
-    WHEN 'tags' THEN 'tag-' || (n % 20)
+    WHEN 'tags' THEN 'tag-' || (((((n + 13) * 2654435761) % 4294967296) >> 12) % 20)
   END,
   CASE a."name" WHEN 'amount' THEN n % 10000 WHEN 'retries' THEN n % 5 END,
   CASE WHEN a."name" = 'score' THEN (n % 1000) / 10.0 END,
@@ -125,16 +125,20 @@ func BenchmarkRunQueryScale(b *testing.B) {
 func explainRunQuery(b *testing.B, be *Backend, q *runquery.Query) {
 	b.Helper()
 	ctx := context.Background()
-	where, args, err := be.matchConditions(ctx, backend.ListWorkflowRunsParams{Query: q})
+	lq, err := be.listRunsQuery(ctx, backend.ListWorkflowRunsParams{Query: q, OmitPayloads: true})
 	if err != nil {
 		b.Fatal(err)
 	}
-	query := be.q.ListRunsSummary
-	for _, cond := range where {
+	query := lq.base
+	for _, cond := range lq.where {
 		query += "\n  AND " + cond
 	}
-	query += "\nORDER BY \"created_at\" DESC, \"id\" DESC LIMIT 51"
-	rows, err := be.db.QueryContext(ctx, "EXPLAIN QUERY PLAN "+query, append(args, sql.Named("ns", be.ns))...)
+	order := lq.orderBy
+	if order[0] == "" {
+		order = [2]string{`"created_at"`, `"id"`}
+	}
+	query += "\nORDER BY " + order[0] + " DESC, " + order[1] + " DESC LIMIT 51"
+	rows, err := be.db.QueryContext(ctx, "EXPLAIN QUERY PLAN "+query, lq.args...)
 	if err != nil {
 		b.Fatal(err)
 	}
