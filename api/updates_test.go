@@ -30,9 +30,17 @@ func TestUpdateRun(t *testing.T) {
 			t.Fatalf("the handler ran %d times for one updateId; want 1", n)
 		}
 
-		for name, body := range map[string]map[string]any{"add": {"input": -1}, "subtract": {"input": 1}} {
-			e := s.must(http.StatusUnprocessableEntity, "POST", base+name+"?wait=20s", body).apiError(t)
-			want := map[string]string{"add": "-1 is not positive", "subtract": `unknown update "subtract"`}[name]
+		// In this order (a slice, not a map), which the list below checks.
+		for _, c := range []struct {
+			name string
+			body map[string]any
+			want string
+		}{
+			{"add", map[string]any{"input": -1}, "-1 is not positive"},
+			{"subtract", map[string]any{"input": 1}, `unknown update "subtract"`},
+		} {
+			name, want := c.name, c.want
+			e := s.must(http.StatusUnprocessableEntity, "POST", base+name+"?wait=20s", c.body).apiError(t)
 			if e.Code != api.CodeUpdateRejected || !strings.Contains(e.Message, want) {
 				t.Errorf("rejected update %s answered %+v; want update_rejected saying %q", name, e, want)
 			}
