@@ -225,13 +225,8 @@ func (a *app) bulkListCommand() *cobra.Command {
 		Short:       "List bulk actions, newest first, with what each did",
 		Args:        cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if limit < 1 || limit > maxListLimit {
-				return fmt.Errorf("invalid --limit %d: want 1 to %d", limit, maxListLimit)
-			}
-			if cursor != "" {
-				if _, err := backend.DecodeCursor(cursor); err != nil {
-					return fmt.Errorf("invalid --cursor %q: pass the cursor printed by a previous 'ow runs bulk list'", cursor)
-				}
+			if err := checkPageFlags(limit, cursor, backend.DecodeCursor, "ow runs bulk list"); err != nil {
+				return err
 			}
 			_, b, err := a.openBackend(cmd)
 			if err != nil {

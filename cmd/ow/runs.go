@@ -29,6 +29,21 @@ func (a *app) runsCommand() *cobra.Command {
 		a.runsForkCommand(), a.runsPruneCommand(), a.runsSignalCommand(), a.runsUpdateCommand(), a.runsBulkCommand())
 }
 
+// checkPageFlags checks a list command's --limit (1 to maxListLimit) and
+// --cursor (one decode accepts; "" is the first page), naming the command
+// whose output the cursor must come from.
+func checkPageFlags[C any](limit int, cursor string, decode func(string) (C, error), command string) error {
+	if limit < 1 || limit > maxListLimit {
+		return fmt.Errorf("invalid --limit %d: want 1 to %d", limit, maxListLimit)
+	}
+	if cursor != "" {
+		if _, err := decode(cursor); err != nil {
+			return fmt.Errorf("invalid --cursor %q: pass the cursor printed by a previous '%s'", cursor, command)
+		}
+	}
+	return nil
+}
+
 func (a *app) runsListCommand() *cobra.Command {
 	var (
 		status, workflow, cursor, query string
@@ -60,13 +75,8 @@ query language of docs/queries.md:
 				}
 				p.Status = s
 			}
-			if limit < 1 || limit > maxListLimit {
-				return fmt.Errorf("invalid --limit %d: want 1 to %d", limit, maxListLimit)
-			}
-			if cursor != "" {
-				if _, err := backend.DecodeCursor(cursor); err != nil {
-					return fmt.Errorf("invalid --cursor %q: pass the cursor printed by a previous 'ow runs list'", cursor)
-				}
+			if err := checkPageFlags(limit, cursor, backend.DecodeCursor, "ow runs list"); err != nil {
+				return err
 			}
 			_, b, err := a.openBackend(cmd)
 			if err != nil {

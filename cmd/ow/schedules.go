@@ -58,13 +58,8 @@ Schedules are fired by the workers of the namespace (every Go worker,
 PUT /v1/schedules/{name}.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if limit < 1 || limit > maxListLimit {
-				return fmt.Errorf("invalid --limit %d: want 1 to %d", limit, maxListLimit)
-			}
-			if cursor != "" {
-				if _, err := backend.DecodeScheduleCursor(cursor); err != nil {
-					return fmt.Errorf("invalid --cursor %q: pass the cursor printed by a previous 'ow schedules list'", cursor)
-				}
+			if err := checkPageFlags(limit, cursor, backend.DecodeScheduleCursor, "ow schedules list"); err != nil {
+				return err
 			}
 			return a.withClient(cmd, func(ctx context.Context, c *ow.Client) error {
 				page, err := c.ListSchedules(ctx, backend.ListSchedulesParams{Limit: limit, After: cursor})
