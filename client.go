@@ -426,31 +426,25 @@ func (h *RunHandle) Result(ctx context.Context, opts ...ResultOption) (json.RawM
 		if err != nil {
 			return nil, err
 		}
-		if f != nil && !(f.Status.Normalize() == backend.RunCompleted && o.noFollow) {
-			if out, err, ok := h.finished(runID, f); ok {
-				return out, err
-			}
+		if f != nil {
+			return h.finished(runID, f)
 		}
 	}
 }
 
 // finished is Result's answer for run runID that ended as f said,
 // published by the backend that committed its end (backend.Event.Finished):
-// the worker is in this process, and the run need not be read again. ok is
-// false when the run must be read after all: a completed run whose output
-// says it continued as new (Result then reads its context and follows the
-// chain; a continuation itself publishes no Finished).
-func (h *RunHandle) finished(runID string, f *backend.FinishedRun) (out json.RawMessage, err error, ok bool) {
+// the worker is in this process, and the run need not be read again. A
+// run that continued as new never comes here: a continuation publishes no
+// Finished (ContinueWorkflowRun), so Result reads it and follows the chain.
+func (h *RunHandle) finished(runID string, f *backend.FinishedRun) (json.RawMessage, error) {
 	switch f.Status.Normalize() {
 	case backend.RunCompleted:
-		if bytes.Contains(f.Output, []byte(`"continuedAsNew"`)) {
-			return nil, nil, false
-		}
-		return bytes.Clone(f.Output), nil, true // the event's bytes are shared
+		return bytes.Clone(f.Output), nil // the event's bytes are shared
 	case backend.RunFailed:
-		return nil, &RunFailedError{RunID: runID, WorkflowName: h.WorkflowName, Err: decodeError(bytes.Clone(f.Error))}, true
+		return nil, &RunFailedError{RunID: runID, WorkflowName: h.WorkflowName, Err: decodeError(bytes.Clone(f.Error))}
 	}
-	return nil, fmt.Errorf("workflow %s (run %s): %w", h.WorkflowName, runID, ErrRunCanceled), true
+	return nil, fmt.Errorf("workflow %s (run %s): %w", h.WorkflowName, runID, ErrRunCanceled)
 }
 
 // waitForFinish returns when an event says run finished, after d, or with

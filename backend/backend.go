@@ -472,7 +472,9 @@ type Event struct {
 	// SDK's RunHandle.Result in the worker's process, then has the result
 	// without reading the run again. nil for events received from another
 	// process (PostgreSQL NOTIFY) and for runs that ended otherwise
-	// (canceled, failed by a deadline sweep). Subscribers share it and
+	// (canceled, failed by a deadline sweep, continued as new: a
+	// continuation must publish nil, so that Result reads the run and
+	// follows the chain). Subscribers share it and
 	// must not modify it.
 	Finished *FinishedRun
 }
