@@ -104,7 +104,8 @@ var ErrTokenRequired = errors.New("a server listening beyond loopback needs an A
 var ErrBadToken = errors.New("invalid API token")
 
 // Serve serves the API (and the dashboard, metrics and worker given in
-// opts) over c until ctx ends, then shuts down gracefully and returns nil;
+// opts) over c until ctx ends, then shuts down gracefully and returns nil
+// (also when ctx ends while the worker or pruner is still starting);
 // it returns an error if it cannot listen, if a token is invalid
 // ([ErrBadToken]), if the address is beyond loopback without a token
 // ([ErrTokenRequired]), or if the worker fails to start.
@@ -164,6 +165,11 @@ func Serve(ctx context.Context, c *ow.Client, opts Options) error {
 	if opts.Worker != nil {
 		if err := opts.Worker.Start(ctx); err != nil {
 			ln.Close()
+			if ctx.Err() != nil {
+				// ctx ended while the worker was starting (Ctrl-C at
+				// startup): a shutdown, not a failure.
+				return nil
+			}
 			return fmt.Errorf("start the worker: %w", err)
 		}
 	}
@@ -171,6 +177,9 @@ func Serve(ctx context.Context, c *ow.Client, opts Options) error {
 		if err := opts.Pruner.Start(ctx); err != nil {
 			ln.Close()
 			stopWorker(ctx, opts, log)
+			if ctx.Err() != nil {
+				return nil
+			}
 			return fmt.Errorf("start the pruner: %w", err)
 		}
 	}

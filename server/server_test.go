@@ -253,3 +253,23 @@ func TestServeRunsThePruner(t *testing.T) {
 		t.Fatalf("the pruner's last prune = %+v, %v; want the canceled run deleted", rep, err)
 	}
 }
+
+// A context that ends while the worker starts is a shutdown (Ctrl-C at
+// startup), not a failure: Serve returns nil, as its doc says.
+func TestServeEndedDuringWorkerStartReturnsNil(t *testing.T) {
+	b := openSQLite(t)
+	c := ow.NewClient(b)
+	w := ow.NewWorker(b, ow.WorkerOptions{})
+	if err := w.Register(ow.Define(ow.Spec{Name: "noop"}, func(ctx ow.Context, in struct{}) (struct{}, error) { return in, nil })); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := server.Serve(ctx, c, server.Options{Listener: ln, Worker: w}); err != nil {
+		t.Fatalf("Serve with a context ended at startup: %v, want nil", err)
+	}
+}
