@@ -131,6 +131,7 @@ if [ "${1:-}" = "--install-only" ]; then
   for major in $OLD_VERSION $VERSIONS; do
     install_major "$major"
   done
+  rmdir "$WORK"
   exit 0
 fi
 
