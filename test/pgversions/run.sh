@@ -78,6 +78,19 @@ PARALLEL="${OW_PGV_PARALLEL:-1}"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/ow-pgversions.XXXXXX")"
 chmod 755 "$WORK"
 
+# On exit, the running cluster is stopped, and the work directory removed
+# unless something failed (its logs are then kept) or OW_PGV_KEEP_LOGS=1.
+RUNNING_BIN=""
+cleanup() {
+  if [ -n "$RUNNING_BIN" ]; then
+    cluster_down "$RUNNING_BIN"
+  fi
+  if [ "${FAILED:-0}" = 0 ] && [ "${OW_PGV_KEEP_LOGS:-0}" != 1 ]; then
+    rm -rf "$WORK"
+  fi
+}
+trap cleanup EXIT
+
 # The server refuses to run as root: as root, run it as "postgres".
 as_pg() {
   if [ "$(id -u)" = 0 ]; then
@@ -131,7 +144,6 @@ if [ "${1:-}" = "--install-only" ]; then
   for major in $OLD_VERSION $VERSIONS; do
     install_major "$major"
   done
-  rmdir "$WORK"
   exit 0
 fi
 
@@ -221,16 +233,6 @@ cluster_down() {
   rm -rf "$PGDATA_DIR"
 }
 
-RUNNING_BIN=""
-cleanup() {
-  if [ -n "$RUNNING_BIN" ]; then
-    cluster_down "$RUNNING_BIN"
-  fi
-  if [ "${FAILED:-0}" = 0 ] && [ "${OW_PGV_KEEP_LOGS:-0}" != 1 ]; then
-    rm -rf "$WORK"
-  fi
-}
-trap cleanup EXIT
 
 FAILED=0
 RESULTS=()
