@@ -101,7 +101,8 @@ func (c *Config) openPostgres(ctx context.Context, skipMigrations bool) (*postgr
 // next, telling apart by SQLSTATE the failures a new user meets: a server
 // that does not answer, a password refused (28P01), a role that does not
 // exist or may not connect (28000), a database that does not exist
-// (3D000) and a role that may not create the schema (42501). The cause
+// (3D000), a role that may not create the schema (42501) and a server
+// older than postgres.MinServerMajorVersion. The cause
 // follows on its own line; the URL is shown without its password.
 func (c *Config) postgresOpenError(err error) error {
 	where, fix := RedactURL(c.PostgresURL), c.postgresURLOrigin()
@@ -112,6 +113,8 @@ func (c *Config) postgresOpenError(err error) error {
 	var pgErr *pgconn.PgError
 	var parseErr *pgconn.ParseConfigError
 	switch {
+	case errors.Is(err, postgres.ErrUnsupportedServerVersion):
+		return fmt.Errorf("PostgreSQL at %s is too old: upgrade it, or point %s at a server of PostgreSQL %d or later\ncause: %w", where, fix, postgres.MinServerMajorVersion, err)
 	case errors.As(err, &parseErr):
 		return fmt.Errorf("invalid PostgreSQL URL (%s): fix it, e.g. postgres://user:password@host:5432/dbname?sslmode=disable\ncause: %w", fix, err)
 	case !errors.As(err, &pgErr):

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/openworkflow-go/openworkflow/backend/postgres"
 )
 
 // clearEnv unsets every variable Load reads, for the test's duration (an
@@ -306,6 +308,9 @@ func TestPostgresOpenErrorTellsTheRefusalsApart(t *testing.T) {
 			[]string{`has no database "shop"`, "createdb shop", `CREATE DATABASE "shop"`}},
 		{"no right to create the schema", refused("42501", "permission denied for database shop"),
 			[]string{`role "app" may not create schema "openworkflow"`, `GRANT CREATE ON DATABASE "shop" TO "app"`}},
+		{"a server older than the supported range",
+			fmt.Errorf("postgres backend: migrate schema openworkflow: %w: OpenWorkflow needs PostgreSQL >= 13, this server is 12.22 (server_version_num 120022)", postgres.ErrUnsupportedServerVersion),
+			[]string{"PostgreSQL at postgres://app:xxxxx@db.example:5432/shop?sslmode=disable is too old", "at a server of PostgreSQL 13 or later", "OpenWorkflow needs PostgreSQL >= 13, this server is 12.22"}},
 		{"an unreachable server", errors.New("dial tcp: connection refused"),
 			[]string{"cannot reach PostgreSQL at postgres://app:xxxxx@db.example:5432/shop", "unset " + EnvPostgresURL}},
 	}

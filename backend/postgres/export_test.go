@@ -99,3 +99,9 @@ func mustLoadQueries(t testing.TB, schema string) queries {
 	}
 	return q
 }
+
+// CheckServerVersion exposes checkServerVersion.
+var CheckServerVersion = checkServerVersion
+
+// SupportedServerVersion exposes supportedServerVersion.
+var SupportedServerVersion = supportedServerVersion

@@ -146,7 +146,9 @@ func GoMigrationVersions() []int64 {
 // All of it happens on one connection holding a session-level
 // pg_advisory_lock whose key is derived from the schema name, so processes
 // migrating the same database at once wait for each other instead of
-// colliding. Migrate is idempotent.
+// colliding. Migrate is idempotent. A server older than
+// [MinServerMajorVersion] is refused, before anything is created, with an
+// error wrapping [ErrUnsupportedServerVersion].
 func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	_, err := MigrateWithReport(ctx, pool, schema)
 	return err
@@ -206,6 +208,10 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, lines ...mi
 		return nil, fmt.Errorf("migrate schema %s: acquire connection: %w", schema, err)
 	}
 	defer conn.Release()
+	// An unsupported server is refused before anything is created in it.
+	if _, err := checkServerVersion(ctx, conn.Conn(), MinServerMajorVersion); err != nil {
+		return nil, fmt.Errorf("migrate schema %s: %w", schema, err)
+	}
 
 	lockKey := "openworkflow:migrate:" + schema
 	if _, err := conn.Exec(ctx, q.MigrationLock, lockKey); err != nil {

@@ -94,7 +94,10 @@ var _ backend.Backend = (*Backend)(nil)
 // Open connects to the database at url (a PostgreSQL URL or key=value DSN,
 // as accepted by pgxpool.ParseConfig), runs [Migrate] unless
 // opts.SkipMigrations is set, and returns a backend owning its pool:
-// [Backend.Close] closes it. The connection is checked before Open returns.
+// [Backend.Close] closes it. The connection is checked before Open returns,
+// and a server older than [MinServerMajorVersion] is refused with an
+// error wrapping [ErrUnsupportedServerVersion] (with or without
+// migrations).
 func Open(ctx context.Context, url string, opts Options) (*Backend, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -115,7 +118,7 @@ func Open(ctx context.Context, url string, opts Options) (*Backend, error) {
 		return nil, fmt.Errorf("postgres backend: open pool: %w", err)
 	}
 	if opts.SkipMigrations {
-		err = pool.Ping(ctx)
+		err = checkPoolServerVersion(ctx, pool)
 	} else {
 		err = Migrate(ctx, pool, opts.Schema)
 	}
@@ -133,7 +136,9 @@ func Open(ctx context.Context, url string, opts Options) (*Backend, error) {
 }
 
 // FromPool returns a backend using a pool the caller owns: it never
-// migrates (call [Migrate] first) and [Backend.Close] leaves the pool open.
+// migrates (call [Migrate] first, which also refuses a server older than
+// [MinServerMajorVersion]; FromPool itself does not connect) and
+// [Backend.Close] leaves the pool open.
 // Several backends, for different namespaces, may share one pool.
 func FromPool(pool *pgxpool.Pool, opts Options) (*Backend, error) {
 	if pool == nil {
