@@ -34,6 +34,11 @@ type Spec struct {
 	// offers it and `ow workflows` shows it. Empty: none. Registering a
 	// workflow whose example is not JSON fails.
 	InputExample string
+	// Singleton, when set, makes every start of the workflow through
+	// [Workflow.Start] a singleton start of Singleton.Key in
+	// Singleton.Mode ([WithSingleton], which overrides it per start): at
+	// most one active run of the workflow per key. Nil: none.
+	Singleton *Singleton
 }
 
 func (s Spec) key() string { return registryKey(s.Name, versionPtr(s.Version)) }
