@@ -230,4 +230,3 @@ func testSingleton(t *testing.T, s *suite) {
 		}
 	})
 }
-
