@@ -3,6 +3,7 @@ package openworkflow_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -96,5 +97,15 @@ func TestSingletonSkipAnswersTheActiveRun(t *testing.T) {
 	h4, err := wf.Start(e.ctx, e.client, 5)
 	if err != nil || h4.SingletonSkipped {
 		t.Fatalf("a start after the key's run completed: %v (skipped %v), want a new run", err, h4.SingletonSkipped)
+	}
+}
+
+// Registering a workflow whose Spec.Singleton cannot work fails, naming it.
+func TestRegisterRefusesABadSingleton(t *testing.T) {
+	e := newEnv(t)
+	bad := ow.Define(ow.Spec{Name: "bad-singleton", Singleton: &ow.Singleton{Key: "k", Mode: "latest"}}, func(ctx ow.Context, n int) (int, error) { return n, nil })
+	err := e.worker.Register(bad)
+	if !errors.Is(err, backend.ErrInvalidArgument) || !strings.Contains(err.Error(), "bad-singleton") || !strings.Contains(err.Error(), "singleton.mode") {
+		t.Fatalf("Register = %v, want an invalid-argument error naming the workflow and singleton.mode", err)
 	}
 }
