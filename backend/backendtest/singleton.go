@@ -1,6 +1,7 @@
 package backendtest
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -148,6 +149,30 @@ func testSingleton(t *testing.T, s *suite) {
 		held(t, b, second.ID)
 		claimRun(t, b, newWorkerID(), longLease, first.ID)
 		requireNothingClaimable(t, b)
+	})
+
+	t.Run("a singleton start in the caller's transaction: rolled back, it leaves nothing; committed, it is the key's run", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		ts := s.txStarter(t, b)
+		p := backend.CreateWorkflowRunParams{WorkflowName: "wf", Singleton: single("k", backend.SingletonSkip)}
+		s.inTx(t, b, func(ctx context.Context, tx any) error {
+			if _, err := ts.CreateWorkflowRunTx(ctx, tx, p); err != nil {
+				return err
+			}
+			return errRollback
+		})
+		var inTx *backend.WorkflowRun
+		s.inTx(t, b, func(ctx context.Context, tx any) (err error) {
+			inTx, err = ts.CreateWorkflowRunTx(ctx, tx, p)
+			return err
+		})
+		if inTx.SingletonSkipped {
+			t.Fatal("the start in a transaction was skipped, though the rolled-back start left no run")
+		}
+		if r := createRun(t, b, p); r.ID != inTx.ID || !r.SingletonSkipped {
+			t.Fatalf("a skip start after the commit returned %s (skipped %v), want run %s", r.ID, r.SingletonSkipped, inTx.ID)
+		}
 	})
 
 	t.Run("bad singletons and batches are refused, nothing created", func(t *testing.T) {
