@@ -175,6 +175,44 @@ func testSingleton(t *testing.T, s *suite) {
 		}
 	})
 
+	t.Run("a released run of a limited workflow waits for admission", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackend(t)
+		ls, ok := b.(backend.LimitStore)
+		if !ok {
+			t.Skip("backend stores no limits")
+		}
+		if _, err := ls.PutWorkflowLimits(t.Context(), "limited", backend.Limits{ConcurrencyPerKey: 5}); err != nil {
+			t.Fatal(err)
+		}
+		p := backend.CreateWorkflowRunParams{WorkflowName: "limited", Singleton: single("k", backend.SingletonQueue)}
+		first := createRun(t, b, p)
+		second := createRun(t, b, p)
+		if first.QueuedAt == nil {
+			t.Fatalf("the key's first run does not wait for admission: %+v", first)
+		}
+		held(t, b, second.ID)
+		admit := func() []*backend.WorkflowRun {
+			runs, err := b.ClaimWorkflowRuns(t.Context(), backend.ClaimWorkflowRunsParams{
+				WorkerIDs: []string{newWorkerID(), newWorkerID()}, LeaseDuration: longLease, Admit: []string{"limited"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return runs
+		}
+		got := admit()
+		if len(got) != 1 || got[0].ID != first.ID {
+			t.Fatalf("the admitting claim took %v, want only %s", runIDs(got), first.ID)
+		}
+		completeRun(t, b, first.ID, *got[0].WorkerID, `1`)
+		if r := getRun(t, b, second.ID); r.QueuedAt == nil || r.AvailableAt != nil {
+			t.Fatalf("the released run of a limited workflow: queued at %v, available at %v; want waiting for admission", r.QueuedAt, r.AvailableAt)
+		}
+		if got := admit(); len(got) != 1 || got[0].ID != second.ID {
+			t.Fatalf("the admitting claim took %v, want the released run %s", runIDs(got), second.ID)
+		}
+	})
+
 	t.Run("bad singletons and batches are refused, nothing created", func(t *testing.T) {
 		t.Parallel()
 		b := s.newBackend(t)
