@@ -53,7 +53,7 @@ func (c *Client) Backend() backend.Client { return c.b }
 
 // StartOption configures a run at start: [WithIdempotencyKey],
 // [WithStartAt], [WithDeadline], [WithConcurrencyKey], [WithPriority],
-// [WithSearchAttributes].
+// [WithSearchAttributes], [WithSingleton], [WithSingletonSkipError].
 type StartOption func(*startOptions)
 
 type startOptions struct {
@@ -62,6 +62,8 @@ type startOptions struct {
 	concurrencyKey          *string
 	priority                int
 	searchAttributes        backend.SearchAttributes
+	singleton               *backend.Singleton
+	singletonSkipError      bool
 }
 
 // apply sets the options on the create parameters p.
@@ -69,6 +71,7 @@ func (o startOptions) apply(p *backend.CreateWorkflowRunParams) {
 	p.IdempotencyKey, p.AvailableAt, p.DeadlineAt = o.idempotencyKey, o.availableAt, o.deadlineAt
 	p.ConcurrencyKey, p.Priority = o.concurrencyKey, o.priority
 	p.SearchAttributes = o.searchAttributes
+	p.Singleton = o.singleton
 }
 
 func newStartOptions(opts []StartOption) startOptions {
@@ -130,12 +133,20 @@ func WithPriority(priority int) StartOption {
 
 // Start starts a run of wf with input and returns its handle. It returns an
 // error if input cannot be JSON-encoded or the backend refuses the run.
+//
+// A Spec with a Singleton makes every start through Start a singleton
+// start ([WithSingleton] overrides it). A start in mode skip that found
+// an active run and was given [WithSingletonSkipError] returns that run's
+// handle with an error wrapping [ErrSingletonSkipped].
 func (wf *Workflow[I, O]) Start(ctx context.Context, c *Client, input I, opts ...StartOption) (*Handle[O], error) {
+	if s := wf.spec.Singleton; s != nil {
+		opts = append([]StartOption{WithSingleton(s.Key, s.Mode)}, opts...)
+	}
 	h, err := c.StartByName(ctx, wf.spec.Name, wf.spec.Version, input, opts...)
-	if err != nil {
+	if h == nil {
 		return nil, err
 	}
-	return &Handle[O]{RunHandle: h}, nil
+	return &Handle[O]{RunHandle: h}, err
 }
 
 // StartByName starts a run of the workflow name and version ("" for
@@ -153,7 +164,11 @@ func (c *Client) StartByName(ctx context.Context, name, version string, input an
 		return nil, fmt.Errorf("start workflow %q: %w", name, err)
 	}
 	span.SetAttributes(runAttributes(run)...)
-	return c.startedHandle(name, run, p.Input), nil
+	h := c.startedHandle(name, run, p.Input)
+	if run.SingletonSkipped && newStartOptions(opts).singletonSkipError {
+		return h, fmt.Errorf("start workflow %q: singleton key %q: run %s is active: %w", name, p.Singleton.Key, run.ID, ErrSingletonSkipped)
+	}
+	return h, nil
 }
 
 // Handle returns the handle of an existing run, by id.
@@ -325,7 +340,11 @@ type RunHandle struct {
 	// [ErrIdempotencyConflict]. Both are false on a handle from
 	// [Client.Handle].
 	Reused, InputDiffers bool
-	c                    *Client
+	// SingletonSkipped is true when the start was a singleton start in
+	// mode skip ([WithSingleton]) that created nothing because its key had
+	// an active run, which Run is. False on a handle from [Client.Handle].
+	SingletonSkipped bool
+	c                *Client
 }
 
 // Conflict returns an error wrapping [ErrIdempotencyConflict], naming the
@@ -346,7 +365,7 @@ func (h *RunHandle) Conflict() error {
 
 // startedHandle is the handle of the run a start of input returned.
 func (c *Client) startedHandle(name string, run *backend.WorkflowRun, input json.RawMessage) *RunHandle {
-	h := &RunHandle{ID: run.ID, WorkflowName: name, Run: run, c: c, Reused: run.Reused}
+	h := &RunHandle{ID: run.ID, WorkflowName: name, Run: run, c: c, Reused: run.Reused, SingletonSkipped: run.SingletonSkipped}
 	h.InputDiffers = run.Reused && !backend.SameJSON(run.Input, input)
 	return h
 }

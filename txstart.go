@@ -39,12 +39,18 @@ import (
 // The handle is valid once tx commits; before that, and for ever if tx
 // rolls back, the run is not found. opts are those of Start. A backend
 // without the capability fails with backend.ErrNotSupported.
+//
+// A Spec.Singleton applies as in [Workflow.Start]: the singleton's lock is
+// then held until tx ends.
 func (wf *Workflow[I, O]) StartTx(ctx context.Context, c *Client, tx any, input I, opts ...StartOption) (*Handle[O], error) {
+	if s := wf.spec.Singleton; s != nil {
+		opts = append([]StartOption{WithSingleton(s.Key, s.Mode)}, opts...)
+	}
 	h, err := c.StartTx(ctx, tx, wf.spec.Name, wf.spec.Version, input, opts...)
-	if err != nil {
+	if h == nil {
 		return nil, err
 	}
-	return &Handle[O]{RunHandle: h}, nil
+	return &Handle[O]{RunHandle: h}, err
 }
 
 // StartTx is [Workflow.StartTx] by workflow name and version ("" for
@@ -65,7 +71,11 @@ func (c *Client) StartTx(ctx context.Context, tx any, name, version string, inpu
 		return nil, fmt.Errorf("start workflow %q in a transaction: %w", name, err)
 	}
 	span.SetAttributes(runAttributes(run)...)
-	return c.startedHandle(name, run, p.Input), nil
+	h := c.startedHandle(name, run, p.Input)
+	if run.SingletonSkipped && newStartOptions(opts).singletonSkipError {
+		return h, fmt.Errorf("start workflow %q in a transaction: singleton key %q: run %s is active: %w", name, p.Singleton.Key, run.ID, ErrSingletonSkipped)
+	}
+	return h, nil
 }
 
 // createParams checks a start and makes its create params, under a

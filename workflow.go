@@ -34,6 +34,13 @@ type Spec struct {
 	// offers it and `ow workflows` shows it. Empty: none. Registering a
 	// workflow whose example is not JSON fails.
 	InputExample string
+	// Singleton, when set, makes every start of the workflow through
+	// [Workflow.Start] a singleton start of Singleton.Key in
+	// Singleton.Mode ([WithSingleton], which overrides it per start): at
+	// most one active run of the workflow per key. Nil: none. Registering
+	// a workflow whose Singleton is invalid (an unknown mode, a key that
+	// is not text or is over 1,024 bytes) fails.
+	Singleton *Singleton
 }
 
 func (s Spec) key() string { return registryKey(s.Name, versionPtr(s.Version)) }
@@ -147,6 +154,11 @@ func (r *registry) register(defs ...Definition) error {
 		if s.InputExample != "" {
 			if err := backend.ValidateJSON([]byte(s.InputExample)); err != nil {
 				return fmt.Errorf("register workflow %s: Spec.InputExample is not storable JSON: %w", s, err)
+			}
+		}
+		if s.Singleton != nil {
+			if err := s.Singleton.Validate(); err != nil {
+				return fmt.Errorf("register workflow %s: Spec.Singleton: %w", s, err)
 			}
 		}
 		if _, dup := r.defs[s.key()]; dup {

@@ -52,6 +52,10 @@ const (
 	// that started a run of another input within 24 hours; the message
 	// names that run, which the start did not change.
 	CodeIdempotencyConflict Code = "idempotency_conflict"
+	// CodeSingletonSkipped (409): POST /v1/runs with a singleton in mode
+	// skip and errorOnSkip, whose key has an active run; the message
+	// names that run, and nothing was started.
+	CodeSingletonSkipped Code = "singleton_skipped"
 	// CodeUpdateRejected (422): POST /v1/runs/{id}/updates/{name} whose
 	// update the run rejected — its validator refused it, the workflow
 	// handles no update of that name, or the run finished first; the
@@ -142,6 +146,8 @@ func asAPIError(err error, field string) *Error {
 		return errorf(http.StatusConflict, CodeDeadlinePassed, "", "%s", err)
 	case errors.Is(err, backend.ErrRunPaused):
 		return errorf(http.StatusConflict, CodeRunPaused, "", "%s", err)
+	case errors.Is(err, ow.ErrSingletonSkipped):
+		return errorf(http.StatusConflict, CodeSingletonSkipped, "singleton", "%s", err)
 	case errors.Is(err, ow.ErrIdempotencyConflict):
 		return errorf(http.StatusConflict, CodeIdempotencyConflict, "idempotencyKey", "%s", err)
 	case errors.Is(err, backend.ErrHookConflict):

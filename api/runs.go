@@ -43,6 +43,19 @@ type startRunRequest struct {
 	// an int (whole) or a float, true/false a bool; a name declared as a
 	// time takes an RFC 3339 string.
 	SearchAttributes map[string]json.RawMessage `json:"searchAttributes"`
+	// Singleton makes the start a singleton start (ow.WithSingleton): at
+	// most one active run of the workflow per key. In mode skip with an
+	// active run nothing is started and the answer is that run, 200, with
+	// singletonSkipped true — or, with errorOnSkip, 409
+	// singleton_skipped naming it.
+	Singleton *startSingleton `json:"singleton"`
+}
+
+// startSingleton is StartRunRequest.singleton.
+type startSingleton struct {
+	Key         string `json:"key"`
+	Mode        string `json:"mode"`
+	ErrorOnSkip bool   `json:"errorOnSkip"`
 }
 
 // MaxStartWait is the longest POST /v1/runs?wait=… waits for the run to
@@ -77,13 +90,13 @@ func (h *Handler) startRun(w http.ResponseWriter, r *http.Request) error {
 	}
 	handle, err := h.c.StartByName(r.Context(), req.WorkflowName, version, input, opts...)
 	if err != nil {
-		return asAPIError(err, "")
+		return asAPIError(err, "singleton")
 	}
 	if handle.InputDiffers {
 		return asAPIError(handle.Conflict(), "idempotencyKey")
 	}
 	status := http.StatusCreated
-	if handle.Reused {
+	if handle.Reused || handle.SingletonSkipped {
 		status = http.StatusOK // a replay: the run its first start made
 	}
 	run := handle.Run
@@ -96,6 +109,7 @@ func (h *Handler) startRun(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	out := RunOf(run, false)
+	out.SingletonSkipped = handle.SingletonSkipped
 	attrs, err := h.searchAttributes(r.Context(), *run)
 	if err != nil {
 		return asAPIError(err, "")
@@ -210,6 +224,19 @@ func (req *startRunRequest) options(now time.Time) ([]ow.StartOption, error) {
 			return nil, badField("priority", "priority must be an integer from %d to %d, got %d", -backend.MaxPriority, backend.MaxPriority, *p)
 		}
 		opts = append(opts, ow.WithPriority(int(*p)))
+	}
+	if sg := req.Singleton; sg != nil {
+		mode, err := backend.ParseSingletonMode(sg.Mode)
+		if err != nil || string(mode) != sg.Mode {
+			return nil, badField("singleton", "singleton.mode must be skip, queue or cancel, got %q", sg.Mode)
+		}
+		if err := (backend.Singleton{Key: sg.Key, Mode: mode}).Validate(); err != nil {
+			return nil, badField("singleton", "%s", err)
+		}
+		opts = append(opts, ow.WithSingleton(sg.Key, mode))
+		if sg.ErrorOnSkip {
+			opts = append(opts, ow.WithSingletonSkipError())
+		}
 	}
 	if len(req.SearchAttributes) > 0 {
 		attrs, err := searchAttributesOf(req.SearchAttributes)

@@ -131,6 +131,42 @@ func TestStartWithPriorityAndConcurrencyKey(t *testing.T) {
 	})
 }
 
+// TestStartSingleton: POST /v1/runs with a singleton, in each mode, on a
+// workflow no worker executes (so the key's first run stays active).
+func TestStartSingleton(t *testing.T) {
+	eachBackend(t, api.Options{}, func(t *testing.T, s *server) {
+		skip := map[string]any{"key": "k", "mode": "skip"}
+		first := s.start("unregistered-singleton", 1, "singleton", skip)
+		if first.SingletonSkipped {
+			t.Fatal("the key's first run is marked skipped")
+		}
+		var again api.Run
+		s.must(http.StatusOK, "POST", "/v1/runs", map[string]any{"workflowName": "unregistered-singleton", "input": 2, "singleton": skip}).decode(t, &again)
+		if again.ID != first.ID || !again.SingletonSkipped {
+			t.Fatalf("second skip start answered run %s (skipped %v), want %s skipped", again.ID, again.SingletonSkipped, first.ID)
+		}
+		r := s.do("POST", "/v1/runs", map[string]any{"workflowName": "unregistered-singleton", "singleton": map[string]any{"key": "k", "mode": "skip", "errorOnSkip": true}})
+		if r.status != http.StatusConflict || !strings.Contains(string(r.body), string(api.CodeSingletonSkipped)) || !strings.Contains(string(r.body), first.ID) {
+			t.Fatalf("skip start with errorOnSkip answered %d %s, want 409 singleton_skipped naming %s", r.status, r.body, first.ID)
+		}
+		queued := s.start("unregistered-singleton", 3, "singleton", map[string]any{"key": "k", "mode": "queue"})
+		if queued.Status != "pending" || queued.AvailableAt != nil {
+			t.Fatalf("queue start behind an active run: status %s available at %v, want pending and held", queued.Status, queued.AvailableAt)
+		}
+		fresh := s.start("unregistered-singleton", 4, "singleton", map[string]any{"key": "k", "mode": "cancel"})
+		for _, id := range []string{first.ID, queued.ID} {
+			var got api.Run
+			s.must(http.StatusOK, "GET", "/v1/runs/"+id, nil).decode(t, &got)
+			if got.Status != "canceled" {
+				t.Errorf("run %s of the key is %s after a cancel start, want canceled", id, got.Status)
+			}
+		}
+		if fresh.Status != "pending" || fresh.AvailableAt == nil {
+			t.Errorf("cancel start: status %s available at %v, want pending and due", fresh.Status, fresh.AvailableAt)
+		}
+	})
+}
+
 // TestListPagination: limit 2 over 5 runs gives 2, 2, 1 with no overlap or
 // gap; a filter survives into the next page; an empty list is data: [],
 // hasMore: false, cursor: null.
@@ -317,6 +353,10 @@ func TestErrors(t *testing.T) {
 			{"fractional priority", "POST", "/v1/runs", `{"workflowName":"add","priority":1.5}`, 400, api.CodeInvalidArgument, "priority"},
 			{"concurrency key not text", "POST", "/v1/runs", "{\"workflowName\":\"add\",\"concurrencyKey\":\"a\\u0000\"}", 400, api.CodeInvalidArgument, "concurrencyKey"},
 			{"concurrency key too long", "POST", "/v1/runs", `{"workflowName":"add","concurrencyKey":"` + strings.Repeat("k", 1025) + `"}`, 400, api.CodeInvalidArgument, "concurrencyKey"},
+			{"singleton without mode", "POST", "/v1/runs", `{"workflowName":"add","singleton":{"key":"k"}}`, 400, api.CodeInvalidArgument, "singleton"},
+			{"singleton unknown mode", "POST", "/v1/runs", `{"workflowName":"add","singleton":{"key":"k","mode":"Skip"}}`, 400, api.CodeInvalidArgument, "singleton"},
+			{"singleton key too long", "POST", "/v1/runs", `{"workflowName":"add","singleton":{"mode":"skip","key":"` + strings.Repeat("k", 1025) + `"}}`, 400, api.CodeInvalidArgument, "singleton"},
+			{"singleton unknown field", "POST", "/v1/runs", `{"workflowName":"add","singleton":{"mode":"skip","keys":"k"}}`, 400, api.CodeInvalidArgument, "keys"},
 		}
 		for _, c := range cases {
 			var header []string

@@ -65,6 +65,9 @@ type Run struct {
 	// ConcurrencyKey is the key the per-key limits of the run's workflow
 	// count it under, or null.
 	ConcurrencyKey *string `json:"concurrencyKey"`
+	// SingletonSkipped is true on the answer to a singleton start in mode
+	// skip that started nothing: the run is the key's active run.
+	SingletonSkipped bool `json:"singletonSkipped,omitempty"`
 	// QueuedAt is set while the run waits for admission (its workflow has
 	// limits; AvailableAt is then null); AdmittedAt is when a worker
 	// admitted it.

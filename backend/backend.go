@@ -247,6 +247,11 @@ type CreateWorkflowRunParams struct {
 	// create with [ErrInvalidSearchAttribute]; a value of another type
 	// than the namespace's for its name fails it too, nothing inserted.
 	SearchAttributes SearchAttributes
+	// Singleton, when set, admits the run only as its key's mode says
+	// ([Singleton]): skip, queue behind the key's active run, or cancel
+	// it. Nil: no singleton. With an IdempotencyKey, the idempotency key
+	// is looked up first (a reused run is returned as it is).
+	Singleton *Singleton
 }
 
 // MaxPriority is the largest priority in absolute value

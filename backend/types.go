@@ -171,6 +171,10 @@ type WorkflowRun struct {
 	// stored, and nothing was created (the create's input, version and
 	// options were dropped). It is not stored; a read never sets it.
 	Reused bool `json:"-"`
+	// SingletonSkipped is set on the run a create returned instead of
+	// creating one because its [Singleton] in mode skip found this active
+	// run of its key. It is not stored; a read never sets it.
+	SingletonSkipped bool `json:"-"`
 }
 
 // StepAttempt is one row of step_attempts: one execution attempt of one

@@ -154,6 +154,11 @@ func (p CreateWorkflowRunParams) Validate() error {
 			return &FieldError{Field: "concurrencyKey", Value: shown(*p.ConcurrencyKey), Reason: strings.TrimPrefix(err.Error(), ErrInvalidArgument.Error()+": ")}
 		}
 	}
+	if p.Singleton != nil {
+		if err := p.Singleton.Validate(); err != nil {
+			return err
+		}
+	}
 	return p.SearchAttributes.Validate()
 }
 

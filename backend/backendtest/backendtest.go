@@ -136,6 +136,7 @@ func Run(t *testing.T, h Harness) {
 		{"Limit backlog", testLimitBacklog},
 		{"WorkerRegistry", testWorkerRegistry},
 		{"Bulk actions", testBulkActions},
+		{"Singleton", testSingleton},
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {

@@ -41,6 +41,9 @@ func (b *Backend) CreateWorkflowRuns(ctx context.Context, ps []backend.CreateWor
 		if err := validateCreate(p); err != nil {
 			return nil, fmt.Errorf("create workflow runs: entry %d: %w", i, err)
 		}
+		if p.Singleton != nil {
+			return nil, fmt.Errorf("create workflow runs: entry %d: %w", i, backend.ErrSingletonBatch)
+		}
 		if p.IdempotencyKey == nil {
 			plain = append(plain, i)
 		} else {

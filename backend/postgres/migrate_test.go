@@ -29,6 +29,7 @@ func goLine() []int64 {
 var oursIndexes = []string{
 	"workflow_runs_go_admitted_idx", "workflow_runs_go_claim_priority_idx", "workflow_runs_go_deadline_idx",
 	"workflow_runs_go_paused_idx", "workflow_runs_go_queue_idx", "workflow_runs_go_queue_key_idx",
+	"workflow_runs_go_singleton_idx",
 }
 
 // migratedSchema returns a new schema of the test's own, migrated, and a

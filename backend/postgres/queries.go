@@ -195,6 +195,10 @@ type queries struct {
 	SearchAttributesOf         string `sql:"search_attributes_of"`
 	ListRunsByAttribute        string `sql:"list_runs_by_attribute"`
 	ListRunsSummaryByAttribute string `sql:"list_runs_summary_by_attribute"`
+	// singleton.sql
+	LockSingleton   string `sql:"lock_singleton"`
+	SingletonActive string `sql:"singleton_active"`
+	SingletonMark   string `sql:"singleton_mark"`
 	// migrate.sql
 	MigrationLock                string `sql:"migration_lock"`
 	MigrationUnlock              string `sql:"migration_unlock"`

@@ -118,7 +118,8 @@ func (b *Backend) databaseIdentity(ctx context.Context) (string, error) {
 }
 
 // createInTx runs a create's statements on tx; existed is true when an
-// idempotency key found an earlier run.
+// idempotency key found an earlier run, or a singleton in mode skip an
+// active run of its key (admitSingleton).
 func (b *Backend) createInTx(ctx context.Context, tx pgx.Tx, p backend.CreateWorkflowRunParams, esc *escapes, args []any) (run *backend.WorkflowRun, existed bool, err error) {
 	if p.IdempotencyKey != nil {
 		if _, err := tx.Exec(ctx, b.q.LockIdempotencyKey, idempotencyLockKey(b.namespace, p.WorkflowName, *p.IdempotencyKey)); err != nil {
@@ -134,8 +135,20 @@ func (b *Backend) createInTx(ctx context.Context, tx pgx.Tx, p backend.CreateWor
 			return nil, false, err
 		}
 	}
+	var hold bool
+	if p.Singleton != nil {
+		var existing *backend.WorkflowRun
+		if existing, hold, err = b.admitSingleton(ctx, tx, p); err != nil || existing != nil {
+			return existing, existing != nil, err
+		}
+	}
 	if run, err = queryRun(ctx, tx, b.q.InsertRun, args...); err != nil {
 		return nil, false, err
+	}
+	if p.Singleton != nil {
+		if run, err = b.markSingleton(ctx, tx, run, p.Singleton, hold); err != nil {
+			return nil, false, err
+		}
 	}
 	if len(p.SearchAttributes) > 0 {
 		if err := b.writeSearchAttributes(ctx, tx, run.ID, run.CreatedAt, p.SearchAttributes, false); err != nil {

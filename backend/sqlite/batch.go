@@ -266,6 +266,9 @@ func (b *Backend) CreateWorkflowRuns(ctx context.Context, ps []backend.CreateWor
 		if args[i], err = newCreateArgs(&ps[i]); err != nil {
 			return nil, fmt.Errorf("create workflow runs: entry %d: %w", i, err)
 		}
+		if ps[i].Singleton != nil {
+			return nil, fmt.Errorf("create workflow runs: entry %d: %w", i, backend.ErrSingletonBatch)
+		}
 	}
 	runs := make([]*backend.WorkflowRun, len(ps))
 	err := b.write(ctx, func(tx *txn, now time.Time, ev *events) error {

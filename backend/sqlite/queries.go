@@ -128,6 +128,9 @@ type queries struct {
 	Savepoint           string `sql:"savepoint"`
 	ReleaseSavepoint    string `sql:"release_savepoint"`
 	RollbackToSavepoint string `sql:"rollback_to_savepoint"`
+	// singleton.sql
+	SingletonActive string `sql:"singleton_active"`
+	SingletonMark   string `sql:"singleton_mark"`
 	// migrate.sql
 	MigrationsTableExists        string `sql:"migrations_table_exists"`
 	OpenWorkflowMigrationVersion string `sql:"openworkflow_migration_version"`

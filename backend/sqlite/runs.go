@@ -62,8 +62,10 @@ func newCreateArgs(p *backend.CreateWorkflowRunParams) (createArgs, error) {
 
 // createRun is the transaction body of a create: with an idempotency key
 // it returns the oldest run with that key created within the window (one
-// created earlier in the same transaction included), else it inserts a
-// pending run, recording EventWorkAvailable when it is claimable now.
+// created earlier in the same transaction included); with a singleton it
+// is admitted as admitSingleton says (the key's active run returned in
+// mode skip); else it inserts a pending run, recording EventWorkAvailable
+// when it is claimable now.
 func (b *Backend) createRun(ctx context.Context, tx *txn, now time.Time, ev *events, p *backend.CreateWorkflowRunParams, a *createArgs) (*backend.WorkflowRun, error) {
 	if p.IdempotencyKey != nil {
 		row := tx.QueryRowContext(ctx, b.q.GetRunByIdempotencyKey,
@@ -79,6 +81,14 @@ func (b *Backend) createRun(ctx context.Context, tx *txn, now time.Time, ev *eve
 		if !errors.Is(err, sql.ErrNoRows) {
 			return nil, err
 		}
+	}
+	var hold bool
+	if p.Singleton != nil {
+		existing, h, err := b.admitSingleton(ctx, tx, now, ev, p)
+		if err != nil || existing != nil {
+			return existing, err
+		}
+		hold = h
 	}
 	availableAt := now
 	if p.AvailableAt != nil {
@@ -107,12 +117,17 @@ func (b *Backend) createRun(ctx context.Context, tx *txn, now time.Time, ev *eve
 		}
 		return nil, err
 	}
+	if p.Singleton != nil {
+		if created, err = b.markSingleton(ctx, tx, created, p.Singleton, hold); err != nil {
+			return nil, err
+		}
+	}
 	if len(p.SearchAttributes) > 0 {
 		if err := b.writeSearchAttributes(ctx, tx, now, created.ID, timeArg(created.CreatedAt), p.SearchAttributes, false); err != nil {
 			return nil, err
 		}
 	}
-	if !availableAt.After(now) {
+	if !hold && !availableAt.After(now) {
 		ev.workAvailable(b.ns)
 	}
 	return created, nil

@@ -38,6 +38,8 @@ func timeFlag(name, value string) (time.Time, error) {
 func (a *app) runsStartCommand() *cobra.Command {
 	var (
 		input, version, key, startAt, deadline, concurrencyKey string
+		singletonKey, singletonMode                            string
+		singletonSkipError                                     bool
 		delay                                                  time.Duration
 		wait                                                   bool
 		priority                                               int
@@ -54,7 +56,14 @@ if it failed or was canceled).
   ow runs start greet --input '"ada"' --wait
   ow runs start nightly-report --delay 1h --idempotency-key 2026-11-23
   ow runs start sync-account --input '"c-42"' --concurrency-key c-42 --priority 10
-  ow runs start sync-account --attr customer=c-42 --attr amount=12 --attr 'tags=["eu","vip"]'`,
+  ow runs start sync-account --attr customer=c-42 --attr amount=12 --attr 'tags=["eu","vip"]'
+  ow runs start deploy --input '"main"' --singleton main --singleton-mode cancel
+
+With --singleton, at most one run of the workflow per key is active (not
+finished): --singleton-mode skip (the default) starts nothing and prints
+the key's active run (exit status 1 with --singleton-skip-error), queue
+starts the run held until the key's earlier runs end, one at a time, and
+cancel cancels the key's active runs, then starts this one.`,
 		Args: exactArgs("workflow"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			raw := json.RawMessage("null")
@@ -99,6 +108,21 @@ if it failed or was canceled).
 				return fmt.Errorf("invalid --priority %d: want a whole number from %d to %d", priority, -backend.MaxPriority, backend.MaxPriority)
 			}
 			opts = append(opts, ow.WithPriority(priority))
+			if cmd.Flags().Changed("singleton") {
+				mode, err := backend.ParseSingletonMode(singletonMode)
+				if err != nil {
+					return fmt.Errorf("invalid --singleton-mode %q: want skip, queue or cancel", singletonMode)
+				}
+				if err := (backend.Singleton{Key: singletonKey, Mode: mode}).Validate(); err != nil {
+					return fmt.Errorf("invalid --singleton: %w", err)
+				}
+				opts = append(opts, ow.WithSingleton(singletonKey, mode))
+				if singletonSkipError {
+					opts = append(opts, ow.WithSingletonSkipError())
+				}
+			} else if cmd.Flags().Changed("singleton-mode") || singletonSkipError {
+				return errors.New("--singleton-mode and --singleton-skip-error need --singleton <key>")
+			}
 			if len(attrs) > 0 {
 				sa, err := attrFlags(attrs)
 				if err != nil {
@@ -119,8 +143,13 @@ if it failed or was canceled).
 				return err // the key started a run of another input: this one's was dropped
 			}
 			verb := "started run"
-			if h.Reused {
+			switch {
+			case h.Reused:
 				verb = "the key already started run" // a replay: nothing new was started
+			case h.SingletonSkipped:
+				verb = "nothing started: the singleton key has active run" // mode skip
+			case h.Run != nil && h.Run.Status == backend.RunPending && h.Run.AvailableAt == nil && h.Run.QueuedAt == nil && !h.Run.Paused():
+				verb = "started run (held until the singleton key's earlier runs end)"
 			}
 			if !wait {
 				if a.jsonOut {
@@ -145,6 +174,9 @@ if it failed or was canceled).
 	f.BoolVar(&wait, "wait", false, "wait for the run to finish and print its output")
 	f.StringVar(&concurrencyKey, "concurrency-key", "", "the key the per-key limits of the workflow count the run under, e.g. a customer id")
 	f.IntVar(&priority, "priority", 0, "claims take pending runs of higher priority first (negative: after the default 0)")
+	f.StringVar(&singletonKey, "singleton", "", "a singleton key: at most one active run of the workflow per key (see --singleton-mode)")
+	f.StringVar(&singletonMode, "singleton-mode", "skip", "what a start does when the key has an active run: skip, queue or cancel")
+	f.BoolVar(&singletonSkipError, "singleton-skip-error", false, "with --singleton-mode skip, fail (exit status 1) when nothing was started")
 	return c
 }
 
