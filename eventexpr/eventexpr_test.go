@@ -174,7 +174,7 @@ func TestIndexKeys(t *testing.T) {
 	}
 	for _, src := range []string{
 		`event.data.orderId == input.orderId || event.name == "x"`, // a disjunction does not imply the equality
-		`event.data.orderId == event.data.other`,                  // the other side reads event
+		`event.data.orderId == event.data.other`,                   // the other side reads event
 		`!(event.data.orderId == input.orderId)`,
 		`event.data.orderId != input.orderId`,
 		`has(event.data.orderId)`,
