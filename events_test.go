@@ -87,3 +87,113 @@ func TestAnInvalidEventInAPublishStoresNothing(t *testing.T) {
 		t.Fatalf("stored %d events of refused publishes", len(page.Data))
 	}
 }
+
+type order struct {
+	OrderID string  `json:"orderId"`
+	Amount  float64 `json:"amount"`
+}
+
+// triggeredInput is the input of a run an event started.
+type triggeredInput struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Data order  `json:"data"`
+}
+
+func TestATriggerStartsOneRunPerMatchingEventWithTheEventAsInput(t *testing.T) {
+	e := newEnv(t)
+	big := ow.Define(ow.Spec{Name: "big-order", Triggers: []ow.EventTrigger{{Event: "order.created", If: "event.data.amount > 100.0"}}},
+		func(ctx ow.Context, in triggeredInput) (string, error) { return in.Data.OrderID, nil })
+	every := ow.Define(ow.Spec{Name: "every-order", Triggers: []ow.EventTrigger{{Event: "order.created"}, {Event: "order.created", If: "true"}}},
+		func(ctx ow.Context, in triggeredInput) (string, error) { return in.ID, nil })
+	e.register(big, every)
+	e.tick() // stores the triggers, as Worker.Start does
+
+	small, err := e.client.PublishEvent(e.ctx, "order.created", order{OrderID: "o-1", Amount: 5}, ow.PublishOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	large, err := e.client.PublishEvent(e.ctx, "order.created", order{OrderID: "o-2", Amount: 500}, ow.PublishOptions{Key: "tenant-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(small.Started) != 1 {
+		t.Fatalf("the small order started %v, want only every-order's run", small.Started)
+	}
+	if len(large.Started) != 2 {
+		t.Fatalf("the large order started %v, want one run of each workflow (two triggers of every-order match: still one run)", large.Started)
+	}
+	e.drain()
+	for _, id := range large.Started {
+		r := e.run(id)
+		if r.Status != backend.RunCompleted {
+			t.Fatalf("run %s: %s", id, r.Status)
+		}
+		if r.IdempotencyKey == nil || *r.IdempotencyKey != backend.EventRunIdempotencyKey(large.ID, r.WorkflowName) {
+			t.Errorf("run %s idempotency key %v", id, r.IdempotencyKey)
+		}
+		if r.ConcurrencyKey == nil || *r.ConcurrencyKey != "tenant-a" {
+			t.Errorf("run %s concurrency key %v, want the event's key", id, r.ConcurrencyKey)
+		}
+		want := `"o-2"`
+		if r.WorkflowName == "every-order" {
+			want = `"` + large.ID + `"`
+		}
+		if string(r.Output) != want {
+			t.Errorf("run %s of %s output %s, want %s", id, r.WorkflowName, r.Output, want)
+		}
+	}
+	ev, err := e.client.GetEvent(e.ctx, large.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ev.Effects) != 2 || ev.Effects[0].Kind != backend.EffectStarted {
+		t.Fatalf("effects %+v", ev.Effects)
+	}
+	ts, err := e.client.ListEventTriggers(e.ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ts) != 3 {
+		t.Fatalf("stored triggers %+v", ts)
+	}
+}
+
+func TestAConditionThatFailsAtRunTimeIsNoMatchRecordedOnTheEvent(t *testing.T) {
+	e := newEnv(t)
+	e.register(ow.Define(ow.Spec{Name: "coupon", Triggers: []ow.EventTrigger{{Event: "order.created", If: "event.data.coupon == 'FREE'"}}},
+		func(ctx ow.Context, in triggeredInput) (string, error) { return "", nil }))
+	e.tick()
+	pub, err := e.client.PublishEvent(e.ctx, "order.created", order{OrderID: "o-1"}, ow.PublishOptions{})
+	if err != nil {
+		t.Fatalf("a runtime CEL error failed the publish: %v", err)
+	}
+	if len(pub.Started) != 0 {
+		t.Fatalf("started %v", pub.Started)
+	}
+	ev, err := e.client.GetEvent(e.ctx, pub.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ev.Effects) != 1 || ev.Effects[0].Kind != backend.EffectError || ev.Effects[0].Message == nil ||
+		!strings.Contains(*ev.Effects[0].Message, "coupon") || ev.Effects[0].WorkflowName != "coupon" {
+		t.Fatalf("effects %+v, want one error naming the condition", ev.Effects)
+	}
+	t.Log(*ev.Effects[0].Message)
+}
+
+func TestConditionsThatDoNotCompileFailRegistrationNamingWorkflowAndTrigger(t *testing.T) {
+	e := newEnv(t)
+	for _, c := range []struct{ cond, want string }{
+		{"event.data.amount >", "Syntax error"},
+		{"'text'", "must be a bool"},
+		{"unknown_var == 1", "undeclared reference"},
+	} {
+		err := e.worker.Register(ow.Define(ow.Spec{Name: "wf-" + c.cond, CancelOn: []ow.EventTrigger{{Event: "x"}, {Event: "order.created", If: c.cond}}},
+			func(ctx ow.Context, in int) (int, error) { return 0, nil }))
+		if err == nil || !strings.Contains(err.Error(), "wf-"+c.cond) || !strings.Contains(err.Error(), "CancelOn[1]") ||
+			!strings.Contains(err.Error(), "order.created") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("register with condition %q: %v, want an error naming the workflow, CancelOn[1], the event and %q", c.cond, err, c.want)
+		}
+	}
+}
