@@ -1,10 +1,12 @@
 package openworkflow_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	ow "github.com/openworkflow-go/openworkflow"
 	"github.com/openworkflow-go/openworkflow/backend"
@@ -195,5 +197,74 @@ func TestConditionsThatDoNotCompileFailRegistrationNamingWorkflowAndTrigger(t *t
 			!strings.Contains(err.Error(), "order.created") || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("register with condition %q: %v, want an error naming the workflow, CancelOn[1], the event and %q", c.cond, err, c.want)
 		}
+	}
+}
+
+func TestCancelOnCancelsAParkedRunAndARunningRunBetweenStepsButNotANonMatchingRun(t *testing.T) {
+	e := newEnv(t)
+	inStep := make(chan struct{}, 1)
+	release := make(chan struct{})
+	var calls counter
+	wf := ow.Define(ow.Spec{Name: "fulfil", CancelOn: []ow.EventTrigger{{Event: "order.cancelled", If: "event.data.orderId == input.orderId"}}},
+		func(ctx ow.Context, in order) (int, error) {
+			if in.OrderID == "o-running" {
+				if _, err := ow.Run(ctx, "first", func(context.Context) (int, error) {
+					inStep <- struct{}{}
+					<-release // the step finishes whatever happens meanwhile
+					return 1, nil
+				}); err != nil {
+					return 0, err
+				}
+				return ow.Run(ctx, "second", func(context.Context) (int, error) {
+					calls.inc("second") // a step that must never start
+					return 2, nil
+				})
+			}
+			if err := ow.Sleep(ctx, "nap", time.Minute); err != nil {
+				return 0, err
+			}
+			calls.inc("after-sleep:" + in.OrderID)
+			return 1, nil
+		})
+	e.register(wf)
+	parked := start(e, wf, order{OrderID: "o-parked"})
+	other := start(e, wf, order{OrderID: "o-other"})
+	e.tick() // both park
+	running := start(e, wf, order{OrderID: "o-running"})
+	done := make(chan struct{})
+	go func() { defer close(done); e.tick() }()
+	<-inStep
+
+	pub, err := e.client.PublishEvents(e.ctx, []ow.Event{
+		{Name: "order.cancelled", Data: order{OrderID: "o-parked"}},
+		{Name: "order.cancelled", Data: order{OrderID: "o-running"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	<-done
+	e.clock.Advance(time.Hour)
+	e.drain()
+	e.requireStatus(parked, backend.RunCanceled)
+	e.requireStatus(running, backend.RunCanceled)
+	e.requireStatus(other, backend.RunCompleted)
+	if calls.get("second") != 0 || calls.get("after-sleep:o-parked") != 0 {
+		t.Fatal("a canceled run went on")
+	}
+	for _, s := range e.steps(running) {
+		if s.StepName == "second" {
+			t.Fatalf("step second was recorded (%s) for a canceled run", s.Status)
+		}
+	}
+	if len(pub[0].Canceled) != 1 || pub[0].Canceled[0] != parked || len(pub[1].Canceled) != 1 || pub[1].Canceled[0] != running {
+		t.Fatalf("canceled = %v, %v", pub[0].Canceled, pub[1].Canceled)
+	}
+	ev, err := e.client.GetEvent(e.ctx, pub[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ev.Effects) != 1 || ev.Effects[0].Kind != backend.EffectCanceled || *ev.Effects[0].WorkflowRunID != parked {
+		t.Fatalf("effects %+v", ev.Effects)
 	}
 }
