@@ -268,3 +268,38 @@ func TestCancelOnCancelsAParkedRunAndARunningRunBetweenStepsButNotANonMatchingRu
 		t.Fatalf("effects %+v", ev.Effects)
 	}
 }
+
+func TestRetentionPrunesEventsOlderThanTheDefaultPeriodWithWhatTheyDid(t *testing.T) {
+	e := newEnv(t)
+	e.register(ow.Define(ow.Spec{Name: "on-ping", Triggers: []ow.EventTrigger{{Event: "ping"}}}, func(ctx ow.Context, in triggeredInput) (int, error) { return 1, nil }))
+	e.tick()
+	var old []string
+	for i := 0; i < 3; i++ {
+		p, err := e.client.PublishEvent(e.ctx, "ping", i, ow.PublishOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		old = append(old, p.ID)
+	}
+	e.clock.Advance(48 * time.Hour)
+	kept, err := e.client.PublishEvent(e.ctx, "ping", 9, ow.PublishOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := e.client.PruneRuns(e.ctx, ow.Retention{Default: 24 * time.Hour}, ow.PruneOptions{BatchSize: 2, Now: e.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.EventsDeleted != 3 {
+		t.Fatalf("deleted %d events, want the 3 older than a day", rep.EventsDeleted)
+	}
+	for _, id := range old {
+		if _, err := e.client.GetEvent(e.ctx, id); !errors.Is(err, backend.ErrEventNotFound) {
+			t.Errorf("event %s: %v, want pruned", id, err)
+		}
+	}
+	ev, err := e.client.GetEvent(e.ctx, kept.ID)
+	if err != nil || len(ev.Effects) != 1 {
+		t.Fatalf("the recent event: %+v, %v", ev, err)
+	}
+}
