@@ -303,3 +303,25 @@ func TestRetentionPrunesEventsOlderThanTheDefaultPeriodWithWhatTheyDid(t *testin
 		t.Fatalf("the recent event: %+v, %v", ev, err)
 	}
 }
+
+func TestABatchIsStoredInItsOrderWithKeyedAndUnkeyedEventsMixed(t *testing.T) {
+	e := newEnv(t)
+	out, err := e.client.PublishEvents(e.ctx, []ow.Event{{Name: "a"}, {Name: "b", IdempotencyKey: "kb"}, {Name: "c"}, {Name: "d", IdempotencyKey: "kb"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out[3].Duplicate || out[3].ID != out[1].ID {
+		t.Fatalf("the second use of a key in one batch: %+v", out[3])
+	}
+	page, err := e.client.ListEvents(e.ctx, backend.ListEventsParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, ev := range page.Data {
+		names = append(names, ev.Name)
+	}
+	if strings.Join(names, "") != "cba" {
+		t.Fatalf("newest first: %v, want c b a", names)
+	}
+}

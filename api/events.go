@@ -90,7 +90,9 @@ func (h *Handler) publishEvents(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var reqs []publishEventRequest
-	if trimmed := bytes.TrimSpace(raw); len(trimmed) > 0 && trimmed[0] == '[' {
+	trimmed := bytes.TrimSpace(raw)
+	isArray := len(trimmed) > 0 && trimmed[0] == '['
+	if isArray {
 		if err := decodeJSON(trimmed, &reqs); err != nil {
 			return err
 		}
@@ -110,7 +112,7 @@ func (h *Handler) publishEvents(w http.ResponseWriter, r *http.Request) error {
 	evs := make([]ow.Event, len(reqs))
 	for i, req := range reqs {
 		field := func(f string) string {
-			if len(reqs) == 1 && raw[0] != '[' {
+			if !isArray {
 				return f
 			}
 			return fmt.Sprintf("[%d].%s", i, f)
