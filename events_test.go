@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -323,5 +324,31 @@ func TestABatchIsStoredInItsOrderWithKeyedAndUnkeyedEventsMixed(t *testing.T) {
 	}
 	if strings.Join(names, "") != "cba" {
 		t.Fatalf("newest first: %v, want c b a", names)
+	}
+}
+
+func TestConcurrentBatchesOfTheSameKeysInOppositeOrdersStoreEachEventOnce(t *testing.T) {
+	e := newEnv(t)
+	const n = 40
+	up, down := make([]ow.Event, n), make([]ow.Event, n)
+	for i := 0; i < n; i++ {
+		up[i] = ow.Event{Name: "k", IdempotencyKey: fmt.Sprint(i)}
+		down[n-1-i] = up[i]
+	}
+	errs := make(chan error, 2)
+	for _, batch := range [][]ow.Event{up, down} {
+		go func() { _, err := e.client.PublishEvents(e.ctx, batch); errs <- err }()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatalf("a batch failed (a deadlock between the keys' locks?): %v", err)
+		}
+	}
+	page, err := e.client.ListEvents(e.ctx, backend.ListEventsParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Data) != n {
+		t.Fatalf("%d events stored, want %d", len(page.Data), n)
 	}
 }

@@ -140,6 +140,20 @@ func (b *Backend) insertEvents(ctx context.Context, tx pgx.Tx, ps []backend.Publ
 		ids, names, data, keys, plain = ids[:0], names[:0], data[:0], keys[:0], plain[:0]
 		return nil
 	}
+	// The keys' locks are taken first, in sorted order, so that two
+	// batches holding the same keys in other orders cannot deadlock.
+	var locks []string
+	for _, p := range ps {
+		if p.IdempotencyKey != nil {
+			locks = append(locks, lockText(b.namespace, *p.IdempotencyKey))
+		}
+	}
+	slices.Sort(locks)
+	for _, l := range slices.Compact(locks) {
+		if _, err := tx.Exec(ctx, b.q.LockEventKey, l); err != nil {
+			return nil, err
+		}
+	}
 	for i, p := range ps {
 		ev := &backend.EventRecord{NamespaceID: b.namespace, ID: id.New(id.PrefixEvent), Name: p.Name, Data: p.DataOrEmpty(), Key: p.Key, IdempotencyKey: p.IdempotencyKey}
 		out[i].ID = ev.ID
@@ -153,9 +167,6 @@ func (b *Backend) insertEvents(ctx context.Context, tx pgx.Tx, ps []backend.Publ
 			return nil, err
 		}
 		key := *p.IdempotencyKey
-		if _, err := tx.Exec(ctx, b.q.LockEventKey, lockText(b.namespace, key)); err != nil {
-			return nil, err
-		}
 		var holder string
 		var within bool
 		err := tx.QueryRow(ctx, b.q.EventByIdempotencyKey, b.namespace, key, backend.EventDedupPeriod.Milliseconds(), b.at()).Scan(&holder, &within)
