@@ -199,6 +199,23 @@ type queries struct {
 	LockSingleton   string `sql:"lock_singleton"`
 	SingletonActive string `sql:"singleton_active"`
 	SingletonMark   string `sql:"singleton_mark"`
+	// events.sql
+	LockEventKey             string `sql:"lock_event_key"`
+	EventByIdempotencyKey    string `sql:"event_by_idempotency_key"`
+	ClearEventIdempotencyKey string `sql:"clear_event_idempotency_key"`
+	InsertEvent              string `sql:"insert_event"`
+	InsertEvents             string `sql:"insert_events"`
+	EventTriggersByName      string `sql:"event_triggers_by_name"`
+	ActiveRunsOfWorkflow     string `sql:"active_runs_of_workflow"`
+	InsertEventEffects       string `sql:"insert_event_effects"`
+	GetEvent                 string `sql:"get_event"`
+	EventEffects             string `sql:"event_effects"`
+	ListEvents               string `sql:"list_events"`
+	LockEventTriggers        string `sql:"lock_event_triggers"`
+	ListEventTriggers        string `sql:"list_event_triggers"`
+	DeleteEventTriggers      string `sql:"delete_event_triggers"`
+	InsertEventTriggers      string `sql:"insert_event_triggers"`
+	PruneEvents              string `sql:"prune_events"`
 	// migrate.sql
 	MigrationLock                string `sql:"migration_lock"`
 	MigrationUnlock              string `sql:"migration_unlock"`
