@@ -192,7 +192,9 @@ func (w *Worker) quarantine(ids []string) {
 // While the backend does not answer, the slots stay out of use.
 func (w *Worker) releaseQuarantined(ctx context.Context) error {
 	w.mu.Lock()
-	ids := w.quarantined
+	// A copy: the DeleteFunc below compacts w.quarantined in place and
+	// zeroes its tail, which an alias would see as empty slot ids.
+	ids := slices.Clone(w.quarantined)
 	w.mu.Unlock()
 	if len(ids) == 0 {
 		return nil
