@@ -416,6 +416,11 @@ func (w *Worker) handleEvent(ev backend.Event) {
 		w.poke()
 	case backend.EventScheduleChanged:
 		w.pokeSchedules()
+	case backend.EventResync:
+		// Announcements were lost (a failover): claim, and look at the
+		// schedules, as if each had come.
+		w.poke()
+		w.pokeSchedules()
 	case backend.EventRunPaused:
 		w.notePause(ev)
 	}
