@@ -81,6 +81,7 @@ func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (claimed, asked 
 	if w.m != nil {
 		began = time.Now()
 	}
+	leased := time.Now() // the leases run from no earlier than this
 	runs, err := w.b.ClaimWorkflowRuns(ctx, p)
 	if w.m != nil {
 		w.m.ObserveClaim(time.Since(began), len(ids), len(runs), err)
@@ -148,7 +149,7 @@ func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (claimed, asked 
 			}
 			w.passes.Done()
 		}
-		go w.execute(run, hist, endSlot)
+		go w.execute(run, hist, leased, endSlot)
 	}
 	// Runs claimed for the first time have no history: they start before
 	// the resumed runs' histories are read.
