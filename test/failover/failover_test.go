@@ -74,7 +74,8 @@ func TestProcess(t *testing.T) {
 type proc struct {
 	cmd  *exec.Cmd
 	out  string
-	done chan error
+	done chan struct{} // closed when the process exited
+	err  error         // its exit error, set before done is closed
 }
 
 func startProcess(t *testing.T, dir string, name string, cfg processConfig) *proc {
@@ -91,8 +92,12 @@ func startProcess(t *testing.T, dir string, name string, cfg processConfig) *pro
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{cmd: cmd, out: out, done: make(chan error, 1)}
-	go func() { p.done <- cmd.Wait(); f.Close() }()
+	p := &proc{cmd: cmd, out: out, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		f.Close()
+		close(p.done)
+	}()
 	t.Cleanup(func() {
 		select {
 		case <-p.done:
@@ -109,9 +114,9 @@ func (p *proc) stop(t *testing.T, name string, d time.Duration) {
 	t.Helper()
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case err := <-p.done:
-		if err != nil {
-			t.Errorf("%s exited with %v; its output:\n%s", name, err, tail(p.out, 40))
+	case <-p.done:
+		if p.err != nil {
+			t.Errorf("%s exited with %v; its output:\n%s", name, p.err, tail(p.out, 40))
 		}
 	case <-time.After(d):
 		t.Errorf("%s did not stop within %v; its output:\n%s", name, d, tail(p.out, 40))
@@ -122,8 +127,7 @@ func (p *proc) stop(t *testing.T, name string, d time.Duration) {
 // allowed: a process that exited is a failure).
 func (p *proc) alive() bool {
 	select {
-	case err := <-p.done:
-		p.done <- err
+	case <-p.done:
 		return false
 	default:
 		return true
