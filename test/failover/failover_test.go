@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	ow "github.com/openworkflow-go/openworkflow"
@@ -215,11 +216,19 @@ func TestPrimaryFailover(t *testing.T) {
 		t.Fatalf("kill the primary: %v: %s", err, out)
 	}
 	t.Logf("killed the primary (port %s) with kill -9 of its postmaster and pg_autoctl", strings.TrimSpace(string(out)))
+	// Writable: a new connection through the multi-host URL commits a
+	// transaction with an id. (A pooled connection would not do: a backend
+	// of the killed postmaster may answer for a moment.)
 	var writableAt time.Time
 	waitFor(t, 90*time.Second, "the new primary to accept a write", func() bool {
-		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		if _, err := pool.Exec(cctx, "SELECT txid_current()"); err != nil {
+		conn, err := pgx.Connect(cctx, url)
+		if err != nil {
+			return false
+		}
+		defer conn.Close(context.Background())
+		if _, err := conn.Exec(cctx, "SELECT txid_current()"); err != nil {
 			return false
 		}
 		writableAt = time.Now()
