@@ -466,8 +466,9 @@ func (h *RunHandle) finished(runID string, f *backend.FinishedRun) (json.RawMess
 	return nil, fmt.Errorf("workflow %s (run %s): %w", h.WorkflowName, runID, ErrRunCanceled)
 }
 
-// waitForFinish returns when an event says run finished, after d, or with
-// ctx's error. When the event carries how the run ended (it was published
+// waitForFinish returns when an event says run finished or that events
+// may have been missed (backend.EventResync), after d, or with ctx's
+// error. When the event carries how the run ended (it was published
 // by the backend that wrote it), that is returned too; otherwise nil, and
 // the caller reads the run.
 func waitForFinish(ctx context.Context, events <-chan backend.Event, runID string, d time.Duration) (*backend.FinishedRun, error) {
@@ -486,6 +487,9 @@ func waitForFinish(ctx context.Context, events <-chan backend.Event, runID strin
 			}
 			if ev.Kind == backend.EventRunFinished && ev.WorkflowRunID == runID {
 				return ev.Finished, nil
+			}
+			if ev.Kind == backend.EventResync {
+				return nil, nil // the finish may have been missed: read the run
 			}
 		}
 	}

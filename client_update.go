@@ -326,7 +326,8 @@ func timeoutOr(ctx context.Context, runID, updateID string, stage backend.RunUpd
 }
 
 // waitForSettled returns when an event says the update settled or its run
-// finished, after d, or with ctx's error.
+// finished, or that events may have been missed (backend.EventResync),
+// after d, or with ctx's error.
 func waitForSettled(ctx context.Context, events <-chan backend.Event, runID, updateID string, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -343,6 +344,9 @@ func waitForSettled(ctx context.Context, events <-chan backend.Event, runID, upd
 			}
 			if ev.WorkflowRunID == runID && ((ev.Kind == backend.EventUpdateSettled && ev.UpdateID == updateID) || ev.Kind == backend.EventRunFinished) {
 				return nil
+			}
+			if ev.Kind == backend.EventResync {
+				return nil // the settlement may have been missed: read again
 			}
 		}
 	}

@@ -93,6 +93,7 @@ type pass struct {
 
 	// Abandonment (worker_abandon.go); inUser, abandoned and slow are
 	// guarded by mu.
+	leased    time.Time    // when the claim that leased the run was sent (real time): the lease runs from no earlier
 	endSlot   func()       // frees the pass's slot: called once, when the pass ends or is abandoned
 	began     time.Time    // when the pass began (real time), for m; zero without m
 	inUser    bool         // the pass is running its user code

@@ -224,7 +224,8 @@ func (c *Client) TailStream(ctx context.Context, runID, name string, afterSeq in
 }
 
 // waitForChunk returns when an event says stream name of run runID got a
-// chunk or the run finished, after d, or with ctx's error.
+// chunk or the run finished, or that events may have been missed
+// (backend.EventResync), after d, or with ctx's error.
 func waitForChunk(ctx context.Context, events <-chan backend.Event, runID, name string, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -238,6 +239,9 @@ func waitForChunk(ctx context.Context, events <-chan backend.Event, runID, name 
 			if !ok {
 				events = nil
 				continue
+			}
+			if ev.Kind == backend.EventResync {
+				return nil // a chunk's event may have been missed: read again
 			}
 			if ev.WorkflowRunID != runID {
 				continue

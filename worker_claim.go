@@ -84,6 +84,7 @@ func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (claimed, asked 
 	if w.m != nil {
 		began = time.Now()
 	}
+	leased := time.Now() // the leases run from no earlier than this
 	runs, err := w.b.ClaimWorkflowRuns(ctx, p)
 	if w.m != nil {
 		w.m.ObserveClaim(time.Since(began), len(ids), len(runs), err)
@@ -151,7 +152,7 @@ func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (claimed, asked 
 			}
 			w.passes.Done()
 		}
-		go w.execute(run, hist, endSlot)
+		go w.execute(run, hist, leased, endSlot)
 	}
 	// Runs claimed for the first time have no history: they start before
 	// the resumed runs' histories are read.
@@ -195,7 +196,9 @@ func (w *Worker) quarantine(ids []string) {
 // While the backend does not answer, the slots stay out of use.
 func (w *Worker) releaseQuarantined(ctx context.Context) error {
 	w.mu.Lock()
-	ids := w.quarantined
+	// A copy: the DeleteFunc below compacts w.quarantined in place and
+	// zeroes its tail, which an alias would see as empty slot ids.
+	ids := slices.Clone(w.quarantined)
 	w.mu.Unlock()
 	if len(ids) == 0 {
 		return nil
@@ -416,6 +419,11 @@ func (w *Worker) handleEvent(ev backend.Event) {
 	case backend.EventWorkAvailable:
 		w.poke()
 	case backend.EventScheduleChanged:
+		w.pokeSchedules()
+	case backend.EventResync:
+		// Announcements were lost (a failover): claim, and look at the
+		// schedules, as if each had come.
+		w.poke()
 		w.pokeSchedules()
 	case backend.EventRunPaused:
 		w.notePause(ev)

@@ -22,7 +22,7 @@ import (
 // calls it when the pass ends, or the worker when it abandons the pass's
 // user code (worker_abandon.go), whose goroutine then returns from execute
 // only when that code does.
-func (w *Worker) execute(run *backend.WorkflowRun, hist *[]backend.StepAttempt, endSlot func()) {
+func (w *Worker) execute(run *backend.WorkflowRun, hist *[]backend.StepAttempt, leased time.Time, endSlot func()) {
 	var abandoned *abandonment
 	defer func() {
 		if abandoned == nil {
@@ -63,7 +63,7 @@ func (w *Worker) execute(run *backend.WorkflowRun, hist *[]backend.StepAttempt, 
 		b: w.b, now: w.opts.Now, log: w.log, run: run, workerID: workerID,
 		ctx: ctx, cancel: cancel, info: runInfo(run),
 		commit: w.commit, writes: w.commit.NewPass(), runningStepAfter: w.opts.RunningStepAfter, tr: w.tr, span: span, m: w.m,
-		endSlot: endSlot, began: began,
+		endSlot: endSlot, began: began, leased: leased,
 	}
 	w.mu.Lock()
 	w.executing[run.ID] = x
@@ -255,8 +255,14 @@ func (w *Worker) loadHistory(x *pass, pre *[]backend.StepAttempt) error {
 // fallback for a pause whose announcement did not reach this worker
 // (notePause). When the pass's context reaches the run's deadline, it
 // fails the run at once (expire), even if a step ignores its context and
-// keeps the pass from returning. Once the pass's context ended, for any
-// cause, it watches for user code that ignores it (watchAbandon).
+// keeps the pass from returning. When renewals fail (the database is
+// unreachable, as during a failover) until the lease has run out by the
+// worker's clock — LeaseDuration after the last successful renewal was
+// sent, or the claim — it cancels the pass too: another worker may claim
+// the run from then on, and a step must not run in two places at once
+// (as a Temporal activity past its heartbeat timeout). Once the pass's
+// context ended, for any cause, it watches for user code that ignores it
+// (watchAbandon).
 func (w *Worker) heartbeat(x *pass) (stop func()) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
@@ -274,6 +280,7 @@ func (w *Worker) heartbeat(x *pass) (stop func()) {
 func (w *Worker) beat(x *pass, done <-chan struct{}) (ended time.Time, ok bool) {
 	t := time.NewTicker(w.opts.HeartbeatInterval)
 	defer t.Stop()
+	leaseEnd := x.leased.Add(w.opts.LeaseDuration) // real time
 	for {
 		select {
 		case <-done:
@@ -286,9 +293,13 @@ func (w *Worker) beat(x *pass, done <-chan struct{}) (ended time.Time, ok bool) 
 			return ended, true
 		case <-t.C:
 		}
+		sent := time.Now()
 		err := w.b.ExtendWorkflowRunLease(x.ctx, backend.ExtendWorkflowRunLeaseParams{
 			WorkflowRunID: x.run.ID, WorkerID: x.workerID, LeaseDuration: w.opts.LeaseDuration,
 		})
+		if err == nil || errors.Is(err, backend.ErrRunPaused) { // renewed either way
+			leaseEnd = sent.Add(w.opts.LeaseDuration)
+		}
 		switch {
 		case errors.Is(err, backend.ErrRunPaused):
 			if x.pause(w.opts.Now()) {
@@ -296,6 +307,11 @@ func (w *Worker) beat(x *pass, done <-chan struct{}) (ended time.Time, ok bool) 
 			}
 		case errors.Is(err, backend.ErrNotOwner):
 			w.log.Info("openworkflow: run canceled or lease lost; stopping its pass", "run", x.run.ID)
+			x.cancel(errCauseLeaseLost)
+			return time.Now(), true
+		case err != nil && x.ctx.Err() == nil && !time.Now().Before(leaseEnd):
+			w.log.Warn("openworkflow: the run's lease ran out while its renewals failed; stopping its pass (the run is claimable again)",
+				"run", x.run.ID, "error", err)
 			x.cancel(errCauseLeaseLost)
 			return time.Now(), true
 		case err != nil && x.ctx.Err() == nil:

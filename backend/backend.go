@@ -435,6 +435,13 @@ const (
 	// EventWorkAvailable: a run became claimable (created, woken, or
 	// rescheduled for now). Idle workers should poll.
 	EventWorkAvailable EventKind = "work"
+	// EventResync: events may have been lost (the backend's notification
+	// connection broke and was made again, as across a PostgreSQL
+	// failover), so a subscriber waiting for one should read again what
+	// it waits for rather than wait for its fallback poll. PostgreSQL
+	// publishes it, with an [EventWorkAvailable] without run id, each time
+	// its listener LISTENs again after losing its connection.
+	EventResync EventKind = "resync"
 	// EventRunFinished: the run WorkflowRunID reached a terminal status.
 	EventRunFinished EventKind = "finished"
 	// EventChunk: stream Stream of run WorkflowRunID got chunk Seq (see

@@ -83,7 +83,7 @@ func (b *Backend) ApplyWrites(ctx context.Context, groups [][]backend.Write) []e
 	results, err := b.sendWrites(ctx, items)
 	if err != nil {
 		var pgErr *pgconn.PgError
-		if ctx.Err() != nil || !errors.As(err, &pgErr) || items[0].g == items[len(items)-1].g {
+		if ctx.Err() != nil || !errors.As(err, &pgErr) || items[0].g == items[len(items)-1].g || connectionLost(pgErr.Code) {
 			if ctx.Err() != nil {
 				err = ctx.Err()
 			}
@@ -202,6 +202,24 @@ func (b *Backend) groupRefusal(ctx context.Context, items []batchItem, results [
 		return fmt.Errorf("%w (but %d earlier writes of the same group applied: a bug, please report it)", err, applied)
 	}
 	return err
+}
+
+// connectionLost reports whether SQLSTATE code says the session, not a
+// statement, failed — the server is going away, shutting down, starting,
+// or is no longer the primary — as across a failover: class 08
+// (connection exception), 57P01 admin_shutdown (the postmaster died or
+// was stopped), 57P02 crash_shutdown, 57P03 cannot_connect_now, 25006
+// read_only_sql_transaction (a demoted primary, or a promoted standby
+// still read-only) and 53300 too_many_connections. Sending a batch's
+// groups again one by one would only fail again, so they all fail with
+// the error as it is: neither invalid (the run is handed back, not failed)
+// nor refused.
+func connectionLost(code string) bool {
+	switch code {
+	case "57P01", "57P02", "57P03", "25006", "53300":
+		return true
+	}
+	return strings.HasPrefix(code, "08")
 }
 
 // classifyWriteError marks a data exception (SQLSTATE class 22, e.g. a

@@ -13,10 +13,13 @@ import (
 )
 
 // Reconnection backoff of the listener: doubling from listenMinBackoff up to
-// listenMaxBackoff, reset once LISTEN succeeds again.
+// listenMaxBackoff, reset once LISTEN succeeds again. The cap is short so
+// that wake-ups resume within about a second of a new primary becoming
+// writable (a failover lasts seconds; one connection attempt a second per
+// backend costs the server nothing).
 const (
 	listenMinBackoff = 100 * time.Millisecond
-	listenMaxBackoff = 5 * time.Second
+	listenMaxBackoff = time.Second
 	// subscribeWait bounds how long Subscribe waits for the first LISTEN.
 	subscribeWait = 5 * time.Second
 )
@@ -27,8 +30,8 @@ const (
 // publishes the notifications of this backend's schema and namespace to
 // every subscriber. It reconnects with backoff after errors; after a
 // reconnection it publishes an [backend.EventWorkAvailable] event without
-// run id, since notifications sent meanwhile were lost. [Backend.Close]
-// stops it.
+// run id and an [backend.EventResync], since notifications sent meanwhile
+// were lost. [Backend.Close] stops it.
 //
 // Subscribe returns once the listener's first connection attempt is over
 // (or ctx is done, or 5 s passed), so a write made after Subscribe returns is seen by the
@@ -103,7 +106,10 @@ func (l *listener) run(ctx context.Context) {
 	for {
 		l.listen(ctx, func() {
 			if !first {
+				// Notifications sent while disconnected are lost: idle
+				// workers claim, waiters read again (the catch-up).
 				l.hub.Publish(backend.Event{Kind: backend.EventWorkAvailable})
+				l.hub.Publish(backend.Event{Kind: backend.EventResync})
 			}
 			endFirstAttempt()
 			backoff = listenMinBackoff

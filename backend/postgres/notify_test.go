@@ -85,6 +85,7 @@ func TestNotifications(t *testing.T) {
 			t.Fatal(err)
 		}
 		expectEvent(t, events, backend.Event{Kind: backend.EventWorkAvailable})
+		expectEvent(t, events, backend.Event{Kind: backend.EventResync})
 		run := createRun(t, b, backend.CreateWorkflowRunParams{})
 		expectEvent(t, events, backend.Event{Kind: backend.EventWorkAvailable, WorkflowRunID: run.ID})
 	})
