@@ -75,6 +75,53 @@ func TestBenchScaleMeasuresEveryFigureOnASmallLoad(t *testing.T) {
 	}
 }
 
+// TestBenchScaleReusesAKeptLoad measures a second time on the loaded
+// database a first run kept (--keep, then --reuse): nothing is loaded,
+// the counts are verified as loaded, and the reused database is dropped
+// at the end of the second run.
+func TestBenchScaleReusesAKeptLoad(t *testing.T) {
+	pool := adminPool(t)
+	e := newEnv(t)
+	args := []string{"bench", "scale", "--postgres-url", testPostgresURL(), "--finished", "2000", "--runs", "50", "--pairs", "1", "--concurrency", "10"}
+	databases := regexp.MustCompile(`databases (ow_bench_scale_\w+) \(loaded\) and (ow_bench_scale_empty_\w+) \(empty\)`)
+	drop := func(names ...string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for _, n := range names {
+			_, _ = pool.Exec(ctx, "DROP DATABASE IF EXISTS "+n+" WITH (FORCE)")
+		}
+	}
+	// A --reuse of a database that is not there fails naming it: reuse
+	// loads nothing of its own.
+	r := e.run(append(args, "--reuse", "ow_bench_scale_missing")...)
+	if r.code != 1 || !strings.Contains(r.stderr, "ow_bench_scale_missing") {
+		t.Fatalf("--reuse of a missing database: exit %d, stderr %q; want exit 1 naming it", r.code, r.stderr)
+	}
+	first := e.ok(append(args, "--keep", "--prune-runs", "1000")...)
+	names := databases.FindStringSubmatch(first.stderr)
+	if names == nil {
+		t.Fatalf("stderr does not name the databases:\n%s", first.stderr)
+	}
+	t.Cleanup(func() { drop(names[1:]...) })
+	// The first run pruned 1,000 of the 2,000: reusing it must fail on
+	// the counts, naming what it found, and leave it in place.
+	r = e.run(append(args, "--reuse", names[1])...)
+	if r.code != 1 || !strings.Contains(r.stderr, "want 2000 finished runs") {
+		t.Fatalf("--reuse of a pruned load: exit %d, stderr %q; want exit 1 on its counts", r.code, r.stderr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var kept int
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM pg_database WHERE datname = $1", names[1]).Scan(&kept); err != nil || kept != 1 {
+		t.Errorf("the reused database %s after a failed reuse: %d found (%v); want it kept", names[1], kept, err)
+	}
+	if second := databases.FindStringSubmatch(r.stderr); second == nil || second[1] != names[1] {
+		t.Errorf("the failed reuse does not name the reused database %s:\n%s", names[1], r.stderr)
+	} else {
+		drop(second[2])
+	}
+}
+
 func TestBenchScaleRejectsBadFlagsByName(t *testing.T) {
 	e := newEnv(t)
 	for _, c := range []struct {

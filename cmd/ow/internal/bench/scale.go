@@ -105,6 +105,14 @@ type ScaleOptions struct {
 	// Keep leaves both databases in place (their names are printed), for
 	// EXPLAIN by hand.
 	Keep bool
+	// Reuse, when set, is the loaded database of an earlier run kept with
+	// Keep, whose load (or index rebuild) was interrupted or is to be
+	// measured again: nothing is loaded, and its namespace must count
+	// exactly Finished runs as loaded (none pruned yet), with the
+	// statistics current (VACUUM ANALYZE) and every index in place. Once
+	// its prune has begun it is dropped at the end like a loaded database
+	// of this run, unless Keep; a run that fails before keeps it.
+	Reuse string
 	// PostgresURL is the admin connection (CREATEDB); empty means
 	// DefaultPostgresURL.
 	PostgresURL string
@@ -268,6 +276,9 @@ type scaleRun struct {
 	pruneNote string
 	// w2Runs are the completed runs W2 added to the loaded namespace.
 	w2Runs int
+	// pruning is set once the prune began: from then on a reused
+	// database no longer holds its load as it was, and is dropped.
+	pruning bool
 }
 
 func (s *scaleRun) say(format string, args ...any) {
@@ -275,7 +286,9 @@ func (s *scaleRun) say(format string, args ...any) {
 }
 
 func (s *scaleRun) run(ctx context.Context) (err error) {
-	if s.loaded, err = newPostgresTargetPrefixed(ctx, s.admin, dbPrefix+"scale_"); err != nil {
+	if s.o.Reuse != "" {
+		s.loaded = &pgTarget{admin: s.admin, name: s.o.Reuse, url: s.admin.dbURL(s.o.Reuse)}
+	} else if s.loaded, err = newPostgresTargetPrefixed(ctx, s.admin, dbPrefix+"scale_"); err != nil {
 		return err
 	}
 	s.rep.Loaded = s.loaded.name
@@ -287,8 +300,12 @@ func (s *scaleRun) run(ctx context.Context) (err error) {
 	s.say("databases %s (loaded) and %s (empty)", s.loaded.name, s.empty.name)
 
 	m := s.rep.Result.Metrics
-	if err := s.load(ctx); err != nil {
-		return fmt.Errorf("load %d finished runs: %w", s.o.Finished, err)
+	if s.o.Reuse == "" {
+		if err := s.load(ctx); err != nil {
+			return fmt.Errorf("load %d finished runs: %w", s.o.Finished, err)
+		}
+	} else if err := s.reuse(ctx); err != nil {
+		return fmt.Errorf("reuse %s: %w", s.o.Reuse, err)
 	}
 	if err := s.checkCounts(ctx, s.o.Finished); err != nil {
 		return err
@@ -359,7 +376,7 @@ func (s *scaleRun) drop(ctx context.Context) error {
 		if t == nil {
 			continue
 		}
-		if s.o.Keep {
+		if s.o.Keep || (t == s.loaded && s.o.Reuse != "" && !s.pruning) {
 			names = append(names, t.name)
 			continue
 		}
@@ -452,6 +469,34 @@ func (s *scaleRun) load(ctx context.Context) error {
 	m[MetricDatabaseBytes] = float64(size)
 	m[MetricFinishedRuns] = float64(s.o.Finished)
 	s.say("VACUUM (ANALYZE) in %.0f s; the database is %.1f GB", m[MetricAnalyzeSecs], float64(size)/1e9)
+	return nil
+}
+
+// reuse checks that the Reuse database has every index of the empty
+// one's workflow_runs and step_attempts, and records its size.
+func (s *scaleRun) reuse(ctx context.Context) error {
+	const indexes = `SELECT count(*) FROM pg_index WHERE indrelid IN ($1::regclass, $2::regclass)`
+	var n [2]int
+	for i, t := range []*pgTarget{s.loaded, s.empty} {
+		conn, err := pgx.Connect(ctx, t.url)
+		if err != nil {
+			return err
+		}
+		err = conn.QueryRow(ctx, indexes, postgres.DefaultSchema+".workflow_runs", postgres.DefaultSchema+".step_attempts").Scan(&n[i])
+		if err == nil && t == s.loaded {
+			var size int64
+			err = conn.QueryRow(ctx, "SELECT pg_database_size(current_database())").Scan(&size)
+			s.rep.Result.Metrics[MetricDatabaseBytes] = float64(size)
+		}
+		conn.Close(context.WithoutCancel(ctx))
+		if err != nil {
+			return err
+		}
+	}
+	if n[0] != n[1] {
+		return fmt.Errorf("it has %d indexes on workflow_runs and step_attempts, the migrations make %d: rebuild the missing ones first", n[0], n[1])
+	}
+	s.rep.Result.Metrics[MetricFinishedRuns] = float64(s.o.Finished)
 	return nil
 }
 
@@ -661,6 +706,7 @@ func (s *scaleRun) prune(ctx context.Context) error {
 	defer old.Close()
 	c := ow.NewClient(old)
 	retention := ow.Retention{Default: 30 * 24 * time.Hour}
+	s.pruning = true
 	var slowdowns []float64
 	deleted, active := 0, time.Duration(0)
 	finished := false
