@@ -162,7 +162,13 @@ type pgTarget struct {
 }
 
 func newPostgresTarget(ctx context.Context, admin *pgAdmin) (*pgTarget, error) {
-	name, err := admin.createDB(ctx, dbPrefix)
+	return newPostgresTargetPrefixed(ctx, admin, dbPrefix)
+}
+
+// newPostgresTargetPrefixed is newPostgresTarget with the database named
+// prefix+random.
+func newPostgresTargetPrefixed(ctx context.Context, admin *pgAdmin, prefix string) (*pgTarget, error) {
+	name, err := admin.createDB(ctx, prefix)
 	if err != nil {
 		return nil, err
 	}
