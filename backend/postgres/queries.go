@@ -195,6 +195,18 @@ type queries struct {
 	SearchAttributesOf         string `sql:"search_attributes_of"`
 	ListRunsByAttribute        string `sql:"list_runs_by_attribute"`
 	ListRunsSummaryByAttribute string `sql:"list_runs_summary_by_attribute"`
+	// eventwaits.sql
+	InsertEventWait       string `sql:"insert_event_wait"`
+	GetEventWait          string `sql:"get_event_wait"`
+	ListEventWaits        string `sql:"list_event_waits"`
+	LookbackEvents        string `sql:"lookback_events"`
+	EventWaitPaths        string `sql:"event_wait_paths"`
+	EventWaitCandidates   string `sql:"event_wait_candidates"`
+	UnindexedEventWaits   string `sql:"unindexed_event_waits"`
+	DeliverEventWait      string `sql:"deliver_event_wait"`
+	RecordEventWaitError  string `sql:"record_event_wait_error"`
+	CloseEventWait        string `sql:"close_event_wait"`
+	WakeEventWaiter       string `sql:"wake_event_waiter"`
 	// migrate.sql
 	MigrationLock                string `sql:"migration_lock"`
 	MigrationUnlock              string `sql:"migration_unlock"`

@@ -128,6 +128,17 @@ type queries struct {
 	Savepoint           string `sql:"savepoint"`
 	ReleaseSavepoint    string `sql:"release_savepoint"`
 	RollbackToSavepoint string `sql:"rollback_to_savepoint"`
+	// eventwaits.sql
+	InsertEventWait      string `sql:"insert_event_wait"`
+	GetEventWait         string `sql:"get_event_wait"`
+	ListEventWaits       string `sql:"list_event_waits"`
+	LookbackEvents       string `sql:"lookback_events"`
+	EventWaitPaths       string `sql:"event_wait_paths"`
+	EventWaitCandidates  string `sql:"event_wait_candidates"`
+	UnindexedEventWaits  string `sql:"unindexed_event_waits"`
+	DeliverEventWait     string `sql:"deliver_event_wait"`
+	RecordEventWaitError string `sql:"record_event_wait_error"`
+	CloseEventWait       string `sql:"close_event_wait"`
 	// migrate.sql
 	MigrationsTableExists        string `sql:"migrations_table_exists"`
 	OpenWorkflowMigrationVersion string `sql:"openworkflow_migration_version"`
