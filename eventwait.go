@@ -115,7 +115,9 @@ func WaitForEvent[T any](ctx Context, event, match string, timeout time.Duration
 			}
 		}
 	}
-	if err := p.Validate(); err != nil {
+	check := p
+	check.StepAttemptID = "(not created yet)"
+	if err := check.Validate(); err != nil {
 		return fail(err)
 	}
 	a, ok := x.hist.Running(key)
@@ -178,4 +180,13 @@ func (waitMatcher) Match(ctx context.Context, condition string, ev *backend.Even
 		return false, err
 	}
 	return x.Match(ctx, e, decodeInput(input))
+}
+
+// A publish evaluates trigger, cancelOn and wait conditions with
+// eventMatcher (events.go); package eventexpr is the evaluator when none
+// is set there.
+func init() {
+	if eventMatcher == nil {
+		eventMatcher = waitMatcher{}
+	}
 }

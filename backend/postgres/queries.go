@@ -196,17 +196,34 @@ type queries struct {
 	ListRunsByAttribute        string `sql:"list_runs_by_attribute"`
 	ListRunsSummaryByAttribute string `sql:"list_runs_summary_by_attribute"`
 	// eventwaits.sql
-	InsertEventWait       string `sql:"insert_event_wait"`
-	GetEventWait          string `sql:"get_event_wait"`
-	ListEventWaits        string `sql:"list_event_waits"`
-	LookbackEvents        string `sql:"lookback_events"`
-	EventWaitPaths        string `sql:"event_wait_paths"`
-	EventWaitCandidates   string `sql:"event_wait_candidates"`
-	UnindexedEventWaits   string `sql:"unindexed_event_waits"`
-	DeliverEventWait      string `sql:"deliver_event_wait"`
-	RecordEventWaitError  string `sql:"record_event_wait_error"`
-	CloseEventWait        string `sql:"close_event_wait"`
-	WakeEventWaiter       string `sql:"wake_event_waiter"`
+	InsertEventWait      string `sql:"insert_event_wait"`
+	GetEventWait         string `sql:"get_event_wait"`
+	ListEventWaits       string `sql:"list_event_waits"`
+	LookbackEvents       string `sql:"lookback_events"`
+	EventWaitPaths       string `sql:"event_wait_paths"`
+	EventWaitCandidates  string `sql:"event_wait_candidates"`
+	UnindexedEventWaits  string `sql:"unindexed_event_waits"`
+	DeliverEventWait     string `sql:"deliver_event_wait"`
+	RecordEventWaitError string `sql:"record_event_wait_error"`
+	CloseEventWait       string `sql:"close_event_wait"`
+	WakeEventWaiter      string `sql:"wake_event_waiter"`
+	// events.sql
+	LockEventKey             string `sql:"lock_event_key"`
+	EventByIdempotencyKey    string `sql:"event_by_idempotency_key"`
+	ClearEventIdempotencyKey string `sql:"clear_event_idempotency_key"`
+	InsertEvent              string `sql:"insert_event"`
+	InsertEvents             string `sql:"insert_events"`
+	EventTriggersByName      string `sql:"event_triggers_by_name"`
+	ActiveRunsOfWorkflow     string `sql:"active_runs_of_workflow"`
+	InsertEventEffects       string `sql:"insert_event_effects"`
+	GetEvent                 string `sql:"get_event"`
+	EventEffects             string `sql:"event_effects"`
+	ListEvents               string `sql:"list_events"`
+	LockEventTriggers        string `sql:"lock_event_triggers"`
+	ListEventTriggers        string `sql:"list_event_triggers"`
+	DeleteEventTriggers      string `sql:"delete_event_triggers"`
+	InsertEventTriggers      string `sql:"insert_event_triggers"`
+	PruneEvents              string `sql:"prune_events"`
 	// migrate.sql
 	MigrationLock                string `sql:"migration_lock"`
 	MigrationUnlock              string `sql:"migration_unlock"`

@@ -18,6 +18,7 @@ const (
 	PrefixSignal = "sig"
 	PrefixHook   = "hook"
 	PrefixUpdate = "upd"
+	PrefixEvent  = "evt"
 )
 
 var (
