@@ -190,3 +190,14 @@ func init() {
 		eventMatcher = waitMatcher{}
 	}
 }
+
+// ListEventWaits returns the event waits ([WaitForEvent]) of run runID,
+// open or done, oldest first; the backend must implement
+// backend.EventWaiter, or the error wraps backend.ErrNotSupported.
+func (c *Client) ListEventWaits(ctx context.Context, runID string) ([]backend.EventWait, error) {
+	ew, ok := c.b.(backend.EventWaiter)
+	if !ok {
+		return nil, fmt.Errorf("list event waits: %w: the backend cannot wait for events", backend.ErrNotSupported)
+	}
+	return ew.ListEventWaits(ctx, runID)
+}
