@@ -205,6 +205,7 @@ type queries struct {
 	UnindexedEventWaits  string `sql:"unindexed_event_waits"`
 	DeliverEventWait     string `sql:"deliver_event_wait"`
 	RecordEventWaitError string `sql:"record_event_wait_error"`
+	PruneEventWaits      string `sql:"prune_event_waits"`
 	CloseEventWait       string `sql:"close_event_wait"`
 	WakeEventWaiter      string `sql:"wake_event_waiter"`
 	// events.sql

@@ -131,3 +131,8 @@ RETURNING {{notify('work')}}
 ew."step_attempt_id", ew."workflow_run_id", ew."step_name", ew."event_name", ew."match",
   ew."index_path", ew."since_at", ew."timeout_at", ew."created_at", ew."event_id", ew."event",
   ew."delivered_at", ew."closed_at", ew."last_error"
+
+-- name: prune_event_waits
+-- The event waits of runs $2 (retention), by go_event_waits_run_idx.
+DELETE FROM {{schema}}."go_event_waits" AS ew
+WHERE ew."namespace_id" = $1 AND ew."workflow_run_id" = ANY($2::text[])

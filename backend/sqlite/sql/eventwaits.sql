@@ -96,3 +96,8 @@ WHERE "namespace_id" = :ns AND "step_attempt_id" = :step_id
 ew."step_attempt_id", ew."workflow_run_id", ew."step_name", ew."event_name", ew."match",
   ew."index_path", ew."since_at", ew."timeout_at", ew."created_at", ew."event_id", ew."event",
   ew."delivered_at", ew."closed_at", ew."last_error"
+
+-- name: prune_event_waits
+-- The event waits of the runs :ids (retention).
+DELETE FROM "go_event_waits"
+WHERE "namespace_id" = :ns AND "workflow_run_id" IN (SELECT value FROM json_each(:ids))
