@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -200,7 +201,7 @@ func (b *Backend) deliverEventToWaits(ctx context.Context, tx pgx.Tx, ev *backen
 	}
 	slices.SortFunc(cands, func(a, b waitCandidate) int { return strings.Compare(a.stepID, b.stepID) })
 	cands = slices.CompactFunc(cands, func(a, b waitCandidate) bool { return a.stepID == b.stepID })
-	var event string
+	var matched []waitCandidate
 	for _, c := range cands {
 		var input []byte
 		if c.input != nil {
@@ -215,14 +216,31 @@ func (b *Backend) deliverEventToWaits(ctx context.Context, tx pgx.Tx, ev *backen
 			}
 			continue
 		}
-		if !ok {
-			continue
+		if ok {
+			matched = append(matched, c)
 		}
-		if event == "" {
-			event = string(backend.TriggeredRunInput(ev))
+	}
+	if len(matched) == 0 {
+		return nil
+	}
+	// Lock the runs, then deliver in (run, step) order: the order every
+	// publisher takes locks in.
+	slices.SortFunc(matched, func(a, b waitCandidate) int {
+		return cmp.Or(strings.Compare(a.runID, b.runID), strings.Compare(a.stepID, b.stepID))
+	})
+	runIDs := make([]string, 0, len(matched))
+	for _, c := range matched {
+		if len(runIDs) == 0 || runIDs[len(runIDs)-1] != c.runID {
+			runIDs = append(runIDs, c.runID)
 		}
+	}
+	if _, err := tx.Exec(ctx, b.q.LockEventWaiterRuns, b.namespace, runIDs); err != nil {
+		return fmt.Errorf("lock the runs waiting for event %s: %w", ev.ID, err)
+	}
+	event := string(backend.TriggeredRunInput(ev))
+	for _, c := range matched {
 		var runID string
-		err = tx.QueryRow(ctx, b.q.DeliverEventWait, b.namespace, c.stepID, ev.ID, event, b.at()).Scan(&runID)
+		err := tx.QueryRow(ctx, b.q.DeliverEventWait, b.namespace, c.stepID, ev.ID, event, b.at()).Scan(&runID)
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue // delivered or timed out meanwhile
 		}

@@ -206,6 +206,7 @@ type queries struct {
 	DeliverEventWait     string `sql:"deliver_event_wait"`
 	RecordEventWaitError string `sql:"record_event_wait_error"`
 	PruneEventWaits      string `sql:"prune_event_waits"`
+	LockEventWaiterRuns  string `sql:"lock_event_waiter_runs"`
 	CloseEventWait       string `sql:"close_event_wait"`
 	WakeEventWaiter      string `sql:"wake_event_waiter"`
 	// events.sql

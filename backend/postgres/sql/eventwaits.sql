@@ -136,3 +136,22 @@ ew."step_attempt_id", ew."workflow_run_id", ew."step_name", ew."event_name", ew.
 -- The event waits of runs $2 (retention), by go_event_waits_run_idx.
 DELETE FROM {{schema}}."go_event_waits" AS ew
 WHERE ew."namespace_id" = $1 AND ew."workflow_run_id" = ANY($2::text[])
+
+-- name: lock_event_waiter_runs
+-- Locks the runs $2 whose waits an event is about to be delivered to, in
+-- id order (so concurrent publishers do not deadlock), before the
+-- deliveries: a park of one of them then waits for the publish's commit
+-- and its reconciliation (reconcile_parked_runs) sees the delivery, or
+-- the park committed first and wake_event_waiter sees it parked — as
+-- lock_signal_waiters does for signals. Without it a delivery committed
+-- between a park's commit and its reconciliation woke nobody.
+WITH ids AS MATERIALIZED (
+  SELECT $1::text AS "namespace_id", d."id"
+  FROM unnest($2::text[]) AS d("id")
+)
+SELECT wr."id"
+FROM ids
+JOIN {{schema}}."workflow_runs" AS wr
+  ON wr."namespace_id" = ids."namespace_id" AND wr."id" = ids."id"
+ORDER BY wr."id"
+FOR UPDATE OF wr
