@@ -2,9 +2,13 @@ package openworkflow
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/openworkflow-go/openworkflow/backend"
+	"github.com/openworkflow-go/openworkflow/eventexpr"
 )
 
 // Event is one event to publish with [Client.PublishEvents].
@@ -87,7 +91,7 @@ func (c *Client) PublishEvents(ctx context.Context, events []Event) ([]backend.P
 		}
 		ps[i] = p
 	}
-	return es.PublishEvents(ctx, backend.PublishEventsParams{Events: ps, Matcher: eventMatcher})
+	return es.PublishEvents(ctx, backend.PublishEventsParams{Events: ps, Matcher: &celMatcher{}})
 }
 
 // GetEvent returns the event with what it did: the runs it started, woke
@@ -121,7 +125,145 @@ func (c *Client) ListEventTriggers(ctx context.Context, workflowName string) ([]
 	return es.ListEventTriggers(ctx, workflowName)
 }
 
-// eventMatcher evaluates trigger and cancelOn conditions during a
-// publish; nil until the CEL package is wired (every condition then fails
-// to evaluate, recorded, no match).
-var eventMatcher backend.EventMatcher
+// celMatcher evaluates trigger and cancelOn conditions during one
+// publish with package eventexpr (compiled programs cached by source),
+// decoding each event's data once.
+type celMatcher struct {
+	data map[*backend.EventRecord]any
+}
+
+// Match implements [backend.EventMatcher]: condition sees event (name,
+// id, key, data, time) and input (the run's input decoded from JSON; null
+// for a trigger).
+func (m *celMatcher) Match(ctx context.Context, condition string, ev *backend.EventRecord, input json.RawMessage) (bool, error) {
+	x, err := eventexpr.Compile(condition)
+	if err != nil {
+		return false, err
+	}
+	data, ok := m.data[ev]
+	if !ok {
+		if err := json.Unmarshal(ev.Data, &data); err != nil {
+			return false, fmt.Errorf("decode the data of event %s: %w", ev.ID, err)
+		}
+		if m.data == nil {
+			m.data = map[*backend.EventRecord]any{}
+		}
+		m.data[ev] = data
+	}
+	var in any
+	if len(input) > 0 {
+		if err := json.Unmarshal(input, &in); err != nil {
+			return false, fmt.Errorf("decode the run's input: %w", err)
+		}
+	}
+	var key string
+	if ev.Key != nil {
+		key = *ev.Key
+	}
+	return x.Match(ctx, eventexpr.Event{Name: ev.Name, ID: ev.ID, Key: key, Data: data, Time: ev.CreatedAt}, in)
+}
+
+// EventTrigger declares events that start a workflow's runs
+// ([Spec.Triggers]) or cancel them ([Spec.CancelOn]), as Inngest's
+// triggers and cancelOn.
+type EventTrigger struct {
+	// Event is the event name; required.
+	Event string
+	// If is an optional CEL condition (package eventexpr): over event
+	// (name, id, key, data, time) for a trigger, e.g.
+	// `event.data.amount > 100.0`; over event and input (the run's input)
+	// for cancelOn, e.g. `event.data.orderId == input.orderId`. Empty
+	// always matches. It is compiled and type-checked when the workflow
+	// is registered; a runtime error on an event is no match, recorded on
+	// the event.
+	If string
+}
+
+// checkEventTriggers compiles the triggers and cancelOn declarations of
+// s, naming the workflow, the declaration and the CEL issue on error.
+func checkEventTriggers(s Spec) error {
+	for _, d := range []struct {
+		what string
+		ts   []EventTrigger
+	}{{"Triggers", s.Triggers}, {"CancelOn", s.CancelOn}} {
+		if len(d.ts) > backend.MaxEventTriggersPerWorkflow {
+			return fmt.Errorf("workflow %s: Spec.%s has %d entries, above the limit of %d: %w", s, d.what, len(d.ts), backend.MaxEventTriggersPerWorkflow, backend.ErrInvalidArgument)
+		}
+		for i, t := range d.ts {
+			if err := (backend.PublishEventParams{Name: t.Event}).Validate(); err != nil {
+				return fmt.Errorf("workflow %s: Spec.%s[%d]: %w", s, d.what, i, err)
+			}
+			if t.If == "" {
+				continue
+			}
+			if _, err := eventexpr.Compile(t.If); err != nil {
+				return fmt.Errorf("workflow %s: Spec.%s[%d] on event %q: condition does not compile: %w: %w", s, d.what, i, t.Event, backend.ErrInvalidArgument, err)
+			}
+		}
+	}
+	return nil
+}
+
+// storedTriggers are the declarations of s as a backend stores them.
+func storedTriggers(s Spec) []backend.EventTrigger {
+	var out []backend.EventTrigger
+	for _, t := range s.Triggers {
+		out = append(out, backend.EventTrigger{WorkflowName: s.Name, Version: versionPtr(s.Version), Kind: backend.TriggerStart, EventName: t.Event, Condition: t.If})
+	}
+	for _, t := range s.CancelOn {
+		out = append(out, backend.EventTrigger{WorkflowName: s.Name, Version: versionPtr(s.Version), Kind: backend.TriggerCancel, EventName: t.Event, Condition: t.If})
+	}
+	return out
+}
+
+// startTriggers stores the triggers and cancelOn declarations of the
+// registered workflows (Worker.Start), so that every publisher of the
+// namespace sees them. A workflow registered without any leaves stored
+// ones in force (as limits: an old deployment restarting mid-rollout does
+// not remove them); Client.DeleteEventTriggers removes them.
+func (w *Worker) startTriggers(ctx context.Context) error {
+	w.reg.mu.RLock()
+	byName := map[string]Spec{}
+	var conflict error
+	for _, d := range w.reg.defs {
+		s := d.Spec()
+		if len(s.Triggers)+len(s.CancelOn) == 0 {
+			continue
+		}
+		if prev, ok := byName[s.Name]; ok && conflict == nil {
+			conflict = fmt.Errorf("openworkflow: workflow %q: versions %q and %q both declare event triggers; declare them on one version (the one triggered runs start)", s.Name, prev.Version, s.Version)
+		}
+		byName[s.Name] = s
+	}
+	w.reg.mu.RUnlock()
+	if conflict != nil || len(byName) == 0 {
+		return conflict
+	}
+	es, ok := w.b.(backend.EventStore)
+	if !ok {
+		return fmt.Errorf("openworkflow: workflows declare event triggers, but the backend (%T) stores no events (backend.EventStore): %w", w.b, backend.ErrNotSupported)
+	}
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		s := byName[name]
+		changed, err := es.PutEventTriggers(ctx, name, storedTriggers(s), w.limitsDeclarer(name))
+		if err != nil {
+			return fmt.Errorf("openworkflow: store the event triggers of workflow %q: %w", name, err)
+		}
+		if changed {
+			w.log.Info("openworkflow: stored the event triggers of a workflow", "workflow", name, "triggers", len(s.Triggers), "cancel_on", len(s.CancelOn))
+		}
+	}
+	return nil
+}
+
+// DeleteEventTriggers removes the stored triggers and cancelOn
+// declarations of workflowName (a worker registering it with
+// declarations stores them again at its start). It reports whether there
+// were any.
+func (c *Client) DeleteEventTriggers(ctx context.Context, workflowName string) (bool, error) {
+	es, err := c.eventStore("delete event triggers")
+	if err != nil {
+		return false, err
+	}
+	return es.PutEventTriggers(ctx, workflowName, nil, "")
+}

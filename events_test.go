@@ -1,10 +1,12 @@
 package openworkflow_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	ow "github.com/openworkflow-go/openworkflow"
 	"github.com/openworkflow-go/openworkflow/backend"
@@ -85,5 +87,241 @@ func TestAnInvalidEventInAPublishStoresNothing(t *testing.T) {
 	}
 	if len(page.Data) != 0 {
 		t.Fatalf("stored %d events of refused publishes", len(page.Data))
+	}
+}
+
+type order struct {
+	OrderID string  `json:"orderId"`
+	Amount  float64 `json:"amount"`
+}
+
+// triggeredInput is the input of a run an event started.
+type triggeredInput struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Data order  `json:"data"`
+}
+
+func TestATriggerStartsOneRunPerMatchingEventWithTheEventAsInput(t *testing.T) {
+	e := newEnv(t)
+	big := ow.Define(ow.Spec{Name: "big-order", Triggers: []ow.EventTrigger{{Event: "order.created", If: "event.data.amount > 100.0"}}},
+		func(ctx ow.Context, in triggeredInput) (string, error) { return in.Data.OrderID, nil })
+	every := ow.Define(ow.Spec{Name: "every-order", Triggers: []ow.EventTrigger{{Event: "order.created"}, {Event: "order.created", If: "true"}}},
+		func(ctx ow.Context, in triggeredInput) (string, error) { return in.ID, nil })
+	e.register(big, every)
+	e.tick() // stores the triggers, as Worker.Start does
+
+	small, err := e.client.PublishEvent(e.ctx, "order.created", order{OrderID: "o-1", Amount: 5}, ow.PublishOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	large, err := e.client.PublishEvent(e.ctx, "order.created", order{OrderID: "o-2", Amount: 500}, ow.PublishOptions{Key: "tenant-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(small.Started) != 1 {
+		t.Fatalf("the small order started %v, want only every-order's run", small.Started)
+	}
+	if len(large.Started) != 2 {
+		t.Fatalf("the large order started %v, want one run of each workflow (two triggers of every-order match: still one run)", large.Started)
+	}
+	e.drain()
+	for _, id := range large.Started {
+		r := e.run(id)
+		if r.Status != backend.RunCompleted {
+			t.Fatalf("run %s: %s", id, r.Status)
+		}
+		if r.IdempotencyKey == nil || *r.IdempotencyKey != backend.EventRunIdempotencyKey(large.ID, r.WorkflowName) {
+			t.Errorf("run %s idempotency key %v", id, r.IdempotencyKey)
+		}
+		if r.ConcurrencyKey == nil || *r.ConcurrencyKey != "tenant-a" {
+			t.Errorf("run %s concurrency key %v, want the event's key", id, r.ConcurrencyKey)
+		}
+		want := `"o-2"`
+		if r.WorkflowName == "every-order" {
+			want = `"` + large.ID + `"`
+		}
+		if string(r.Output) != want {
+			t.Errorf("run %s of %s output %s, want %s", id, r.WorkflowName, r.Output, want)
+		}
+	}
+	ev, err := e.client.GetEvent(e.ctx, large.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ev.Effects) != 2 || ev.Effects[0].Kind != backend.EffectStarted {
+		t.Fatalf("effects %+v", ev.Effects)
+	}
+	ts, err := e.client.ListEventTriggers(e.ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ts) != 3 {
+		t.Fatalf("stored triggers %+v", ts)
+	}
+}
+
+func TestAConditionThatFailsAtRunTimeIsNoMatchRecordedOnTheEvent(t *testing.T) {
+	e := newEnv(t)
+	e.register(ow.Define(ow.Spec{Name: "coupon", Triggers: []ow.EventTrigger{{Event: "order.created", If: "event.data.coupon == 'FREE'"}}},
+		func(ctx ow.Context, in triggeredInput) (string, error) { return "", nil }))
+	e.tick()
+	pub, err := e.client.PublishEvent(e.ctx, "order.created", order{OrderID: "o-1"}, ow.PublishOptions{})
+	if err != nil {
+		t.Fatalf("a runtime CEL error failed the publish: %v", err)
+	}
+	if len(pub.Started) != 0 {
+		t.Fatalf("started %v", pub.Started)
+	}
+	ev, err := e.client.GetEvent(e.ctx, pub.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ev.Effects) != 1 || ev.Effects[0].Kind != backend.EffectError || ev.Effects[0].Message == nil ||
+		!strings.Contains(*ev.Effects[0].Message, "coupon") || ev.Effects[0].WorkflowName != "coupon" {
+		t.Fatalf("effects %+v, want one error naming the condition", ev.Effects)
+	}
+	t.Log(*ev.Effects[0].Message)
+}
+
+func TestConditionsThatDoNotCompileFailRegistrationNamingWorkflowAndTrigger(t *testing.T) {
+	e := newEnv(t)
+	for _, c := range []struct{ cond, want string }{
+		{"event.data.amount >", "Syntax error"},
+		{"'text'", "must be a bool"},
+		{"unknown_var == 1", "undeclared reference"},
+	} {
+		err := e.worker.Register(ow.Define(ow.Spec{Name: "wf-" + c.cond, CancelOn: []ow.EventTrigger{{Event: "x"}, {Event: "order.created", If: c.cond}}},
+			func(ctx ow.Context, in int) (int, error) { return 0, nil }))
+		if err == nil || !strings.Contains(err.Error(), "wf-"+c.cond) || !strings.Contains(err.Error(), "CancelOn[1]") ||
+			!strings.Contains(err.Error(), "order.created") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("register with condition %q: %v, want an error naming the workflow, CancelOn[1], the event and %q", c.cond, err, c.want)
+		}
+	}
+}
+
+func TestCancelOnCancelsAParkedRunAndARunningRunBetweenStepsButNotANonMatchingRun(t *testing.T) {
+	e := newEnv(t)
+	inStep := make(chan struct{}, 1)
+	release := make(chan struct{})
+	var calls counter
+	wf := ow.Define(ow.Spec{Name: "fulfil", CancelOn: []ow.EventTrigger{{Event: "order.cancelled", If: "event.data.orderId == input.orderId"}}},
+		func(ctx ow.Context, in order) (int, error) {
+			if in.OrderID == "o-running" {
+				if _, err := ow.Run(ctx, "first", func(context.Context) (int, error) {
+					inStep <- struct{}{}
+					<-release // the step finishes whatever happens meanwhile
+					return 1, nil
+				}); err != nil {
+					return 0, err
+				}
+				return ow.Run(ctx, "second", func(context.Context) (int, error) {
+					calls.inc("second") // a step that must never start
+					return 2, nil
+				})
+			}
+			if err := ow.Sleep(ctx, "nap", time.Minute); err != nil {
+				return 0, err
+			}
+			calls.inc("after-sleep:" + in.OrderID)
+			return 1, nil
+		})
+	e.register(wf)
+	parked := start(e, wf, order{OrderID: "o-parked"})
+	other := start(e, wf, order{OrderID: "o-other"})
+	e.tick() // both park
+	running := start(e, wf, order{OrderID: "o-running"})
+	done := make(chan struct{})
+	go func() { defer close(done); e.tick() }()
+	<-inStep
+
+	pub, err := e.client.PublishEvents(e.ctx, []ow.Event{
+		{Name: "order.cancelled", Data: order{OrderID: "o-parked"}},
+		{Name: "order.cancelled", Data: order{OrderID: "o-running"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	<-done
+	e.clock.Advance(time.Hour)
+	e.drain()
+	e.requireStatus(parked, backend.RunCanceled)
+	e.requireStatus(running, backend.RunCanceled)
+	e.requireStatus(other, backend.RunCompleted)
+	if calls.get("second") != 0 || calls.get("after-sleep:o-parked") != 0 {
+		t.Fatal("a canceled run went on")
+	}
+	for _, s := range e.steps(running) {
+		if s.StepName == "second" {
+			t.Fatalf("step second was recorded (%s) for a canceled run", s.Status)
+		}
+	}
+	if len(pub[0].Canceled) != 1 || pub[0].Canceled[0] != parked || len(pub[1].Canceled) != 1 || pub[1].Canceled[0] != running {
+		t.Fatalf("canceled = %v, %v", pub[0].Canceled, pub[1].Canceled)
+	}
+	ev, err := e.client.GetEvent(e.ctx, pub[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ev.Effects) != 1 || ev.Effects[0].Kind != backend.EffectCanceled || *ev.Effects[0].WorkflowRunID != parked {
+		t.Fatalf("effects %+v", ev.Effects)
+	}
+}
+
+func TestRetentionPrunesEventsOlderThanTheDefaultPeriodWithWhatTheyDid(t *testing.T) {
+	e := newEnv(t)
+	e.register(ow.Define(ow.Spec{Name: "on-ping", Triggers: []ow.EventTrigger{{Event: "ping"}}}, func(ctx ow.Context, in triggeredInput) (int, error) { return 1, nil }))
+	e.tick()
+	var old []string
+	for i := 0; i < 3; i++ {
+		p, err := e.client.PublishEvent(e.ctx, "ping", i, ow.PublishOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		old = append(old, p.ID)
+	}
+	e.clock.Advance(48 * time.Hour)
+	kept, err := e.client.PublishEvent(e.ctx, "ping", 9, ow.PublishOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := e.client.PruneRuns(e.ctx, ow.Retention{Default: 24 * time.Hour}, ow.PruneOptions{BatchSize: 2, Now: e.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.EventsDeleted != 3 {
+		t.Fatalf("deleted %d events, want the 3 older than a day", rep.EventsDeleted)
+	}
+	for _, id := range old {
+		if _, err := e.client.GetEvent(e.ctx, id); !errors.Is(err, backend.ErrEventNotFound) {
+			t.Errorf("event %s: %v, want pruned", id, err)
+		}
+	}
+	ev, err := e.client.GetEvent(e.ctx, kept.ID)
+	if err != nil || len(ev.Effects) != 1 {
+		t.Fatalf("the recent event: %+v, %v", ev, err)
+	}
+}
+
+func TestABatchIsStoredInItsOrderWithKeyedAndUnkeyedEventsMixed(t *testing.T) {
+	e := newEnv(t)
+	out, err := e.client.PublishEvents(e.ctx, []ow.Event{{Name: "a"}, {Name: "b", IdempotencyKey: "kb"}, {Name: "c"}, {Name: "d", IdempotencyKey: "kb"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out[3].Duplicate || out[3].ID != out[1].ID {
+		t.Fatalf("the second use of a key in one batch: %+v", out[3])
+	}
+	page, err := e.client.ListEvents(e.ctx, backend.ListEventsParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, ev := range page.Data {
+		names = append(names, ev.Name)
+	}
+	if strings.Join(names, "") != "cba" {
+		t.Fatalf("newest first: %v, want c b a", names)
 	}
 }

@@ -102,7 +102,7 @@ func WaitForEvent[T any](ctx Context, event, match string, timeout time.Duration
 		return fail(fmt.Errorf("%w: the backend cannot wait for events", backend.ErrNotSupported))
 	}
 	p := backend.OpenEventWaitParams{WorkflowRunID: x.run.ID, WorkflowName: x.run.WorkflowName, StepName: key,
-		EventName: event, Match: match, Input: x.run.Input, Lookback: o.lookback, Matcher: waitMatcher{}}
+		EventName: event, Match: match, Input: x.run.Input, Lookback: o.lookback, Matcher: &celMatcher{}}
 	if match != "" {
 		expr, err := eventexpr.Compile(match)
 		if err != nil {
@@ -163,32 +163,6 @@ func decodeInput(raw json.RawMessage) any {
 		_ = json.Unmarshal(raw, &v)
 	}
 	return v
-}
-
-// waitMatcher evaluates a wait's match with package eventexpr, for the
-// look-back of [WaitForEvent].
-type waitMatcher struct{}
-
-// Match implements backend.EventMatcher.
-func (waitMatcher) Match(ctx context.Context, condition string, ev *backend.EventRecord, input json.RawMessage) (bool, error) {
-	x, err := eventexpr.Compile(condition)
-	if err != nil {
-		return false, err
-	}
-	e, err := backend.ExprEvent(ev)
-	if err != nil {
-		return false, err
-	}
-	return x.Match(ctx, e, decodeInput(input))
-}
-
-// A publish evaluates trigger, cancelOn and wait conditions with
-// eventMatcher (events.go); package eventexpr is the evaluator when none
-// is set there.
-func init() {
-	if eventMatcher == nil {
-		eventMatcher = waitMatcher{}
-	}
 }
 
 // ListEventWaits returns the event waits ([WaitForEvent]) of run runID,

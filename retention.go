@@ -114,6 +114,10 @@ type PruneReport struct {
 	Batches int `json:"batches"`
 	// DryRun is set when nothing was deleted.
 	DryRun bool `json:"dryRun"`
+	// EventsDeleted counts the published events deleted, with what they
+	// did (go_events, go_event_effects): those older than the default
+	// period. A dry run counts none.
+	EventsDeleted int `json:"eventsDeleted"`
 }
 
 // PruneRuns deletes the finished runs that r no longer keeps, with their
@@ -181,6 +185,28 @@ func (c *Client) PruneRuns(ctx context.Context, r Retention, opts PruneOptions) 
 				rest = max(rest, time.Duration(float64(took)*(1/opts.Duty-1)))
 			}
 			if err := pause(ctx, rest); err != nil {
+				return rep, err
+			}
+		}
+	}
+	if es, ok := c.b.(backend.EventStore); ok && r.Default > 0 && !opts.DryRun {
+		// Events are the namespace's, not a workflow's: they are kept for
+		// the default period.
+		batch := opts.BatchSize
+		if batch <= 0 {
+			batch = backend.DefaultPruneBatch
+		}
+		for {
+			n, err := es.PruneEvents(ctx, at.Add(-r.Default), batch)
+			rep.EventsDeleted += n
+			if err != nil {
+				return rep, err
+			}
+			if n < batch {
+				break
+			}
+			rep.Batches++
+			if err := pause(ctx, opts.Pause); err != nil {
 				return rep, err
 			}
 		}

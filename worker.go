@@ -115,6 +115,9 @@ func (w *Worker) Start(ctx context.Context) error {
 	if err := w.startLimits(ctx); err != nil {
 		return err
 	}
+	if err := w.startTriggers(ctx); err != nil {
+		return err
+	}
 	w.mu.Lock()
 	if w.started {
 		w.mu.Unlock()

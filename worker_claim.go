@@ -33,6 +33,9 @@ func (w *Worker) tick(ctx context.Context) (int, error) {
 		if err := w.startLimits(ctx); err != nil {
 			return 0, err
 		}
+		if err := w.startTriggers(ctx); err != nil {
+			return 0, err
+		}
 	}
 	var wg sync.WaitGroup
 	n, _, err := w.claim(ctx, &wg)

@@ -34,6 +34,21 @@ type Spec struct {
 	// offers it and `ow workflows` shows it. Empty: none. Registering a
 	// workflow whose example is not JSON fails.
 	InputExample string
+	// Triggers are the events that start a run of the workflow, each
+	// with an optional CEL condition over the event ([EventTrigger]):
+	// every published event matching one starts exactly one run, with
+	// the event as input ({"id","name","data","key","createdAt"}) and the
+	// event's key as concurrency key. Workers that register the workflow
+	// store them at start, so any publisher of the namespace sees them.
+	// At most 10 (backend.MaxEventTriggersPerWorkflow); a run is started
+	// once per event however many triggers match.
+	Triggers []EventTrigger
+	// CancelOn are events that cancel the workflow's active runs: a
+	// published event whose CEL condition over event and input (the
+	// run's input) holds cancels the run, as [Client.CancelRun] does (a
+	// queued or parked run at once; an executing step finishes and no
+	// further step starts), as Inngest's cancelOn. At most 10.
+	CancelOn []EventTrigger
 }
 
 func (s Spec) key() string { return registryKey(s.Name, versionPtr(s.Version)) }
@@ -148,6 +163,9 @@ func (r *registry) register(defs ...Definition) error {
 			if err := backend.ValidateJSON([]byte(s.InputExample)); err != nil {
 				return fmt.Errorf("register workflow %s: Spec.InputExample is not storable JSON: %w", s, err)
 			}
+		}
+		if err := checkEventTriggers(s); err != nil {
+			return fmt.Errorf("register %w", err)
 		}
 		if _, dup := r.defs[s.key()]; dup {
 			return fmt.Errorf("register workflow %s: %w", s, ErrAlreadyRegistered)

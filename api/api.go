@@ -225,6 +225,10 @@ var routeTable = []Route{
 	{"GET", "/v1/bulk-actions", "listBulkActions", read, (*Handler).listBulkActions},
 	{"GET", "/v1/bulk-actions/{id}", "getBulkAction", read, (*Handler).getBulkAction},
 	{"POST", "/v1/bulk-actions/{id}/cancel", "cancelBulkAction", write, (*Handler).cancelBulkAction},
+	{"POST", "/v1/events", "publishEvents", write, (*Handler).publishEvents},
+	{"GET", "/v1/events", "listEvents", read, (*Handler).listEvents},
+	{"GET", "/v1/events/{id}", "getEvent", read, (*Handler).getEvent},
+	{"GET", "/v1/event-triggers", "listEventTriggers", read, (*Handler).listEventTriggers},
 }
 
 // New returns the API handler over c. Its operations are those of c (and

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 
 	ow "github.com/openworkflow-go/openworkflow"
 	"github.com/openworkflow-go/openworkflow/api"
+	"github.com/openworkflow-go/openworkflow/backend"
 )
 
 // Each request decoder has a fuzz target: whatever the bytes, the API
@@ -29,6 +31,13 @@ func serveFuzz(t *testing.T, h http.Handler, req *http.Request) {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
+	serveFuzzAnswer(t, req, rec)
+}
+
+// serveFuzzAnswer checks the answer rec to req: below 500, not refused by
+// the access guard, and an error answer is a JSON {code, message}.
+func serveFuzzAnswer(t *testing.T, req *http.Request, rec *httptest.ResponseRecorder) {
+	t.Helper()
 	if rec.Code >= 500 {
 		t.Fatalf("%s %s answered %d: %s", req.Method, req.URL, rec.Code, rec.Body)
 	}
@@ -200,6 +209,66 @@ func FuzzPutSchedule(f *testing.F) {
 		}
 		if !utf8.ValidString(body) || len(s.WorkflowName) > 255 || s.WorkflowName == "" {
 			t.Fatalf("PUT %q stored %+v", body, s)
+		}
+	})
+}
+
+// FuzzPublishEvents: whatever the body, POST /v1/events answers below
+// 500, and stores events only when it answers 200, exactly those it
+// answers (never a half-stored request).
+func FuzzPublishEvents(f *testing.F) {
+	for _, s := range []string{`{"name":"a","data":{"x":1}}`, `[{"name":"a"},{"name":"b","key":"k","idempotencyKey":"i"}]`, `[]`, `{"name":""}`,
+		`[{"name":"a"},{"name":"\u0000"}]`, `{"name":"a","data":1e999999}`, `{"name":"a","data":"\ud800"}`, `{"name":"a","idempotencyKey":"k"}`, `[{"name":"a"},1]`, `nul`} {
+		f.Add(s)
+	}
+	b := backends[0].open(f)
+	c := ow.NewClient(b)
+	h := api.New(c, api.Options{MaxBodyBytes: 64 << 10})
+	newest := func(t *testing.T) int64 {
+		page, err := c.ListEvents(context.Background(), backend.ListEventsParams{Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Data) == 0 {
+			return 0
+		}
+		return page.Data[0].Seq
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		before := newest(t)
+		req := newRequest("POST", "/v1/events", body)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		serveFuzzAnswer(t, req, rec)
+		after := newest(t)
+		if rec.Code != http.StatusOK {
+			if after != before {
+				t.Fatalf("answered %d but stored events (newest seq %d → %d)", rec.Code, before, after)
+			}
+			return
+		}
+		var res api.PublishEventsResult
+		if err := json.Unmarshal(rec.Body.Bytes(), &res); err != nil {
+			t.Fatal(err)
+		}
+		stored := 0
+		for _, e := range res.Events {
+			if !e.Duplicate {
+				stored++
+			}
+		}
+		page, err := c.ListEvents(context.Background(), backend.ListEventsParams{Limit: backend.MaxPageSize})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, e := range page.Data {
+			if e.Seq > before {
+				n++
+			}
+		}
+		if n != stored {
+			t.Fatalf("answered %d new events, stored %d", stored, n)
 		}
 	})
 }

@@ -111,6 +111,35 @@ func (b *Backend) insertEvents(ctx context.Context, tx pgx.Tx, ps []backend.Publ
 	var ids, names, data []string
 	var keys []*string
 	var plain []int
+	// flush inserts the events without an idempotency key gathered so far
+	// in one statement, before a keyed one, so seq follows the order of ps.
+	flush := func() error {
+		if len(plain) == 0 {
+			return nil
+		}
+		rows, err := tx.Query(ctx, b.q.InsertEvents, b.namespace, ids, names, data, keys, b.at())
+		if err != nil {
+			return fmt.Errorf("insert events: %w", err)
+		}
+		byID := make(map[string]*backend.EventRecord, len(plain))
+		for _, i := range plain {
+			byID[fresh[i].ID] = fresh[i]
+		}
+		var evID string
+		var seq int64
+		var at time.Time
+		_, err = pgx.ForEachRow(rows, []any{&evID, &seq, &at}, func() error {
+			if ev := byID[evID]; ev != nil {
+				ev.Seq, ev.CreatedAt = seq, at.UTC()
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("insert events: %w", err)
+		}
+		ids, names, data, keys, plain = ids[:0], names[:0], data[:0], keys[:0], plain[:0]
+		return nil
+	}
 	for i, p := range ps {
 		ev := &backend.EventRecord{NamespaceID: b.namespace, ID: id.New(id.PrefixEvent), Name: p.Name, Data: p.DataOrEmpty(), Key: p.Key, IdempotencyKey: p.IdempotencyKey}
 		out[i].ID = ev.ID
@@ -119,6 +148,9 @@ func (b *Backend) insertEvents(ctx context.Context, tx pgx.Tx, ps []backend.Publ
 			ids, names, data, keys = append(ids, ev.ID), append(names, ev.Name), append(data, string(ev.Data)), append(keys, ev.Key)
 			fresh[i] = ev
 			continue
+		}
+		if err := flush(); err != nil {
+			return nil, err
 		}
 		key := *p.IdempotencyKey
 		if _, err := tx.Exec(ctx, b.q.LockEventKey, lockText(b.namespace, key)); err != nil {
@@ -144,27 +176,8 @@ func (b *Backend) insertEvents(ctx context.Context, tx pgx.Tx, ps []backend.Publ
 		ev.CreatedAt = ev.CreatedAt.UTC()
 		fresh[i] = ev
 	}
-	if len(plain) > 0 {
-		rows, err := tx.Query(ctx, b.q.InsertEvents, b.namespace, ids, names, data, keys, b.at())
-		if err != nil {
-			return nil, fmt.Errorf("insert events: %w", err)
-		}
-		byID := make(map[string]*backend.EventRecord, len(plain))
-		for _, i := range plain {
-			byID[fresh[i].ID] = fresh[i]
-		}
-		var evID string
-		var seq int64
-		var at time.Time
-		_, err = pgx.ForEachRow(rows, []any{&evID, &seq, &at}, func() error {
-			if ev := byID[evID]; ev != nil {
-				ev.Seq, ev.CreatedAt = seq, at.UTC()
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("insert events: %w", err)
-		}
+	if err := flush(); err != nil {
+		return nil, err
 	}
 	return slices.DeleteFunc(fresh, func(e *backend.EventRecord) bool { return e == nil }), nil
 }

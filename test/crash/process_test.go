@@ -51,6 +51,9 @@ type workerConfig struct {
 	Clock *fastClock `json:"clock,omitempty"`
 	// Limited, if set, registers the limited workflow too (limits_test.go).
 	Limited *limitedConfig `json:"limited,omitempty"`
+	// Events, if set, registers the event-triggered workflows too
+	// (events_test.go).
+	Events bool `json:"events,omitempty"`
 
 	// BulkLease, BulkPage and BulkPoll are the worker's bulk action
 	// options (0: the defaults); bulk_test.go shortens them.
@@ -141,6 +144,11 @@ func runWorkerProcess(cfg workerConfig) error {
 		}
 		defer closeCounter()
 		if err := w.Register(def); err != nil {
+			return err
+		}
+	}
+	if cfg.Events {
+		if err := w.Register(newEventDefinitions(rec)...); err != nil {
 			return err
 		}
 	}
