@@ -19,8 +19,9 @@ const DefaultWaitTimeout = 365 * 24 * time.Hour
 type WaitOption func(*waitOptions)
 
 type waitOptions struct {
-	name    string
-	timeout time.Duration
+	name     string
+	timeout  time.Duration
+	lookback time.Duration // WaitForEvent's WithLookback
 }
 
 // WithStepName names the wait's step (its durable key); without it, the

@@ -434,7 +434,7 @@ func (x *pass) prePass() (park bool) {
 // none has one.
 func (x *pass) earliestWait() time.Time {
 	var due time.Time
-	for _, a := range x.hist.RunningWaits(backend.StepSleep, backend.StepWorkflow, backend.StepSignalWait, backend.StepHookWait) {
+	for _, a := range x.hist.RunningWaits(backend.StepSleep, backend.StepWorkflow, backend.StepSignalWait, backend.StepHookWait, backend.StepEventWait) {
 		if at, ok := waitTime(a); ok && (due.IsZero() || at.Before(due)) {
 			due = at
 		}

@@ -200,6 +200,7 @@ var routeTable = []Route{
 	{"GET", "/v1/runs/{id}/dag", "getDAGRun", read, (*Handler).getDAG},
 	{"GET", "/v1/runs/{id}/flow", "getFlowRun", read, (*Handler).getFlow},
 	{"GET", "/v1/runs/{id}/hooks", "listRunHooks", read, (*Handler).listRunHooks},
+	{"GET", "/v1/runs/{id}/event-waits", "listRunEventWaits", read, (*Handler).listRunEventWaits},
 	{"GET", "/v1/runs/{id}/streams", "listStreams", read, (*Handler).listStreams},
 	{"GET", "/v1/runs/{id}/streams/{name}", "readStream", read, (*Handler).readStream},
 	{"POST", "/v1/runs/{id}/signals/{name}", "signalRun", write, (*Handler).signalRun},

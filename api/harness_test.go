@@ -271,7 +271,7 @@ func testWorkflows(c *calls) []ow.Definition {
 		}
 		return "stopped", nil
 	})
-	return []ow.Definition{add, echo, flaky, approval, streamer, countdown, counter}
+	return []ow.Definition{add, echo, flaky, approval, streamer, countdown, counter, eventWaiter}
 }
 
 // response is an answer of the server.

@@ -336,7 +336,7 @@ func testWorkflows(g *gates) []ow.Definition {
 		_, _, err = ow.WaitForSignal[string](ctx, "stop", ow.WithTimeout(time.Hour))
 		return "stopped", err
 	})
-	return []ow.Definition{greet, steps, flaky, parent, approval, stuck, waiter, countdown, tally}
+	return []ow.Definition{greet, steps, flaky, parent, approval, stuck, waiter, countdown, tally, eventWaiter}
 }
 
 // start starts a run through the client.

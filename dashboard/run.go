@@ -27,6 +27,8 @@ type runData struct {
 	// Flow is the title and graph of an OpenFlow run (nil for another run).
 	Flow  *flowView
 	Hooks []api.Hook
+	// EventWaits are the run's waits for events (ow.WaitForEvent).
+	EventWaits []api.EventWait
 	// Updates are the run's updates (Client.UpdateRun), in admission
 	// order.
 	Updates  []api.RunUpdate
@@ -166,6 +168,12 @@ func (d *Dashboard) loadRun(ctx context.Context, id string, now time.Time) (*run
 	for _, a := range data.Approvals {
 		data.ApprovalTokens[a.Token] = true
 	}
+	var eventWaits api.List[api.EventWait]
+	if raw, err = d.api.call(ctx, http.MethodGet, base+"/event-waits", nil, nil, &eventWaits); err != nil && apiCode(err) != api.CodeNotSupported {
+		return nil, err
+	}
+	h.Write(raw)
+	data.EventWaits = eventWaits.Data
 	var updates api.List[api.RunUpdate]
 	if raw, err = d.api.call(ctx, http.MethodGet, base+"/updates", nil, nil, &updates); err != nil && apiCode(err) != api.CodeNotSupported {
 		return nil, err

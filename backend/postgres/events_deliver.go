@@ -17,5 +17,5 @@ import (
 // that failed to evaluate as backend.EffectError). An error rolls the
 // whole publish back. This is the seam the event-wait feature fills.
 func (b *Backend) deliverEvent(ctx context.Context, tx pgx.Tx, ev *backend.EventRecord, m backend.EventMatcher, log *effectLog) error {
-	return nil
+	return b.deliverEventToWaits(ctx, tx, ev, m, log)
 }

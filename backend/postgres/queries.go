@@ -199,6 +199,20 @@ type queries struct {
 	LockSingleton   string `sql:"lock_singleton"`
 	SingletonActive string `sql:"singleton_active"`
 	SingletonMark   string `sql:"singleton_mark"`
+	// eventwaits.sql
+	InsertEventWait      string `sql:"insert_event_wait"`
+	GetEventWait         string `sql:"get_event_wait"`
+	ListEventWaits       string `sql:"list_event_waits"`
+	LookbackEvents       string `sql:"lookback_events"`
+	EventWaitPaths       string `sql:"event_wait_paths"`
+	EventWaitCandidates  string `sql:"event_wait_candidates"`
+	UnindexedEventWaits  string `sql:"unindexed_event_waits"`
+	DeliverEventWait     string `sql:"deliver_event_wait"`
+	RecordEventWaitError string `sql:"record_event_wait_error"`
+	PruneEventWaits      string `sql:"prune_event_waits"`
+	LockEventWaiterRuns  string `sql:"lock_event_waiter_runs"`
+	CloseEventWait       string `sql:"close_event_wait"`
+	WakeEventWaiter      string `sql:"wake_event_waiter"`
 	// events.sql
 	LockEventKey             string `sql:"lock_event_key"`
 	EventByIdempotencyKey    string `sql:"event_by_idempotency_key"`

@@ -102,7 +102,7 @@ var errDryRun = errors.New("dry run")
 // their stored status.
 func (b *Backend) deleteRuns(ctx context.Context, tx pgx.Tx, ids []string, counts *backend.RunCounts) error {
 	owned := []string{ // in this order: each reads rows the next ones delete
-		b.q.PruneEscapes, b.q.PruneSignals, b.q.PruneRunSignals, b.q.PruneRunUpdates, b.q.PruneChunks, b.q.PruneStreams,
+		b.q.PruneEscapes, b.q.PruneSignals, b.q.PruneRunSignals, b.q.PruneRunUpdates, b.q.PruneEventWaits, b.q.PruneChunks, b.q.PruneStreams,
 		b.q.PruneHookPayloads, b.q.PruneHooks, b.q.PruneSteps,
 	}
 	batch := &pgx.Batch{}

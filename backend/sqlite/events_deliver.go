@@ -18,5 +18,5 @@ import (
 // rolls the whole publish back. This is the seam the event-wait feature
 // fills.
 func (b *Backend) deliverEvent(ctx context.Context, tx *txn, now time.Time, evs *events, ev *backend.EventRecord, m backend.EventMatcher, log *effectLog) error {
-	return nil
+	return b.deliverEventToWaits(ctx, tx, now, evs, ev, m, log)
 }

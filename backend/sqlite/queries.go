@@ -131,6 +131,18 @@ type queries struct {
 	// singleton.sql
 	SingletonActive string `sql:"singleton_active"`
 	SingletonMark   string `sql:"singleton_mark"`
+	// eventwaits.sql
+	InsertEventWait      string `sql:"insert_event_wait"`
+	GetEventWait         string `sql:"get_event_wait"`
+	ListEventWaits       string `sql:"list_event_waits"`
+	LookbackEvents       string `sql:"lookback_events"`
+	EventWaitPaths       string `sql:"event_wait_paths"`
+	EventWaitCandidates  string `sql:"event_wait_candidates"`
+	UnindexedEventWaits  string `sql:"unindexed_event_waits"`
+	DeliverEventWait     string `sql:"deliver_event_wait"`
+	RecordEventWaitError string `sql:"record_event_wait_error"`
+	PruneEventWaits      string `sql:"prune_event_waits"`
+	CloseEventWait       string `sql:"close_event_wait"`
 	// migrate.sql
 	MigrationsTableExists        string `sql:"migrations_table_exists"`
 	OpenWorkflowMigrationVersion string `sql:"openworkflow_migration_version"`

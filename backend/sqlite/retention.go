@@ -103,7 +103,7 @@ func (b *Backend) deleteRuns(ctx context.Context, tx *txn, ids []string, counts 
 	idsJSON, _ := json.Marshal(ids)
 	args := []any{sql.Named("ns", b.ns), sql.Named("ids", string(idsJSON))}
 	for _, q := range []string{ // in this order: each reads rows the next ones delete
-		b.q.PruneSignals, b.q.PruneRunSignals, b.q.PruneRunUpdates, b.q.PruneChunks, b.q.PruneStreams, b.q.PruneHookPayloads, b.q.PruneHooks, b.q.PruneSteps,
+		b.q.PruneSignals, b.q.PruneRunSignals, b.q.PruneRunUpdates, b.q.PruneEventWaits, b.q.PruneChunks, b.q.PruneStreams, b.q.PruneHookPayloads, b.q.PruneHooks, b.q.PruneSteps,
 	} {
 		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 			return err

@@ -105,7 +105,7 @@ PATH is older) and prints Go/TS ratios.`,
 	f.DurationVar(&o.L0Duration, "l0-duration", 20*time.Second, "how long L0 runs pgbench per client count (10, 20 and 50 clients)")
 	f.DurationVar(&o.S1Duration, "s1-duration", 2*time.Minute, "how long S1's schedule ticks, once a second")
 	f.StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile of this process (client and in-process worker) to a file")
-	c.AddCommand(a.benchWorkerCommand(), a.benchEventsCommand(), a.benchScaleCommand())
+	c.AddCommand(a.benchWorkerCommand(), a.benchEventsCommand(), a.benchWaitEventCommand(), a.benchScaleCommand())
 	return c
 }
 

@@ -198,5 +198,5 @@ func newDefinitions(r *stepRecorder) []ow.Definition {
 		}
 		return run(ctx, r, l3Steps[2], func() int { return b + 10 })
 	})
-	return []ow.Definition{sequence, diamond, l3, scheduledWorkflow, countdownDef, updatable}
+	return []ow.Definition{sequence, diamond, l3, scheduledWorkflow, countdownDef, updatable, newWaitEventDefinition(r)}
 }

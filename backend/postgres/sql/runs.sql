@@ -186,8 +186,9 @@ RETURNING {{notify('work')}}
 -- name: reconcile_parked_runs
 -- Makes just-parked runs ($2, an array) due now if what they wait for
 -- already happened: a running workflow step whose child is terminal, a
--- running signal-wait step with a delivery, or a running hook-wait step
--- whose hook has a payload numbered above the wait's afterSeq. It runs as
+-- running signal-wait step with a delivery, a running hook-wait step
+-- whose hook has a payload numbered above the wait's afterSeq, or a running
+-- event-wait step whose go_event_waits row has its event (go migration 19). It runs as
 -- its own statement after the park committed, so either it sees the
 -- child's, signal's or payload's write, or that writer's wake-up saw the
 -- park (deliver_hook_payload locks the run's row, as the park does).
@@ -232,6 +233,16 @@ WHERE wr."namespace_id" = $1 AND wr."id" = ANY($2::text[])
       WHERE sa."namespace_id" = wr."namespace_id"
         AND sa."workflow_run_id" = wr."id"
         AND sa."kind" = 'hook-wait'
+        AND sa."status" = 'running'
+    )
+    OR EXISTS (
+      SELECT 1
+      FROM {{schema}}."go_event_waits" AS ew
+      JOIN {{schema}}."step_attempts" AS sa
+        ON sa."namespace_id" = ew."namespace_id" AND sa."id" = ew."step_attempt_id"
+      WHERE ew."namespace_id" = wr."namespace_id"
+        AND ew."workflow_run_id" = wr."id"
+        AND ew."event_id" IS NOT NULL
         AND sa."status" = 'running'
     )
   )

@@ -67,8 +67,8 @@ RETURNING "id"
 -- name: park_run
 -- Parks an owned run until :available_at. If the wake-up it parks for has
 -- already happened (a linked child is terminal, a signal-wait has its
--- delivery, or a hook-wait's hook has a payload numbered above the wait's
--- afterSeq) and :available_at is later than now, it is parked until now
+-- delivery, a hook-wait's hook has a payload numbered above the wait's
+-- afterSeq, or an event-wait has its event: go migration 19) and :available_at is later than now, it is parked until now
 -- instead.
 UPDATE "workflow_runs"
 SET "status" = 'running',
@@ -108,6 +108,18 @@ SET "status" = 'running',
             AND sa."workflow_run_id" = "workflow_runs"."id"
             AND sa."kind" = 'hook-wait'
             AND sa."status" = 'running'
+        )
+        OR EXISTS (
+          SELECT 1
+          FROM "go_event_waits" ew
+          WHERE ew."namespace_id" = "workflow_runs"."namespace_id"
+            AND ew."workflow_run_id" = "workflow_runs"."id"
+            AND ew."event_id" IS NOT NULL
+            AND EXISTS (
+              SELECT 1 FROM "step_attempts" sa
+              WHERE sa."namespace_id" = ew."namespace_id" AND sa."id" = ew."step_attempt_id"
+                AND sa."status" = 'running'
+            )
         )
       ) AND :available_at > :now THEN :now
       ELSE :available_at
