@@ -98,10 +98,14 @@ func (c *Cluster) StopReplica() { c.stopServer(filepath.Join(c.dir, "replica")) 
 
 // PauseReplay pauses the replica's WAL replay: it goes on receiving
 // (pg_last_wal_receive_lsn moves) but shows nothing new.
-func (c *Cluster) PauseReplay(ctx context.Context) { c.replicaExec(ctx, "SELECT pg_wal_replay_pause()") }
+func (c *Cluster) PauseReplay(ctx context.Context) {
+	c.replicaExec(ctx, "SELECT pg_wal_replay_pause()")
+}
 
 // ResumeReplay resumes the replica's WAL replay.
-func (c *Cluster) ResumeReplay(ctx context.Context) { c.replicaExec(ctx, "SELECT pg_wal_replay_resume()") }
+func (c *Cluster) ResumeReplay(ctx context.Context) {
+	c.replicaExec(ctx, "SELECT pg_wal_replay_resume()")
+}
 
 func (c *Cluster) replicaExec(ctx context.Context, sql string) {
 	c.t.Helper()
