@@ -68,7 +68,7 @@ func applyPoolMode(cfg *pgxpool.Config, mode, url string) error {
 		return nil
 	}
 	return fmt.Errorf("%w: default_query_exec_mode=%s does not work through a transaction-mode pooler (its prepared statements or descriptions stay on a server connection other clients are given): remove it (the engine then uses exec) or set exec or simple_protocol",
-		backend.ErrInvalidArgument, cfg.ConnConfig.DefaultQueryExecMode)
+		backend.ErrInvalidArgument, strings.ReplaceAll(cfg.ConnConfig.DefaultQueryExecMode.String(), " ", "_"))
 }
 
 // backendPIDQuery asks which server process runs the session.

@@ -292,3 +292,18 @@ func writeFile(t testing.TB, path, content string) {
 		}
 	}
 }
+
+// StartBouncerFor starts PgBouncer (as [StartBouncer]) in front of the
+// server and database of url, a test server's URL with trust
+// authentication for user postgres.
+func StartBouncerFor(t testing.TB, url string) *Bouncer {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		t.Fatalf("parse %s: %v", url, err)
+	}
+	if cfg.Host != "127.0.0.1" && cfg.Host != "localhost" {
+		t.Skipf("PgBouncer tests need the test server on this machine, not %s", cfg.Host)
+	}
+	return StartBouncer(t, int(cfg.Port), cfg.Database)
+}
