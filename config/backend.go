@@ -91,8 +91,13 @@ func (c *Config) openPostgres(ctx context.Context, skipMigrations bool) (*postgr
 		PoolMode: c.PostgresPoolMode, DirectURL: c.PostgresDirectURL,
 	})
 	if err != nil {
-		if errors.Is(err, backend.ErrInvalidArgument) {
+		switch {
+		case errors.Is(err, postgres.ErrTransactionPooling):
+			return nil, fmt.Errorf("PostgreSQL at %s (%s): %w", RedactURL(c.PostgresURL), c.postgresURLOrigin(), err)
+		case errors.Is(err, backend.ErrInvalidArgument) && postgres.ValidateSchema(c.Schema) != nil:
 			return nil, fmt.Errorf("%w: set a valid schema (schema in %s, %s or --schema)", err, FileName, EnvSchema)
+		case errors.Is(err, backend.ErrInvalidArgument):
+			return nil, fmt.Errorf("PostgreSQL at %s (%s): %w", RedactURL(c.PostgresURL), c.postgresURLOrigin(), err)
 		}
 		return nil, c.postgresOpenError(err)
 	}

@@ -143,7 +143,7 @@ func (b *Backend) listenConfig() (*pgx.ConnConfig, error) {
 	}
 	cfg, err := pgx.ParseConfig(b.directURL)
 	if err != nil {
-		return nil, fmt.Errorf("parse direct URL: %w", err)
+		return nil, fmt.Errorf("%w: direct URL: %v", backend.ErrInvalidArgument, err)
 	}
 	return cfg, nil
 }

@@ -58,7 +58,7 @@ type replica struct {
 func openReplica(ctx context.Context, url string, primary *pgxpool.Pool, opts Options) (*replica, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("postgres backend: parse read replica URL: %w", err)
+		return nil, fmt.Errorf("postgres backend: %w: read replica URL: %v", backend.ErrInvalidArgument, err)
 	}
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = DefaultMaxConns
