@@ -5,7 +5,8 @@
 // test runs as root (PostgreSQL and PgBouncer refuse to run as root), and
 // torn down when the test ends. It follows the recipes of
 // production-postgres.md §4 and §5. Tests skip, saying why, when the
-// binaries are missing; CI installs them (.ci/run). It is imported by test
+// binaries are missing (fail with OPENWORKFLOW_REQUIRE_PGCLUSTER=1); CI
+// installs them (.ci/run). It is imported by test
 // files only.
 package pgcluster
 
@@ -29,6 +30,16 @@ import (
 // DefaultBinDir is where Debian's postgresql-15 package installs the
 // server binaries; OPENWORKFLOW_PG_BIN overrides it.
 const DefaultBinDir = "/usr/lib/postgresql/15/bin"
+
+// skip skips t saying why, or fails it when OPENWORKFLOW_REQUIRE_PGCLUSTER
+// is 1 (CI, which installs the binaries: .ci/run).
+func skip(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("OPENWORKFLOW_REQUIRE_PGCLUSTER") == "1" {
+		t.Fatalf(format+" (OPENWORKFLOW_REQUIRE_PGCLUSTER=1: required)", args...)
+	}
+	t.Skipf(format, args...)
+}
 
 // BinDir is OPENWORKFLOW_PG_BIN, or [DefaultBinDir].
 func BinDir() string {
@@ -58,7 +69,7 @@ func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
 	for _, b := range []string{"initdb", "pg_ctl", "pg_basebackup"} {
 		if _, err := os.Stat(filepath.Join(BinDir(), b)); err != nil {
-			t.Skipf("no %s in %s (install Debian's postgresql-15, or set OPENWORKFLOW_PG_BIN): %v", b, BinDir(), err)
+			skip(t, "no %s in %s (install Debian's postgresql-15, or set OPENWORKFLOW_PG_BIN): %v", b, BinDir(), err)
 		}
 	}
 	c := &Cluster{t: t, dir: tempDir(t, "owrepl-")}
@@ -159,7 +170,7 @@ func StartBouncer(t testing.TB, port int, dbname string) *Bouncer {
 	bin, err := exec.LookPath("pgbouncer")
 	if err != nil {
 		if _, serr := os.Stat("/usr/sbin/pgbouncer"); serr != nil {
-			t.Skipf("no pgbouncer (install Debian's pgbouncer package): %v", err)
+			skip(t, "no pgbouncer (install Debian's pgbouncer package): %v", err)
 		}
 		bin = "/usr/sbin/pgbouncer"
 	}
@@ -267,7 +278,7 @@ func tempDir(t testing.TB, prefix string) string {
 	if asPostgres() {
 		u, err := user.Lookup("postgres")
 		if err != nil {
-			t.Skipf("running as root without a postgres user to run PostgreSQL as: %v", err)
+			skip(t, "running as root without a postgres user to run PostgreSQL as: %v", err)
 		}
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)
