@@ -256,11 +256,10 @@ func command(name string, args ...string) *exec.Cmd {
 // when it fails.
 func Run(t testing.TB, name string, args ...string) {
 	t.Helper()
-	cmd := command(name, args...)
-	cmd.Stdin = nil
-	// pg_ctl leaves the server with our stdout; give it none so that
-	// CombinedOutput returns when pg_ctl does.
-	out, err := cmd.CombinedOutput()
+	// pg_ctl is always given -l, so the server it leaves running writes
+	// to its log file, not to this pipe, and CombinedOutput returns when
+	// pg_ctl does; pgbouncer -d detaches the same way.
+	out, err := command(name, args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 	}
