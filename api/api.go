@@ -314,6 +314,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, pattern string, 
 	r.Body = http.MaxBytesReader(rec, r.Body, h.opts.MaxBodyBytes)
 	err := h.authorize(r, pattern, scope)
 	if err == nil {
+		r = h.routeReads(rec, r)
 		err = h.protect(rec, r, handle)
 	}
 	if err != nil {
@@ -383,6 +384,7 @@ func (h *Handler) corsHeaders(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Access-Control-Allow-Origin", origin)
 		w.Header().Add("Vary", "Origin")
 	}
+	w.Header().Set("Access-Control-Expose-Headers", ReadAfterHeader)
 }
 
 // corsPreflight answers a browser's preflight OPTIONS request when CORS is
@@ -393,7 +395,7 @@ func (h *Handler) corsPreflight(w http.ResponseWriter, r *http.Request) bool {
 	}
 	h.corsHeaders(w, r)
 	w.Header().Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE")
-	w.Header().Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Last-Event-ID, Idempotency-Key")
+	w.Header().Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Last-Event-ID, Idempotency-Key, "+ReadAfterHeader)
 	w.Header().Set("Access-Control-Max-Age", "600")
 	w.WriteHeader(http.StatusNoContent)
 	return true
@@ -421,11 +423,22 @@ type recorder struct {
 	http.ResponseWriter
 	code  int
 	bytes int64
+	// beforeHeader, when set, runs once just before the headers are
+	// sent (read-your-writes: readafter.go).
+	beforeHeader func()
+}
+
+func (r *recorder) header() {
+	if f := r.beforeHeader; f != nil {
+		r.beforeHeader = nil
+		f()
+	}
 }
 
 func (r *recorder) WriteHeader(code int) {
 	if r.code == 0 {
 		r.code = code
+		r.header()
 	}
 	r.ResponseWriter.WriteHeader(code)
 }
@@ -433,6 +446,7 @@ func (r *recorder) WriteHeader(code int) {
 func (r *recorder) Write(b []byte) (int, error) {
 	if r.code == 0 {
 		r.code = http.StatusOK
+		r.header()
 	}
 	n, err := r.ResponseWriter.Write(b)
 	r.bytes += int64(n)

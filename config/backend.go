@@ -66,7 +66,7 @@ func (c *Config) OpenBackendToRead(ctx context.Context) (backend.Backend, error)
 			ErrNoSchema, schema, database, RedactURL(c.PostgresURL), EnvSchema, FileName)
 	}
 	if err == nil {
-		err = postgres.Migrate(ctx, b.Pool(), schema)
+		_, err = b.Migrate(ctx)
 	}
 	if err != nil {
 		b.Close()
@@ -87,10 +87,17 @@ func (c *Config) openPostgres(ctx context.Context, skipMigrations bool) (*postgr
 	}
 	b, err := postgres.Open(ctx, c.PostgresURL, postgres.Options{
 		NamespaceID: c.Namespace, Schema: c.Schema, SkipMigrations: skipMigrations,
+		ReadReplicaURL: c.ReadReplicaURL, ReplicaMaxLag: c.ReplicaMaxLag,
+		PoolMode: c.PostgresPoolMode, DirectURL: c.PostgresDirectURL,
 	})
 	if err != nil {
-		if errors.Is(err, backend.ErrInvalidArgument) {
+		switch {
+		case errors.Is(err, postgres.ErrTransactionPooling):
+			return nil, fmt.Errorf("PostgreSQL at %s (%s): %w", RedactURL(c.PostgresURL), c.postgresURLOrigin(), err)
+		case errors.Is(err, backend.ErrInvalidArgument) && postgres.ValidateSchema(c.Schema) != nil:
 			return nil, fmt.Errorf("%w: set a valid schema (schema in %s, %s or --schema)", err, FileName, EnvSchema)
+		case errors.Is(err, backend.ErrInvalidArgument):
+			return nil, fmt.Errorf("PostgreSQL at %s (%s): %w", RedactURL(c.PostgresURL), c.postgresURLOrigin(), err)
 		}
 		return nil, c.postgresOpenError(err)
 	}
@@ -234,12 +241,14 @@ type MigrationLine struct {
 func (c *Config) Migrate(ctx context.Context) (*Migration, error) {
 	m := &Migration{Backend: c.Kind(), Location: c.Location(), Applied: []int{}}
 	if c.Kind() == BackendPostgres {
-		b, err := c.openPostgres(ctx, true)
+		noReplica := *c
+		noReplica.ReadReplicaURL = "" // migrations write the primary only
+		b, err := noReplica.openPostgres(ctx, true)
 		if err != nil {
 			return nil, err
 		}
 		defer b.Close()
-		r, err := postgres.MigrateWithReport(ctx, b.Pool(), c.Schema)
+		r, err := b.Migrate(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("migrate PostgreSQL schema %s: %w", c.Schema, err)
 		}
@@ -332,4 +341,32 @@ func sqliteVersion(ctx context.Context, path string) (int, error) {
 		return 0, fmt.Errorf("read schema version of %s: %w", path, err)
 	}
 	return v, nil
+}
+
+// validatePostgresTopology checks the read replica and pooler settings:
+// PostgreSQL-only settings need a PostgreSQL URL, the pool mode is one
+// postgres.Options.PoolMode accepts, transaction mode has a direct URL,
+// and the lag bound is not negative.
+func (c *Config) validatePostgresTopology() error {
+	if c.Kind() != BackendPostgres {
+		for _, k := range []struct{ key, v string }{{keyReadReplicaURL, c.ReadReplicaURL}, {keyDirectURL, c.PostgresDirectURL}, {keyPoolMode, c.PostgresPoolMode}} {
+			if k.v != "" {
+				return fmt.Errorf("config: %s (from %s) is set but the backend is SQLite: set postgres_url too, or remove %s", k.key, c.sources[k.key], k.key)
+			}
+		}
+	}
+	switch c.PostgresPoolMode {
+	case "", postgres.PoolModeSession:
+	case postgres.PoolModeTransaction:
+		if c.PostgresDirectURL == "" {
+			return fmt.Errorf("config: %s is %q (from %s) but %s is not set: LISTEN and the migration lock need a session; set %s (or $%s) to a URL reaching PostgreSQL directly or through a session-mode pool",
+				keyPoolMode, c.PostgresPoolMode, c.sources[keyPoolMode], keyDirectURL, keyDirectURL, EnvPostgresDirectURL)
+		}
+	default:
+		return fmt.Errorf("config: %s (from %s) is %q: want %q or %q", keyPoolMode, c.sources[keyPoolMode], c.PostgresPoolMode, postgres.PoolModeSession, postgres.PoolModeTransaction)
+	}
+	if c.ReplicaMaxLag < 0 {
+		return fmt.Errorf("config: %s (from %s) must not be negative, got %s", keyReplicaMaxLag, c.sources[keyReplicaMaxLag], c.ReplicaMaxLag)
+	}
+	return nil
 }

@@ -70,6 +70,14 @@ const (
 	EnvOpenFlowDirs = "OPENWORKFLOW_OPENFLOW_DIRS"
 	EnvServerAddr   = "OPENWORKFLOW_SERVER_ADDR"
 	EnvAPIToken     = "OPENWORKFLOW_API_TOKEN"
+	// EnvReadReplicaURL is read_replica_url.
+	EnvReadReplicaURL = "OPENWORKFLOW_READ_REPLICA_URL"
+	// EnvReplicaMaxLag is replica_max_lag, a Go duration ("10s").
+	EnvReplicaMaxLag = "OPENWORKFLOW_REPLICA_MAX_LAG"
+	// EnvPostgresDirectURL is postgres_direct_url.
+	EnvPostgresDirectURL = "OPENWORKFLOW_POSTGRES_DIRECT_URL"
+	// EnvPostgresPoolMode is postgres_pool_mode.
+	EnvPostgresPoolMode = "OPENWORKFLOW_POSTGRES_POOL_MODE"
 )
 
 // Defaults of the settings, applied by [Config.applyDefaults] when no layer
@@ -113,6 +121,30 @@ type Config struct {
 	// OPENWORKFLOW_SCHEMA); unused with SQLite. Default [DefaultSchema]
 	// ("openworkflow").
 	Schema string `yaml:"schema"`
+	// ReadReplicaURL is a streaming replica of the PostgreSQL database
+	// (YAML read_replica_url, env OPENWORKFLOW_READ_REPLICA_URL, flag
+	// --read-replica-url): the HTTP API's and the dashboard's list, count
+	// and get reads go to it, a caller's own writes read back from the
+	// primary; workers never read from it (postgres.Options.ReadReplicaURL,
+	// docs/replicas-and-poolers.md). Default "" (none). PostgreSQL only.
+	ReadReplicaURL string `yaml:"read_replica_url"`
+	// ReplicaMaxLag is the replica's replay lag past which reads go to
+	// the primary (YAML replica_max_lag, env OPENWORKFLOW_REPLICA_MAX_LAG,
+	// e.g. "5s"). Default 0: postgres.DefaultReplicaMaxLag (10 s).
+	ReplicaMaxLag time.Duration `yaml:"replica_max_lag"`
+	// PostgresPoolMode says how a pooler in front of PostgreSQL shares
+	// server connections (YAML postgres_pool_mode, env
+	// OPENWORKFLOW_POSTGRES_POOL_MODE): "session" (or "", the default: a
+	// direct connection or a session-mode pool; a transaction-mode pooler
+	// is detected and refused at startup) or "transaction" (PgBouncer's
+	// pool_mode=transaction; needs PostgresDirectURL). See
+	// postgres.Options.PoolMode.
+	PostgresPoolMode string `yaml:"postgres_pool_mode"`
+	// PostgresDirectURL reaches PostgreSQL without a transaction-mode
+	// pooler, for LISTEN and the migration lock (YAML
+	// postgres_direct_url, env OPENWORKFLOW_POSTGRES_DIRECT_URL). Required
+	// with PostgresPoolMode "transaction"; default "".
+	PostgresDirectURL string `yaml:"postgres_direct_url"`
 	// Worker configures workers started from this configuration.
 	Worker Worker `yaml:"worker"`
 	// OpenFlow configures OpenFlow flows (package openflow, ow flow,
@@ -338,6 +370,8 @@ type Overrides struct {
 	Namespace *string
 	// Schema is --schema.
 	Schema *string
+	// ReadReplicaURL is --read-replica-url.
+	ReadReplicaURL *string
 	// WorkerConcurrency is --concurrency.
 	WorkerConcurrency *int
 	// ServerAddr is --addr.
@@ -456,6 +490,19 @@ func (c *Config) readFile(path string) error {
 	if f.Schema != "" {
 		c.set(keySchema, &c.Schema, f.Schema, from)
 	}
+	if f.ReadReplicaURL != "" {
+		c.set(keyReadReplicaURL, &c.ReadReplicaURL, f.ReadReplicaURL, from)
+	}
+	if f.ReplicaMaxLag != 0 {
+		c.ReplicaMaxLag = f.ReplicaMaxLag
+		c.sources[keyReplicaMaxLag] = from
+	}
+	if f.PostgresDirectURL != "" {
+		c.set(keyDirectURL, &c.PostgresDirectURL, f.PostgresDirectURL, from)
+	}
+	if f.PostgresPoolMode != "" {
+		c.set(keyPoolMode, &c.PostgresPoolMode, f.PostgresPoolMode, from)
+	}
 	if f.Worker.Concurrency != 0 {
 		c.Worker.Concurrency = f.Worker.Concurrency
 		c.sources[keyConcurrency] = from
@@ -532,6 +579,17 @@ func (c *Config) readEnv(dir string) error {
 	str(EnvSchema, keySchema, &c.Schema, false)
 	str(EnvServerAddr, keyServerAddr, &c.Server.Addr, false)
 	str(EnvAPIToken, keyAPIToken, &c.Server.Token, false)
+	str(EnvReadReplicaURL, keyReadReplicaURL, &c.ReadReplicaURL, false)
+	str(EnvPostgresDirectURL, keyDirectURL, &c.PostgresDirectURL, false)
+	str(EnvPostgresPoolMode, keyPoolMode, &c.PostgresPoolMode, false)
+	if v := os.Getenv(EnvReplicaMaxLag); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("config: %s=%q is not a duration (e.g. 5s, 500ms)", EnvReplicaMaxLag, v)
+		}
+		c.ReplicaMaxLag = d
+		c.sources[keyReplicaMaxLag] = "env " + EnvReplicaMaxLag
+	}
 	if v := os.Getenv(EnvOpenFlowDirs); v != "" {
 		c.OpenFlow.Dirs = nil
 		for _, d := range filepath.SplitList(v) {
@@ -565,6 +623,9 @@ func (c *Config) applyOverrides(o Overrides, dir string) {
 	}
 	if o.Schema != nil {
 		c.set(keySchema, &c.Schema, *o.Schema, "flag --schema")
+	}
+	if o.ReadReplicaURL != nil {
+		c.set(keyReadReplicaURL, &c.ReadReplicaURL, *o.ReadReplicaURL, "flag --read-replica-url")
 	}
 	if o.WorkerConcurrency != nil {
 		c.Worker.Concurrency = *o.WorkerConcurrency
@@ -610,6 +671,11 @@ func (c *Config) applyDefaults() {
 	if c.sources[keyRetention] == "" {
 		c.sources[keyRetention] = "default"
 	}
+	for _, k := range []string{keyReadReplicaURL, keyReplicaMaxLag, keyDirectURL, keyPoolMode} {
+		if c.sources[k] == "" {
+			c.sources[k] = "default"
+		}
+	}
 }
 
 // validate rejects values no backend could use.
@@ -637,7 +703,7 @@ func (c *Config) validate() error {
 	if d := c.Retention.Duty; d < 0 || d > 1 {
 		return fmt.Errorf("config: retention.duty (from %s) must be from 0 to 1 (the pruner's largest share of the time), got %g", c.sources[keyRetention], d)
 	}
-	return nil
+	return c.validatePostgresTopology()
 }
 
 func (c *Config) set(key string, dst *string, v, from string) {

@@ -40,6 +40,10 @@ type Diagnosis struct {
 	// "in-process" (SQLite: only backends of one process notify each
 	// other), or "unavailable: <reason>" (workers fall back to polling).
 	Notifications string `json:"notifications"`
+	// Replica is the read replica's state (read_replica_url) as measured
+	// when the backend opened: up or not, and its replay lag in seconds
+	// and bytes; nil without a replica.
+	Replica *backend.ReplicaStatus `json:"replica,omitempty"`
 }
 
 // diagnosisJSON is the JSON form of [Diagnosis]: OpenTime becomes
@@ -111,6 +115,10 @@ func (c *Config) Diagnose(ctx context.Context) (*Diagnosis, error) {
 		d.Error = "count runs: " + err.Error()
 	}
 	d.Notifications = probeNotifications(ctx, b)
+	if rr, ok := b.(backend.ReadReplicas); ok && rr.HasReadReplica() {
+		s := rr.ReplicaStatus()
+		d.Replica = &s
+	}
 	return d, nil
 }
 

@@ -18,10 +18,15 @@ const (
 	keyServerAddr   = "server.addr"
 	keyAPIToken     = "server.token"
 	keyRetention    = "retention"
+	// Read replicas and poolers (docs/replicas-and-poolers.md).
+	keyReadReplicaURL = "read_replica_url"
+	keyReplicaMaxLag  = "replica_max_lag"
+	keyDirectURL      = "postgres_direct_url"
+	keyPoolMode       = "postgres_pool_mode"
 )
 
 // knownKeys lists the keys a file may use, for error messages.
-var knownKeys = []string{keyPostgresURL, keySQLitePath, keyNamespace, keySchema, "worker: {concurrency, limits}", "openflow: {dirs}", "server: {addr, token, public_webhooks, cors_origins}", "retention: {default, workflows, interval, duty}",
+var knownKeys = []string{keyPostgresURL, keySQLitePath, keyNamespace, keySchema, keyReadReplicaURL, keyReplicaMaxLag, keyDirectURL, keyPoolMode, "worker: {concurrency, limits}", "openflow: {dirs}", "server: {addr, token, public_webhooks, cors_origins}", "retention: {default, workflows, interval, duty}",
 	"schedules: [{name, workflow, version, cron, time_zone, input, overlap, catchup_window, priority, paused}]"}
 
 // Setting is one resolved setting and where its value came from.
@@ -45,6 +50,10 @@ func (c *Config) Source() []Setting {
 		{keyConcurrency, strconv.Itoa(c.Worker.Concurrency), c.sources[keyConcurrency]},
 		{keyOpenFlowDirs, strings.Join(c.OpenFlow.Dirs, string(filepath.ListSeparator)), c.sources[keyOpenFlowDirs]},
 		{keyRetention, c.Retention.String(), c.sources[keyRetention]},
+		{keyReadReplicaURL, RedactURL(c.ReadReplicaURL), c.sources[keyReadReplicaURL]},
+		{keyReplicaMaxLag, c.ReplicaMaxLag.String(), c.sources[keyReplicaMaxLag]},
+		{keyDirectURL, RedactURL(c.PostgresDirectURL), c.sources[keyDirectURL]},
+		{keyPoolMode, c.PostgresPoolMode, c.sources[keyPoolMode]},
 	}
 }
 

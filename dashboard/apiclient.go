@@ -65,8 +65,13 @@ func (a apiClient) call(ctx context.Context, method, path string, query url.Valu
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
+	ra := readAfterOf(ctx)
+	if token := ra.get(); token != "" {
+		req.Header.Set(api.ReadAfterHeader, token)
+	}
 	w := &bufferWriter{header: http.Header{}}
 	a.h.ServeHTTP(w, req)
+	ra.set(w.header.Get(api.ReadAfterHeader))
 	if w.status >= 400 {
 		e := &api.Error{}
 		if err := json.Unmarshal(w.buf.Bytes(), e); err != nil || e.Message == "" {

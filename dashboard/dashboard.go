@@ -142,7 +142,7 @@ func New(c *ow.Client, opts Options) *Dashboard {
 	d.pages = parsePages()
 	d.version = staticVersion()
 	d.routes()
-	d.handler = d.secure(d.authenticate(d.mux))
+	d.handler = d.secure(d.authenticate(readYourWrites(d.mux)))
 	return d
 }
 

@@ -32,6 +32,10 @@
 //	openworkflow_worker_slots_busy                     gauge: slots executing a run
 //	openworkflow_worker_abandoned_steps                gauge: passes whose user code ignored its canceled context and was abandoned, still running (no slot counts them)
 //	openworkflow_http_request_duration_seconds{route,method,code} histogram: HTTP API requests
+//	openworkflow_replica_up                            gauge: 1 when the read replica (read_replica_url) answered its last check; these four only with a replica
+//	openworkflow_replica_lag_seconds                   gauge: the replica's replay lag in seconds
+//	openworkflow_replica_lag_bytes                     gauge: the replica's replay lag in bytes of WAL
+//	openworkflow_replica_reads_total{target}           counter: the API's reads served by the replica or the primary
 //	openworkflow_dag_runs_finished_total{workflow,status} counter: DAG runs their interpreter ended, by final DAG status (completed, failed, compensated, compensation_failed), when the Exporter is given to dag.Options.Metrics (at least once: see dag.Metrics)
 //
 // plus the Go runtime's and the process's standard metrics (go_…,
@@ -62,6 +66,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	ow "github.com/openworkflow-go/openworkflow"
+	"github.com/openworkflow-go/openworkflow/backend"
 	"github.com/openworkflow-go/openworkflow/telemetry"
 )
 
@@ -190,6 +195,9 @@ func New(opts Options) (*Exporter, error) {
 	cs = append(cs, e.dagFinished)
 	if opts.Client != nil {
 		cs = append(cs, newRunCounts(opts.Client, opts.CountsMaxAge, opts.CountTimeout))
+		if rr, ok := opts.Client.Backend().(backend.ReadReplicas); ok && rr.HasReadReplica() {
+			cs = append(cs, newReplicaCollector(rr))
+		}
 	}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {

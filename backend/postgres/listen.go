@@ -44,7 +44,12 @@ func (b *Backend) Subscribe(ctx context.Context) (<-chan backend.Event, error) {
 		return nil, errClosed
 	}
 	if b.listener == nil {
-		b.listener = startListener(b.pool.Config().ConnConfig.Copy(), b.schema, b.namespace, &b.hub)
+		cfg, err := b.listenConfig()
+		if err != nil {
+			b.mu.Unlock()
+			return nil, err
+		}
+		b.listener = startListener(cfg, b.schema, b.namespace, &b.hub)
 	}
 	l := b.listener
 	b.mu.Unlock()

@@ -41,6 +41,35 @@ type Options struct {
 	// connections for its concurrent group commits, claims, heartbeats and
 	// reads at once.
 	MaxConns int32
+
+	// ReadReplicaURL, when set, is a streaming replica of the database:
+	// the list, count and get reads made with a context marked by
+	// [backend.WithReplicaReads] (the HTTP API's and the dashboard's) go
+	// to it while it is up, its replay lag is within ReplicaMaxLag and it
+	// has replayed the caller's own last write; else to the primary.
+	// Workers never read from it. A replica that is down does not fail
+	// [Open]. Default "" (no replica). Only [Open] uses it.
+	ReadReplicaURL string
+	// ReplicaMaxLag is the replay lag past which marked reads go to the
+	// primary; 0 means [DefaultReplicaMaxLag] (10 s).
+	ReplicaMaxLag time.Duration
+	// ReplicaCheckInterval is how often the replica's lag is measured;
+	// 0 means [DefaultReplicaCheckInterval] (1 s).
+	ReplicaCheckInterval time.Duration
+
+	// PoolMode is how a pooler between the engine and PostgreSQL shares
+	// server connections: "" or [PoolModeSession] (a direct connection or
+	// a session-mode pooler: [Open] checks with
+	// [DetectTransactionPooling] and refuses a transaction-mode pooler
+	// with [ErrTransactionPooling]), or [PoolModeTransaction] (no session
+	// state on pooled connections; DirectURL is then required). Any other
+	// value fails with [backend.ErrInvalidArgument].
+	PoolMode string
+	// DirectURL is a URL reaching PostgreSQL without a transaction-mode
+	// pooler (directly, or through a session-mode pool), for what needs a
+	// session: the LISTEN connection and the migrations' advisory lock.
+	// Required with PoolModeTransaction; default "" (the URL itself).
+	DirectURL string
 }
 
 // DefaultMaxConns is the pool size [Open] uses by default (pgxpool's own
@@ -62,6 +91,15 @@ func (o Options) withDefaults() (Options, error) {
 	if err := ValidateSchema(o.Schema); err != nil {
 		return o, err
 	}
+	if err := o.validatePoolMode(); err != nil {
+		return o, fmt.Errorf("postgres options: %w", err)
+	}
+	if o.ReplicaMaxLag <= 0 {
+		o.ReplicaMaxLag = DefaultReplicaMaxLag
+	}
+	if o.ReplicaCheckInterval <= 0 {
+		o.ReplicaCheckInterval = DefaultReplicaCheckInterval
+	}
 	return o, nil
 }
 
@@ -82,6 +120,9 @@ type Backend struct {
 	now       func() time.Time // this process's clock (NextDueAt's answer): clock, or time.Now
 
 	hub hub.Hub
+
+	replica   *replica // Options.ReadReplicaURL's, nil without one
+	directURL string   // Options.DirectURL
 
 	mu         sync.Mutex
 	closed     bool
@@ -113,18 +154,12 @@ func Open(ctx context.Context, url string, opts Options) (*Backend, error) {
 	case !strings.Contains(url, "pool_max_conns"):
 		cfg.MaxConns = DefaultMaxConns
 	}
+	if err := applyPoolMode(cfg, opts.PoolMode, url); err != nil {
+		return nil, fmt.Errorf("postgres backend: %w", err)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres backend: open pool: %w", err)
-	}
-	if opts.SkipMigrations {
-		err = checkPoolServerVersion(ctx, pool)
-	} else {
-		err = Migrate(ctx, pool, opts.Schema)
-	}
-	if err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("postgres backend: %w", err)
 	}
 	b, err := newBackend(pool, opts)
 	if err != nil {
@@ -132,7 +167,43 @@ func Open(ctx context.Context, url string, opts Options) (*Backend, error) {
 		return nil, err
 	}
 	b.ownsPool = true
+	if err := b.open(ctx, opts); err != nil {
+		b.Close()
+		return nil, err
+	}
 	return b, nil
+}
+
+// open checks the pooler, migrates unless told not to, and connects the
+// read replica.
+func (b *Backend) open(ctx context.Context, opts Options) error {
+	if opts.PoolMode != PoolModeTransaction {
+		shared, err := DetectTransactionPooling(ctx, b.pool)
+		if err != nil {
+			return fmt.Errorf("postgres backend: %w", err)
+		}
+		if shared {
+			return fmt.Errorf("postgres backend: %w", transactionPoolingError())
+		}
+	}
+	if _, err := b.listenConfig(); err != nil {
+		return fmt.Errorf("postgres backend: %w", err)
+	}
+	var err error
+	if opts.SkipMigrations {
+		err = checkPoolServerVersion(ctx, b.pool)
+	} else {
+		_, err = b.Migrate(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("postgres backend: %w", err)
+	}
+	if opts.ReadReplicaURL != "" {
+		if b.replica, err = openReplica(ctx, opts.ReadReplicaURL, b.pool, opts); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // FromPool returns a backend using a pool the caller owns: it never
@@ -156,7 +227,7 @@ func newBackend(pool *pgxpool.Pool, opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{pool: pool, namespace: opts.NamespaceID, schema: opts.Schema, q: q, clock: opts.Now, now: opts.Now}
+	b := &Backend{pool: pool, namespace: opts.NamespaceID, schema: opts.Schema, q: q, clock: opts.Now, now: opts.Now, directURL: opts.DirectURL}
 	if b.now == nil {
 		b.now = time.Now
 	}
@@ -188,6 +259,9 @@ func (b *Backend) Close() error {
 
 	if l != nil {
 		l.stop()
+	}
+	if b.replica != nil {
+		b.replica.close()
 	}
 	if b.ownsPool {
 		b.pool.Close()

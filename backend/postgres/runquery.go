@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/openworkflow-go/openworkflow/backend"
 	"github.com/openworkflow-go/openworkflow/runquery"
 )
@@ -424,7 +426,10 @@ func (b *Backend) CountMatchingRuns(ctx context.Context, p backend.ListWorkflowR
 		return 0, fmt.Errorf("count matching runs: %w", err)
 	}
 	var n int64
-	if err := b.pool.QueryRow(ctx, b.q.CountMatchingRuns+cond, args...).Scan(&n); err != nil {
+	err = b.readPool(ctx, func(db *pgxpool.Pool) error {
+		return db.QueryRow(ctx, b.q.CountMatchingRuns+cond, args...).Scan(&n)
+	})
+	if err != nil {
 		return 0, fmt.Errorf("count matching runs: %w", err)
 	}
 	return n, nil

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/openworkflow-go/openworkflow/backend"
 	"github.com/openworkflow-go/openworkflow/internal/id"
@@ -134,7 +135,11 @@ func (b *Backend) GetWorkflowRun(ctx context.Context, workflowRunID string) (*ba
 	if !backend.ValidText(workflowRunID) { // no stored id has such bytes (and PostgreSQL refuses them)
 		return nil, fmt.Errorf("get workflow run %q: %w", workflowRunID, backend.ErrRunNotFound)
 	}
-	run, err := queryRun(ctx, b.pool, b.q.GetRun, b.namespace, workflowRunID)
+	var run *backend.WorkflowRun
+	err := b.readPool(ctx, func(db *pgxpool.Pool) (err error) {
+		run, err = queryRun(ctx, db, b.q.GetRun, b.namespace, workflowRunID)
+		return err
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("get workflow run %s: %w", workflowRunID, backend.ErrRunNotFound)
 	}
@@ -162,13 +167,17 @@ func (b *Backend) ListWorkflowRuns(ctx context.Context, p backend.ListWorkflowRu
 	if err != nil {
 		return nil, fmt.Errorf("list workflow runs: %w", err)
 	}
-	qctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	rows, err := b.pool.Query(qctx, sql, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list workflow runs: %w", err)
-	}
-	runs, limit, err := collectPage(rows, cancel, scanRun, (*backend.WorkflowRun).PayloadBytes, p.MaxBytes, limit)
+	var runs []*backend.WorkflowRun
+	err = b.readPool(ctx, func(db *pgxpool.Pool) error {
+		qctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		rows, err := db.Query(qctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		runs, limit, err = collectPage(rows, cancel, scanRun, (*backend.WorkflowRun).PayloadBytes, p.MaxBytes, limit)
+		return err
+	})
 	if err == nil {
 		err = b.decodeRuns(ctx, runs...)
 	}
@@ -313,17 +322,21 @@ func (b *Backend) listRunsQuery(p backend.ListWorkflowRunsParams, after, before 
 // whose failure is ignored (the next count tries again).
 func (b *Backend) CountWorkflowRuns(ctx context.Context) (backend.RunCounts, error) {
 	var counts backend.RunCounts
-	rows, err := b.pool.Query(ctx, b.q.CountRuns, b.namespace)
-	if err != nil {
-		return counts, fmt.Errorf("count workflow runs: %w", err)
-	}
-	var status string
-	var n, slots int
 	var total int
-	_, err = pgx.ForEachRow(rows, []any{&status, &n, &slots}, func() error {
-		counts.Add(backend.RunStatus(status), n)
-		total += slots
-		return nil
+	err := b.readPool(ctx, func(db *pgxpool.Pool) error {
+		counts, total = backend.RunCounts{}, 0
+		rows, err := db.Query(ctx, b.q.CountRuns, b.namespace)
+		if err != nil {
+			return err
+		}
+		var status string
+		var n, slots int
+		_, err = pgx.ForEachRow(rows, []any{&status, &n, &slots}, func() error {
+			counts.Add(backend.RunStatus(status), n)
+			total += slots
+			return nil
+		})
+		return err
 	})
 	if err != nil {
 		return backend.RunCounts{}, fmt.Errorf("count workflow runs: %w", err)

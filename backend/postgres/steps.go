@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/openworkflow-go/openworkflow/backend"
 )
@@ -15,7 +16,11 @@ func (b *Backend) GetStepAttempt(ctx context.Context, stepAttemptID string) (*ba
 	if !backend.ValidText(stepAttemptID) {
 		return nil, fmt.Errorf("get step attempt %q: %w", stepAttemptID, backend.ErrStepNotFound)
 	}
-	step, err := queryStep(ctx, b.pool, b.q.GetStep, b.namespace, stepAttemptID)
+	var step *backend.StepAttempt
+	err := b.readPool(ctx, func(db *pgxpool.Pool) (err error) {
+		step, err = queryStep(ctx, db, b.q.GetStep, b.namespace, stepAttemptID)
+		return err
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("get step attempt %s: %w", stepAttemptID, backend.ErrStepNotFound)
 	}
@@ -44,13 +49,17 @@ func (b *Backend) ListStepAttempts(ctx context.Context, p backend.ListStepAttemp
 	}
 	q := newPageQuery(base, b.namespace, p.WorkflowRunID)
 	sql := q.finish("sa", false, after, before, limit)
-	qctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	rows, err := b.pool.Query(qctx, sql, q.args...)
-	if err != nil {
-		return nil, fmt.Errorf("list step attempts of workflow run %s: %w", p.WorkflowRunID, err)
-	}
-	steps, limit, err := collectPage(rows, cancel, scanStep, (*backend.StepAttempt).PayloadBytes, p.MaxBytes, limit)
+	var steps []*backend.StepAttempt
+	err = b.readPool(ctx, func(db *pgxpool.Pool) error {
+		qctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		rows, err := db.Query(qctx, sql, q.args...)
+		if err != nil {
+			return err
+		}
+		steps, limit, err = collectPage(rows, cancel, scanStep, (*backend.StepAttempt).PayloadBytes, p.MaxBytes, limit)
+		return err
+	})
 	if err == nil {
 		err = b.decodeSteps(ctx, steps...)
 	}

@@ -88,6 +88,13 @@ func (a *app) printDiagnosis(cfg *config.Config, d *config.Diagnosis) error {
 	default:
 		fmt.Fprintf(w, "notifications:  %s\n", d.Notifications)
 	}
+	if r := d.Replica; r != nil {
+		if r.Up {
+			fmt.Fprintf(w, "read replica:   up, replay lag %.3f s (%d bytes of WAL); the API's reads go to it while the lag is within %s\n", r.LagSeconds, r.LagBytes, r.MaxLag)
+		} else {
+			fmt.Fprintf(w, "read replica:   DOWN (reads go to the primary): %s\n", r.Error)
+		}
+	}
 	if d.Error != "" {
 		fmt.Fprintf(w, "warning:        %s\n", d.Error)
 	}

@@ -40,7 +40,7 @@ func nextPageCommand(cmd *cobra.Command, inv string) string {
 			return
 		}
 		v := f.Value.String()
-		if f.Name == "postgres-url" {
+		if f.Name == "postgres-url" || f.Name == "read-replica-url" {
 			v = config.RedactURL(v)
 		}
 		parts = append(parts, "--"+f.Name, shellQuote(v))

@@ -25,6 +25,7 @@ type app struct {
 
 	configFile  string
 	postgresURL string
+	replicaURL  string
 	sqlitePath  string
 	namespace   string
 	schema      string
@@ -79,6 +80,7 @@ or:          ow init app  (a Go module of your own, with a workflow and a worker
 	f := root.PersistentFlags()
 	f.StringVar(&a.configFile, "config", "", "configuration file (default: openworkflow.yaml searched upward)")
 	f.StringVar(&a.postgresURL, "postgres-url", "", "PostgreSQL URL; selects PostgreSQL (an empty value selects SQLite) [$"+config.EnvPostgresURL+"]")
+	f.StringVar(&a.replicaURL, "read-replica-url", "", "PostgreSQL streaming replica for the API's and dashboard's reads [$"+config.EnvReadReplicaURL+"]")
 	f.StringVar(&a.sqlitePath, "sqlite-path", "", "SQLite database file (default .openworkflow/openworkflow.db) [$"+config.EnvSQLitePath+"]")
 	f.StringVar(&a.namespace, "namespace", "", "namespace (default \"default\") [$"+config.EnvNamespace+"]")
 	f.StringVar(&a.schema, "schema", "", "PostgreSQL schema (default \"openworkflow\") [$"+config.EnvSchema+"]")
@@ -162,6 +164,9 @@ func (a *app) loadConfig(cmd *cobra.Command) (*config.Config, error) {
 	}
 	if fl.Changed("sqlite-path") {
 		o.SQLitePath = &a.sqlitePath
+	}
+	if fl.Changed("read-replica-url") {
+		o.ReadReplicaURL = &a.replicaURL
 	}
 	if fl.Changed("namespace") {
 		o.Namespace = &a.namespace
