@@ -136,6 +136,8 @@ func Run(t *testing.T, h Harness) {
 		{"Limit backlog", testLimitBacklog},
 		{"WorkerRegistry", testWorkerRegistry},
 		{"Bulk actions", testBulkActions},
+		{"Debounce", testDebounce},
+		{"Batching", testBatching},
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {

@@ -195,6 +195,19 @@ type queries struct {
 	SearchAttributesOf         string `sql:"search_attributes_of"`
 	ListRunsByAttribute        string `sql:"list_runs_by_attribute"`
 	ListRunsSummaryByAttribute string `sql:"list_runs_summary_by_attribute"`
+	// debounce.sql
+	DebounceExtend    string `sql:"debounce_extend"`
+	DebounceMark      string `sql:"debounce_mark"`
+	GetDebouncedRun   string `sql:"get_debounced_run"`
+	ListDebouncedRuns string `sql:"list_debounced_runs"`
+	// batches.sql
+	BatchOpen     string `sql:"batch_open"`
+	BatchAddItem  string `sql:"batch_add_item"`
+	BatchItems    string `sql:"batch_items"`
+	BatchClose    string `sql:"batch_close"`
+	BatchLockDue  string `sql:"batch_lock_due"`
+	BatchNextDue  string `sql:"batch_next_due"`
+	ListBatches   string `sql:"list_batches"`
 	// migrate.sql
 	MigrationLock                string `sql:"migration_lock"`
 	MigrationUnlock              string `sql:"migration_unlock"`
