@@ -118,7 +118,7 @@ type BatchAppend struct {
 	Seq int64 `json:"seq"`
 	// Count and Bytes are the batch's items and their JSON bytes after
 	// the append (0 when the append flushed it).
-	Count int `json:"count"`
+	Count int   `json:"count"`
 	Bytes int64 `json:"bytes"`
 	// Flushed holds the runs this append created: the batch it filled,
 	// and the batch before it when the item would have taken that one

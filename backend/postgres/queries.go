@@ -201,13 +201,13 @@ type queries struct {
 	GetDebouncedRun   string `sql:"get_debounced_run"`
 	ListDebouncedRuns string `sql:"list_debounced_runs"`
 	// batches.sql
-	BatchOpen     string `sql:"batch_open"`
-	BatchAddItem  string `sql:"batch_add_item"`
-	BatchItems    string `sql:"batch_items"`
-	BatchClose    string `sql:"batch_close"`
-	BatchLockDue  string `sql:"batch_lock_due"`
-	BatchNextDue  string `sql:"batch_next_due"`
-	ListBatches   string `sql:"list_batches"`
+	BatchOpen    string `sql:"batch_open"`
+	BatchAddItem string `sql:"batch_add_item"`
+	BatchItems   string `sql:"batch_items"`
+	BatchClose   string `sql:"batch_close"`
+	BatchLockDue string `sql:"batch_lock_due"`
+	BatchNextDue string `sql:"batch_next_due"`
+	ListBatches  string `sql:"list_batches"`
 	// migrate.sql
 	MigrationLock                string `sql:"migration_lock"`
 	MigrationUnlock              string `sql:"migration_unlock"`
