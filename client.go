@@ -62,6 +62,7 @@ type startOptions struct {
 	concurrencyKey          *string
 	priority                int
 	searchAttributes        backend.SearchAttributes
+	debounce                *Debounce
 }
 
 // apply sets the options on the create parameters p.
@@ -147,6 +148,15 @@ func (c *Client) StartByName(ctx context.Context, name, version string, input an
 		return nil, err
 	}
 	defer span.End()
+	if d := newStartOptions(opts).debounce; d != nil {
+		h, err := c.startDebounced(ctx, name, p, *d)
+		if err != nil {
+			recordError(span, err)
+			return nil, err
+		}
+		span.SetAttributes(runAttributes(h.Run)...)
+		return h, nil
+	}
 	run, err := c.b.CreateWorkflowRun(ctx, p)
 	if err != nil {
 		recordError(span, err)
@@ -325,6 +335,9 @@ type RunHandle struct {
 	// [ErrIdempotencyConflict]. Both are false on a handle from
 	// [Client.Handle].
 	Reused, InputDiffers bool
+	// Debounced is true when a start with [WithDebounce] joined the
+	// pending run of its key rather than creating one.
+	Debounced bool
 	c                    *Client
 }
 
@@ -528,6 +541,9 @@ func (c *Client) StartManyByName(ctx context.Context, name, version string, inpu
 	defer span.End()
 	runContext := c.tr.inject(ctx)
 	o := newStartOptions(opts)
+	if err := refuseDebounce(o, name, "StartMany"); err != nil {
+		return nil, err
+	}
 	ps := make([]backend.CreateWorkflowRunParams, len(inputs))
 	for i, input := range inputs {
 		in, err := encodeValue(input)
