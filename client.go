@@ -338,7 +338,7 @@ type RunHandle struct {
 	// Debounced is true when a start with [WithDebounce] joined the
 	// pending run of its key rather than creating one.
 	Debounced bool
-	c                    *Client
+	c         *Client
 }
 
 // Conflict returns an error wrapping [ErrIdempotencyConflict], naming the
