@@ -224,6 +224,9 @@ var routeTable = []Route{
 	{"GET", "/v1/bulk-actions", "listBulkActions", read, (*Handler).listBulkActions},
 	{"GET", "/v1/bulk-actions/{id}", "getBulkAction", read, (*Handler).getBulkAction},
 	{"POST", "/v1/bulk-actions/{id}/cancel", "cancelBulkAction", write, (*Handler).cancelBulkAction},
+	{"GET", "/v1/debounced-runs", "listDebouncedRuns", read, (*Handler).listDebouncedRuns},
+	{"POST", "/v1/batches", "enqueueBatchItem", write, (*Handler).enqueueBatchItem},
+	{"GET", "/v1/batches", "listBatches", read, (*Handler).listBatches},
 }
 
 // New returns the API handler over c. Its operations are those of c (and
