@@ -40,6 +40,9 @@ func (a *app) runsStartCommand() *cobra.Command {
 		input, version, key, startAt, deadline, concurrencyKey string
 		delay                                                  time.Duration
 		wait                                                   bool
+		debounceKey                                            string
+		debounce, debounceMax                                  time.Duration
+		debounceLeading                                        bool
 		priority                                               int
 		attrs                                                  []string
 	)
@@ -54,7 +57,14 @@ if it failed or was canceled).
   ow runs start greet --input '"ada"' --wait
   ow runs start nightly-report --delay 1h --idempotency-key 2026-11-23
   ow runs start sync-account --input '"c-42"' --concurrency-key c-42 --priority 10
-  ow runs start sync-account --attr customer=c-42 --attr amount=12 --attr 'tags=["eu","vip"]'`,
+  ow runs start sync-account --attr customer=c-42 --attr amount=12 --attr 'tags=["eu","vip"]'
+  ow runs start reindex --input '"c-42"' --debounce-key c-42 --debounce 2s --debounce-max 1m
+
+With --debounce-key, a start of the workflow with that key joins the run a
+previous start made if no worker has claimed it yet: that run is then due
+--debounce after this start (never later than --debounce-max after the
+burst's first start) and takes this input (the last one wins; with
+--debounce-leading the first one stays).`,
 		Args: exactArgs("workflow"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			raw := json.RawMessage("null")
@@ -99,6 +109,15 @@ if it failed or was canceled).
 				return fmt.Errorf("invalid --priority %d: want a whole number from %d to %d", priority, -backend.MaxPriority, backend.MaxPriority)
 			}
 			opts = append(opts, ow.WithPriority(priority))
+			switch {
+			case debounceKey != "":
+				if debounce <= 0 {
+					return fmt.Errorf("--debounce-key needs --debounce, the quiet period after the latest start, e.g. --debounce 2s")
+				}
+				opts = append(opts, ow.WithDebounce(ow.Debounce{Key: debounceKey, Period: debounce, MaxDelay: debounceMax, Leading: debounceLeading}))
+			case debounce != 0 || debounceMax != 0 || debounceLeading:
+				return fmt.Errorf("--debounce, --debounce-max and --debounce-leading need --debounce-key, the key of the burst")
+			}
 			if len(attrs) > 0 {
 				sa, err := attrFlags(attrs)
 				if err != nil {
@@ -119,8 +138,11 @@ if it failed or was canceled).
 				return err // the key started a run of another input: this one's was dropped
 			}
 			verb := "started run"
-			if h.Reused {
+			switch {
+			case h.Reused:
 				verb = "the key already started run" // a replay: nothing new was started
+			case h.Debounced:
+				verb = "debounced into pending run" // joined the burst's run
 			}
 			if !wait {
 				if a.jsonOut {
@@ -145,6 +167,10 @@ if it failed or was canceled).
 	f.BoolVar(&wait, "wait", false, "wait for the run to finish and print its output")
 	f.StringVar(&concurrencyKey, "concurrency-key", "", "the key the per-key limits of the workflow count the run under, e.g. a customer id")
 	f.IntVar(&priority, "priority", 0, "claims take pending runs of higher priority first (negative: after the default 0)")
+	f.StringVar(&debounceKey, "debounce-key", "", "debounce the start under this key: join the pending run of the key, if any (needs --debounce)")
+	f.DurationVar(&debounce, "debounce", 0, "with --debounce-key: the run is due this long after the latest start, e.g. 2s")
+	f.DurationVar(&debounceMax, "debounce-max", 0, "with --debounce-key: the longest wait from the burst's first start (default 1h)")
+	f.BoolVar(&debounceLeading, "debounce-leading", false, "with --debounce-key: keep the first start's input rather than the latest")
 	return c
 }
 
