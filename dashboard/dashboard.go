@@ -171,6 +171,7 @@ func (d *Dashboard) routes() {
 	m.HandleFunc("POST /signals", d.sendSignal)
 	m.HandleFunc("GET /workers", d.workersPage)
 	m.HandleFunc("GET /schedules", d.schedulesPage)
+	m.HandleFunc("GET /debounce-batches", d.flowControlPage)
 	m.HandleFunc("POST /schedules/{name}/pause", d.scheduleAction("pause", "schedule-paused"))
 	m.HandleFunc("POST /schedules/{name}/resume", d.scheduleAction("resume", "schedule-resumed"))
 	m.HandleFunc("POST /schedules/{name}/trigger", d.triggerSchedule)
