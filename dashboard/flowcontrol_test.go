@@ -59,7 +59,7 @@ func TestBrowserFlowControl(t *testing.T) {
 		if !eval[bool](b, `document.querySelector('tr[data-debounce-key="cust-7"] td.due time') !== null && document.querySelector('tr[data-debounce-key="cust-7"] td.deadline time') !== null`) {
 			t.Fatalf("the debounced run's due time and deadline are not shown as times: %s", eval[string](b, `document.body.innerText`))
 		}
-		if !eval[bool](b, `document.querySelector('tr[data-batch="greet/eu"] td.flush time') !== null && document.querySelector('tr[data-batch="greet/eu"] td.count').textContent.includes('2')`) {
+		if !eval[bool](b, `document.querySelector('tr[data-batch="greet/eu"] td.flush time') !== null && document.querySelector('tr[data-batch="greet/eu"] td.items').textContent.includes('2')`) {
 			t.Fatalf("the open batch is not shown: %s", eval[string](b, `document.body.innerText`))
 		}
 		b.screenshot("debounce-batches")
