@@ -64,6 +64,7 @@ type startOptions struct {
 	searchAttributes        backend.SearchAttributes
 	singleton               *backend.Singleton
 	singletonSkipError      bool
+	debounce                *Debounce
 }
 
 // apply sets the options on the create parameters p.
@@ -158,6 +159,15 @@ func (c *Client) StartByName(ctx context.Context, name, version string, input an
 		return nil, err
 	}
 	defer span.End()
+	if d := newStartOptions(opts).debounce; d != nil {
+		h, err := c.startDebounced(ctx, name, p, *d)
+		if err != nil {
+			recordError(span, err)
+			return nil, err
+		}
+		span.SetAttributes(runAttributes(h.Run)...)
+		return h, nil
+	}
 	run, err := c.b.CreateWorkflowRun(ctx, p)
 	if err != nil {
 		recordError(span, err)
@@ -344,7 +354,10 @@ type RunHandle struct {
 	// mode skip ([WithSingleton]) that created nothing because its key had
 	// an active run, which Run is. False on a handle from [Client.Handle].
 	SingletonSkipped bool
-	c                *Client
+	// Debounced is true when a start with [WithDebounce] joined the
+	// pending run of its key rather than creating one.
+	Debounced bool
+	c         *Client
 }
 
 // Conflict returns an error wrapping [ErrIdempotencyConflict], naming the
@@ -551,6 +564,9 @@ func (c *Client) StartManyByName(ctx context.Context, name, version string, inpu
 	defer span.End()
 	runContext := c.tr.inject(ctx)
 	o := newStartOptions(opts)
+	if err := refuseDebounce(o, name, "StartMany"); err != nil {
+		return nil, err
+	}
 	ps := make([]backend.CreateWorkflowRunParams, len(inputs))
 	for i, input := range inputs {
 		in, err := encodeValue(input)

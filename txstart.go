@@ -60,6 +60,9 @@ func (c *Client) StartTx(ctx context.Context, tx any, name, version string, inpu
 	if !ok {
 		return nil, fmt.Errorf("start workflow %q in a transaction: %w: the backend cannot start runs in a transaction of yours", name, backend.ErrNotSupported)
 	}
+	if err := refuseDebounce(newStartOptions(opts), name, "StartTx"); err != nil {
+		return nil, err
+	}
 	ctx, p, span, err := c.createParams(ctx, name, version, input, opts)
 	if err != nil {
 		return nil, err

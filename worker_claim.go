@@ -333,6 +333,13 @@ func (w *Worker) loop(ctx context.Context, events <-chan backend.Event) {
 			w.registryLoop(ctx)
 		}()
 	}
+	if bs, ok := w.b.(backend.BatchStore); ok && w.reg.batched() {
+		listener.Add(1)
+		go func() {
+			defer listener.Done()
+			w.batchLoop(ctx, bs)
+		}()
+	}
 	if bs, ok := w.b.(backend.BulkActionStore); ok && !w.opts.SkipBulkActions {
 		listener.Add(1)
 		go func() {

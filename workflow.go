@@ -56,6 +56,11 @@ type Spec struct {
 	// queued or parked run at once; an executing step finishes and no
 	// further step starts), as Inngest's cancelOn. At most 10.
 	CancelOn []EventTrigger
+	// Batch, when set, makes the workflow a batched one: items given to
+	// [EnqueueBatchItem] are collected per key and flushed into one run
+	// whose input is their JSON array ([BatchOptions]). Nil: not batched
+	// (its runs are started one by one, as any workflow's can be still).
+	Batch *BatchOptions
 }
 
 func (s Spec) key() string { return registryKey(s.Name, versionPtr(s.Version)) }
@@ -179,12 +184,29 @@ func (r *registry) register(defs ...Definition) error {
 		if err := checkEventTriggers(s); err != nil {
 			return fmt.Errorf("register %w", err)
 		}
+		if s.Batch != nil {
+			if _, err := s.Batch.Validate(); err != nil {
+				return fmt.Errorf("register workflow %s: Spec.Batch: %w", s, err)
+			}
+		}
 		if _, dup := r.defs[s.key()]; dup {
 			return fmt.Errorf("register workflow %s: %w", s, ErrAlreadyRegistered)
 		}
 		r.defs[s.key()] = d
 	}
 	return nil
+}
+
+// batched reports whether a registered workflow declares Spec.Batch.
+func (r *registry) batched() bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for _, d := range r.defs {
+		if d.Spec().Batch != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // keys lists the registered workflows as claim filter keys (never nil).

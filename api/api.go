@@ -229,6 +229,9 @@ var routeTable = []Route{
 	{"GET", "/v1/events", "listEvents", read, (*Handler).listEvents},
 	{"GET", "/v1/events/{id}", "getEvent", read, (*Handler).getEvent},
 	{"GET", "/v1/event-triggers", "listEventTriggers", read, (*Handler).listEventTriggers},
+	{"GET", "/v1/debounced-runs", "listDebouncedRuns", read, (*Handler).listDebouncedRuns},
+	{"POST", "/v1/batches", "enqueueBatchItem", write, (*Handler).enqueueBatchItem},
+	{"GET", "/v1/batches", "listBatches", read, (*Handler).listBatches},
 }
 
 // New returns the API handler over c. Its operations are those of c (and

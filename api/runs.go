@@ -43,6 +43,9 @@ type startRunRequest struct {
 	// an int (whole) or a float, true/false a bool; a name declared as a
 	// time takes an RFC 3339 string.
 	SearchAttributes map[string]json.RawMessage `json:"searchAttributes"`
+	// Debounce debounces the start (ow.WithDebounce): 200 when it joined
+	// the pending run of its key, 201 when it created the run.
+	Debounce *debounceRequest `json:"debounce"`
 	// Singleton makes the start a singleton start (ow.WithSingleton): at
 	// most one active run of the workflow per key. In mode skip with an
 	// active run nothing is started and the answer is that run, 200, with
@@ -96,8 +99,8 @@ func (h *Handler) startRun(w http.ResponseWriter, r *http.Request) error {
 		return asAPIError(handle.Conflict(), "idempotencyKey")
 	}
 	status := http.StatusCreated
-	if handle.Reused || handle.SingletonSkipped {
-		status = http.StatusOK // a replay: the run its first start made
+	if handle.Reused || handle.SingletonSkipped || handle.Debounced {
+		status = http.StatusOK // a replay, a skipped singleton start, or a start joining its burst's run
 	}
 	run := handle.Run
 	if wait > 0 {
@@ -244,6 +247,13 @@ func (req *startRunRequest) options(now time.Time) ([]ow.StartOption, error) {
 			return nil, err
 		}
 		opts = append(opts, ow.WithSearchAttributes(attrs))
+	}
+	if req.Debounce != nil {
+		o, err := req.Debounce.option()
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, o)
 	}
 	return opts, nil
 }

@@ -173,6 +173,7 @@ func (d *Dashboard) routes() {
 	m.HandleFunc("GET /schedules", d.schedulesPage)
 	m.HandleFunc("GET /events", d.eventsPage)
 	m.HandleFunc("GET /events/{id}", d.eventPage)
+	m.HandleFunc("GET /debounce-batches", d.flowControlPage)
 	m.HandleFunc("POST /schedules/{name}/pause", d.scheduleAction("pause", "schedule-paused"))
 	m.HandleFunc("POST /schedules/{name}/resume", d.scheduleAction("resume", "schedule-resumed"))
 	m.HandleFunc("POST /schedules/{name}/trigger", d.triggerSchedule)

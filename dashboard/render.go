@@ -12,7 +12,7 @@ import (
 
 // pageNames are the templates with a page of their own; each is parsed
 // with the layout and the shared partials.
-var pageNames = []string{"runs", "run", "start", "workers", "schedules", "login", "error", "bulk", "bulk-confirm", "bulk-action", "events", "event"}
+var pageNames = []string{"runs", "run", "start", "workers", "schedules", "login", "error", "bulk", "bulk-confirm", "bulk-action", "events", "event", "flowcontrol"}
 
 // pageParts are the templates of a page's sections kept in files of
 // their own.

@@ -137,6 +137,8 @@ func Run(t *testing.T, h Harness) {
 		{"WorkerRegistry", testWorkerRegistry},
 		{"Bulk actions", testBulkActions},
 		{"Singleton", testSingleton},
+		{"Debounce", testDebounce},
+		{"Batching", testBatching},
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {

@@ -230,6 +230,19 @@ type queries struct {
 	DeleteEventTriggers      string `sql:"delete_event_triggers"`
 	InsertEventTriggers      string `sql:"insert_event_triggers"`
 	PruneEvents              string `sql:"prune_events"`
+	// debounce.sql
+	DebounceExtend    string `sql:"debounce_extend"`
+	DebounceMark      string `sql:"debounce_mark"`
+	GetDebouncedRun   string `sql:"get_debounced_run"`
+	ListDebouncedRuns string `sql:"list_debounced_runs"`
+	// batches.sql
+	BatchOpen    string `sql:"batch_open"`
+	BatchAddItem string `sql:"batch_add_item"`
+	BatchItems   string `sql:"batch_items"`
+	BatchClose   string `sql:"batch_close"`
+	BatchLockDue string `sql:"batch_lock_due"`
+	BatchNextDue string `sql:"batch_next_due"`
+	ListBatches  string `sql:"list_batches"`
 	// migrate.sql
 	MigrationLock                string `sql:"migration_lock"`
 	MigrationUnlock              string `sql:"migration_unlock"`

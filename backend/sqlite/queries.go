@@ -143,6 +143,21 @@ type queries struct {
 	RecordEventWaitError string `sql:"record_event_wait_error"`
 	PruneEventWaits      string `sql:"prune_event_waits"`
 	CloseEventWait       string `sql:"close_event_wait"`
+	// debounce.sql
+	DebounceExtend    string `sql:"debounce_extend"`
+	DebounceMark      string `sql:"debounce_mark"`
+	GetDebouncedRun   string `sql:"get_debounced_run"`
+	ListDebouncedRuns string `sql:"list_debounced_runs"`
+	// batches.sql
+	BatchOpen        string `sql:"batch_open"`
+	BatchAddItem     string `sql:"batch_add_item"`
+	BatchCountItem   string `sql:"batch_count_item"`
+	BatchItems       string `sql:"batch_items"`
+	BatchDeleteItems string `sql:"batch_delete_items"`
+	BatchClose       string `sql:"batch_close"`
+	BatchDue         string `sql:"batch_due"`
+	BatchNextDue     string `sql:"batch_next_due"`
+	ListBatches      string `sql:"list_batches"`
 	// migrate.sql
 	MigrationsTableExists        string `sql:"migrations_table_exists"`
 	OpenWorkflowMigrationVersion string `sql:"openworkflow_migration_version"`

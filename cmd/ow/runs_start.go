@@ -42,6 +42,9 @@ func (a *app) runsStartCommand() *cobra.Command {
 		singletonSkipError                                     bool
 		delay                                                  time.Duration
 		wait                                                   bool
+		debounceKey                                            string
+		debounce, debounceMax                                  time.Duration
+		debounceLeading                                        bool
 		priority                                               int
 		attrs                                                  []string
 	)
@@ -58,12 +61,19 @@ if it failed or was canceled).
   ow runs start sync-account --input '"c-42"' --concurrency-key c-42 --priority 10
   ow runs start sync-account --attr customer=c-42 --attr amount=12 --attr 'tags=["eu","vip"]'
   ow runs start deploy --input '"main"' --singleton main --singleton-mode cancel
+  ow runs start reindex --input '"c-42"' --debounce-key c-42 --debounce 2s --debounce-max 1m
 
 With --singleton, at most one run of the workflow per key is active (not
 finished): --singleton-mode skip (the default) starts nothing and prints
 the key's active run (exit status 1 with --singleton-skip-error), queue
 starts the run held until the key's earlier runs end, one at a time, and
-cancel cancels the key's active runs, then starts this one.`,
+cancel cancels the key's active runs, then starts this one.
+
+With --debounce-key, a start of the workflow with that key joins the run a
+previous start made if no worker has claimed it yet: that run is then due
+--debounce after this start (never later than --debounce-max after the
+burst's first start) and takes this input (the last one wins; with
+--debounce-leading the first one stays).`,
 		Args: exactArgs("workflow"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			raw := json.RawMessage("null")
@@ -123,6 +133,15 @@ cancel cancels the key's active runs, then starts this one.`,
 			} else if cmd.Flags().Changed("singleton-mode") || singletonSkipError {
 				return errors.New("--singleton-mode and --singleton-skip-error need --singleton <key>")
 			}
+			switch {
+			case debounceKey != "":
+				if debounce <= 0 {
+					return fmt.Errorf("--debounce-key needs --debounce, the quiet period after the latest start, e.g. --debounce 2s")
+				}
+				opts = append(opts, ow.WithDebounce(ow.Debounce{Key: debounceKey, Period: debounce, MaxDelay: debounceMax, Leading: debounceLeading}))
+			case debounce != 0 || debounceMax != 0 || debounceLeading:
+				return fmt.Errorf("--debounce, --debounce-max and --debounce-leading need --debounce-key, the key of the burst")
+			}
 			if len(attrs) > 0 {
 				sa, err := attrFlags(attrs)
 				if err != nil {
@@ -150,6 +169,8 @@ cancel cancels the key's active runs, then starts this one.`,
 				verb = "nothing started: the singleton key has active run" // mode skip
 			case h.Run != nil && h.Run.Status == backend.RunPending && h.Run.AvailableAt == nil && h.Run.QueuedAt == nil && !h.Run.Paused():
 				verb = "started run (held until the singleton key's earlier runs end)"
+			case h.Debounced:
+				verb = "debounced into pending run" // joined the burst's run
 			}
 			if !wait {
 				if a.jsonOut {
@@ -177,6 +198,10 @@ cancel cancels the key's active runs, then starts this one.`,
 	f.StringVar(&singletonKey, "singleton", "", "a singleton key: at most one active run of the workflow per key (see --singleton-mode)")
 	f.StringVar(&singletonMode, "singleton-mode", "skip", "what a start does when the key has an active run: skip, queue or cancel")
 	f.BoolVar(&singletonSkipError, "singleton-skip-error", false, "with --singleton-mode skip, fail (exit status 1) when nothing was started")
+	f.StringVar(&debounceKey, "debounce-key", "", "debounce the start under this key: join the pending run of the key, if any (needs --debounce)")
+	f.DurationVar(&debounce, "debounce", 0, "with --debounce-key: the run is due this long after the latest start, e.g. 2s")
+	f.DurationVar(&debounceMax, "debounce-max", 0, "with --debounce-key: the longest wait from the burst's first start (default 1h)")
+	f.BoolVar(&debounceLeading, "debounce-leading", false, "with --debounce-key: keep the first start's input rather than the latest")
 	return c
 }
 
