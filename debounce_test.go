@@ -59,6 +59,7 @@ func TestDebounceRefusesBadStarts(t *testing.T) {
 		"start time":      {ow.WithDebounce(d), ow.WithStartAt(e.clock.Now().Add(time.Hour))},
 		"max delay short": {ow.WithDebounce(ow.Debounce{Key: "k", Period: time.Minute, MaxDelay: time.Second})},
 		"empty key":       {ow.WithDebounce(ow.Debounce{Period: time.Second})},
+		"singleton":       {ow.WithDebounce(d), ow.WithSingleton("s", backend.SingletonSkip)},
 	} {
 		if _, err := wf.Start(e.ctx, e.client, 1, opts...); !errors.Is(err, backend.ErrInvalidArgument) {
 			t.Errorf("%s: %v, want ErrInvalidArgument", name, err)

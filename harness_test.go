@@ -73,14 +73,16 @@ func newRealTimeEnv(t *testing.T) *env {
 
 // startWorker starts a worker on b with opts and defs registered, for a
 // test of a started worker, and returns a context bounding the test's
-// waits (10 s). The worker is stopped when the test ends.
+// waits (60 s: a bound for a test that hangs, wide enough for CI's loaded
+// machines — the worker runs under it too). The worker is stopped when the
+// test ends.
 func startWorker(t *testing.T, b backend.Backend, opts ow.WorkerOptions, defs ...ow.Definition) context.Context {
 	t.Helper()
 	w := ow.NewWorker(b, opts)
 	if err := w.Register(defs...); err != nil {
 		t.Fatalf("register: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	if err := w.Start(ctx); err != nil {
 		t.Fatalf("start worker: %v", err)

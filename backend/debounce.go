@@ -122,7 +122,8 @@ type DebouncedRun struct {
 
 // ValidateDebounceStart checks the create parameters of a debounced start
 // besides [CreateWorkflowRunParams.Validate]: no start time nor
-// idempotency key (see [Debouncer.DebounceWorkflowRun]).
+// idempotency key (see [Debouncer.DebounceWorkflowRun]), nor singleton
+// (a burst's later starts extend its run without the singleton's admission).
 func ValidateDebounceStart(p CreateWorkflowRunParams) error {
 	if err := p.Validate(); err != nil {
 		return err
@@ -134,6 +135,10 @@ func ValidateDebounceStart(p CreateWorkflowRunParams) error {
 	if p.AvailableAt != nil {
 		return &FieldError{Field: "availableAt", Value: p.AvailableAt.Format(time.RFC3339Nano),
 			Reason: "cannot be combined with debounce: a debounced run is due a period after the latest start"}
+	}
+	if p.Singleton != nil {
+		return &FieldError{Field: "singleton", Value: shown(p.Singleton.Key),
+			Reason: "cannot be combined with debounce on one start: a burst's later starts extend its pending run without the singleton's admission"}
 	}
 	return nil
 }
