@@ -358,7 +358,9 @@ func (p *Pruner) Stop(ctx context.Context) error {
 	}
 }
 
-// Last returns the report of the last prune that ended, and its error.
+// Last returns the report of the last prune that ended, and its error. A
+// prune that Stop interrupted is not recorded: Last then still answers
+// the one before it.
 func (p *Pruner) Last() (PruneReport, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -377,12 +379,15 @@ func (p *Pruner) loop(ctx context.Context) {
 		}
 		start := time.Now()
 		rep, err := p.c.PruneRuns(ctx, p.opts.Retention, PruneOptions{BatchSize: p.opts.BatchSize, Pause: p.opts.Pause, Duty: p.opts.Duty, Now: p.opts.Now})
+		if ctx.Err() != nil {
+			// Stop interrupted this prune: it did not end, and its
+			// context error is not a failure to report in Last.
+			return
+		}
 		p.mu.Lock()
 		p.last, p.lastErr = rep, err
 		p.mu.Unlock()
 		switch {
-		case ctx.Err() != nil:
-			return
 		case err != nil:
 			p.log.Error("openworkflow: prune of finished runs failed; next attempt after the interval",
 				"error", err, "deleted", rep.Deleted.Total(), "interval", p.opts.Interval)
