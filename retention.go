@@ -379,15 +379,20 @@ func (p *Pruner) loop(ctx context.Context) {
 		}
 		start := time.Now()
 		rep, err := p.c.PruneRuns(ctx, p.opts.Retention, PruneOptions{BatchSize: p.opts.BatchSize, Pause: p.opts.Pause, Duty: p.opts.Duty, Now: p.opts.Now})
-		if ctx.Err() != nil {
-			// Stop interrupted this prune: it did not end, and its
-			// context error is not a failure to report in Last.
-			return
+		stopped := ctx.Err() != nil
+		if stopped {
+			// Stop interrupted this prune: what it deleted is its
+			// report, and the statement Stop canceled is no failure
+			// (it fails as context.Canceled, or, on SQLite, as a
+			// transaction database/sql already rolled back).
+			err = nil
 		}
 		p.mu.Lock()
 		p.last, p.lastErr = rep, err
 		p.mu.Unlock()
 		switch {
+		case stopped:
+			return
 		case err != nil:
 			p.log.Error("openworkflow: prune of finished runs failed; next attempt after the interval",
 				"error", err, "deleted", rep.Deleted.Total(), "interval", p.opts.Interval)
