@@ -83,8 +83,10 @@ const backendPIDQuery = `SELECT pg_backend_pid()`
 // server process for its whole life, so B's process (pg_backend_pid) is
 // another; a transaction-mode pooler hands A's idle server connection to
 // B (PgBouncer reuses the most recently released one first), so both
-// report one pid. The statements use the simple protocol, which works
-// through any pooler. It needs a pool of at least two connections and
+// report one pid. The statements use pgx's exec mode (an unnamed
+// statement, described and run in one round trip), which works through any
+// pooler and, unlike the simple protocol, on a server whose client
+// encoding is not UTF8 (pg_auto_failover's nodes, say). It needs a pool of at least two connections and
 // answers false for a smaller one.
 func DetectTransactionPooling(ctx context.Context, pool *pgxpool.Pool) (bool, error) {
 	if pool.Config().MaxConns < 2 {
@@ -96,7 +98,7 @@ func DetectTransactionPooling(ctx context.Context, pool *pgxpool.Pool) (bool, er
 	}
 	defer a.Release()
 	var pidA, pidB int32
-	if err := a.QueryRow(ctx, backendPIDQuery, pgx.QueryExecModeSimpleProtocol).Scan(&pidA); err != nil {
+	if err := a.QueryRow(ctx, backendPIDQuery, pgx.QueryExecModeExec).Scan(&pidA); err != nil {
 		return false, err
 	}
 	b, err := pool.Acquire(ctx)
@@ -105,7 +107,7 @@ func DetectTransactionPooling(ctx context.Context, pool *pgxpool.Pool) (bool, er
 	}
 	defer b.Release()
 	err = pgx.BeginFunc(ctx, b, func(tx pgx.Tx) error {
-		return tx.QueryRow(ctx, backendPIDQuery, pgx.QueryExecModeSimpleProtocol).Scan(&pidB)
+		return tx.QueryRow(ctx, backendPIDQuery, pgx.QueryExecModeExec).Scan(&pidB)
 	})
 	if err != nil {
 		return false, err
