@@ -380,19 +380,20 @@ func (p *Pruner) loop(ctx context.Context) {
 		start := time.Now()
 		rep, err := p.c.PruneRuns(ctx, p.opts.Retention, PruneOptions{BatchSize: p.opts.BatchSize, Pause: p.opts.Pause, Duty: p.opts.Duty, Now: p.opts.Now})
 		stopped := ctx.Err() != nil
-		if stopped {
+		if stopped && errors.Is(err, context.Canceled) {
 			// Stop interrupted this prune: what it deleted is its
-			// report, and the statement Stop canceled is no failure
-			// (it fails as context.Canceled, or, on SQLite, as a
-			// transaction database/sql already rolled back).
+			// report, and the statement Stop canceled (it fails as
+			// context.Canceled on both backends) is no failure. Any
+			// other error is one, even at Stop.
 			err = nil
 		}
 		p.mu.Lock()
 		p.last, p.lastErr = rep, err
 		p.mu.Unlock()
 		switch {
-		case stopped:
-			return
+		case err != nil && stopped:
+			p.log.Error("openworkflow: prune of finished runs failed as the pruner stopped",
+				"error", err, "deleted", rep.Deleted.Total())
 		case err != nil:
 			p.log.Error("openworkflow: prune of finished runs failed; next attempt after the interval",
 				"error", err, "deleted", rep.Deleted.Total(), "interval", p.opts.Interval)
@@ -400,6 +401,9 @@ func (p *Pruner) loop(ctx context.Context) {
 			p.log.Info("openworkflow: pruned finished runs", "deleted", rep.Deleted.Total(),
 				"completed", rep.Deleted.Completed, "failed", rep.Deleted.Failed, "canceled", rep.Deleted.Canceled,
 				"batches", rep.Batches, "took", time.Since(start).Round(time.Millisecond))
+		}
+		if stopped {
+			return
 		}
 		t.Reset(p.opts.Interval)
 	}

@@ -490,6 +490,11 @@ func (b *Backend) writeOn(ctx context.Context, relaxed bool, fn func(tx *txn, no
 		return tx.Commit()
 	})
 	if err != nil {
+		if errors.Is(err, sql.ErrTxDone) && ctx.Err() != nil {
+			// database/sql rolled the transaction back when ctx ended;
+			// the statement after that failed with ErrTxDone. Say why.
+			return fmt.Errorf("%w: %w", ctx.Err(), err)
+		}
 		return err
 	}
 	for _, e := range ev {
