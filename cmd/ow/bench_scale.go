@@ -34,12 +34,16 @@ ANALYZE), and measure, beside the empty one:
 Every run's output, every page and every count is checked. Each figure is
 printed with its target and pass or FAIL (--json: one line). A FAIL is
 reported, not an error: the exit status is 1 only when a measurement could
-not be taken. Both databases are dropped at the end unless --keep.
-Ten million runs take about 15 GB and, on 2 cores, most of an hour.`,
+not be taken. Both databases are dropped at the end unless --keep; a
+kept load is then restored as loaded (the measurements' runs deleted, the
+pruned runs inserted again, VACUUM ANALYZE), and --reuse <database>
+measures on it again (restoring it first, should an earlier run have been
+interrupted) and keeps it. Ten million runs take about 15 GB and, on 2
+cores, most of an hour.`,
 		Example: `  ow bench scale                                  # 10,000,000 finished runs
   ow bench scale --finished 20000 --runs 200     # a quick check that it works
   ow bench scale --finished 1000000 --keep --json
-  ow bench scale --reuse ow_bench_scale_438961971237   # measure again on a kept, unpruned load`,
+  ow bench scale --reuse ow_bench_scale_417b839f7164   # measure again on a kept load`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.PostgresURL = os.Getenv(config.EnvPostgresURL)
@@ -71,6 +75,6 @@ Ten million runs take about 15 GB and, on 2 cores, most of an hour.`,
 	f.IntVar(&o.Concurrency, "concurrency", bench.DefaultConcurrency, "worker slots")
 	f.IntVar(&o.Pairs, "pairs", bench.DefaultScalePairs, "W1 measurements per database, and alone/pruning pairs")
 	f.BoolVar(&o.Keep, "keep", false, "keep both databases (their names are printed) instead of dropping them")
-	f.StringVar(&o.Reuse, "reuse", "", "measure on this loaded database, kept by an earlier --keep, instead of loading one (its --finished runs must all be there, none pruned)")
+	f.StringVar(&o.Reuse, "reuse", "", "measure on this loaded database, kept by an earlier --keep, instead of loading one (restored as loaded first; --finished and --prune-runs must be the load's); it is kept")
 	return c
 }

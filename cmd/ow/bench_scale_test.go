@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // TestBenchScaleMeasuresEveryFigureOnASmallLoad runs "ow bench scale" as
@@ -76,13 +78,15 @@ func TestBenchScaleMeasuresEveryFigureOnASmallLoad(t *testing.T) {
 }
 
 // TestBenchScaleReusesAKeptLoad measures a second time on the loaded
-// database a first run kept (--keep, then --reuse): nothing is loaded,
-// the counts are verified as loaded, and the reused database is dropped
-// at the end of the second run.
+// database a first run kept (--keep, then --reuse): a kept load is left as
+// loaded (the pruned runs inserted again, the measurements' runs gone),
+// a reuse restores what an interrupted run left (here a prune cut short by
+// hand and a stray run), verifies the counts as loaded, and keeps the
+// reused database.
 func TestBenchScaleReusesAKeptLoad(t *testing.T) {
 	pool := adminPool(t)
 	e := newEnv(t)
-	args := []string{"bench", "scale", "--postgres-url", testPostgresURL(), "--finished", "2000", "--runs", "50", "--pairs", "1", "--concurrency", "10"}
+	args := []string{"bench", "scale", "--postgres-url", testPostgresURL(), "--finished", "2000", "--runs", "50", "--pairs", "1", "--concurrency", "10", "--prune-runs", "1000"}
 	databases := regexp.MustCompile(`databases (ow_bench_scale_\w+) \(loaded\) and (ow_bench_scale_empty_\w+) \(empty\)`)
 	drop := func(names ...string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -97,26 +101,65 @@ func TestBenchScaleReusesAKeptLoad(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "ow_bench_scale_missing") {
 		t.Fatalf("--reuse of a missing database: exit %d, stderr %q; want exit 1 naming it", r.code, r.stderr)
 	}
-	first := e.ok(append(args, "--keep", "--prune-runs", "1000")...)
+	first := e.ok(append(args, "--keep")...)
 	names := databases.FindStringSubmatch(first.stderr)
 	if names == nil {
 		t.Fatalf("stderr does not name the databases:\n%s", first.stderr)
 	}
 	t.Cleanup(func() { drop(names[1:]...) })
-	// The first run pruned 1,000 of the 2,000: reusing it must fail on
-	// the counts, naming what it found, and leave it in place.
-	r = e.run(append(args, "--reuse", names[1])...)
-	if r.code != 1 || !strings.Contains(r.stderr, "want 2000 finished runs") {
-		t.Fatalf("--reuse of a pruned load: exit %d, stderr %q; want exit 1 on its counts", r.code, r.stderr)
+	if !strings.Contains(first.stderr, "inserted 1,000 pruned runs again") {
+		t.Errorf("the kept load was not restored after its prune:\n%s", first.stderr)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var kept int
-	if err := pool.QueryRow(ctx, "SELECT count(*) FROM pg_database WHERE datname = $1", names[1]).Scan(&kept); err != nil || kept != 1 {
-		t.Errorf("the reused database %s after a failed reuse: %d found (%v); want it kept", names[1], kept, err)
+	cfg, err := pgx.ParseConfig(testPostgresURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Database = names[1]
+	loaded, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer loaded.Close(context.Background())
+	runs := func() (all, loadedRuns int) {
+		t.Helper()
+		err := loaded.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE namespace_id = 'scale' AND id LIKE 'wrun_scale%')
+			FROM openworkflow.workflow_runs`).Scan(&all, &loadedRuns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return all, loadedRuns
+	}
+	if all, l := runs(); all != 2000 || l != 2000 {
+		t.Errorf("the kept load holds %d runs, %d of them loaded; want the 2,000 loaded only", all, l)
+	}
+	// A prune cut short (300 of its runs gone) and a run of another
+	// measurement left behind.
+	if _, err := loaded.Exec(ctx, `DELETE FROM openworkflow.workflow_runs WHERE namespace_id = 'scale' AND id <= 'wrun_scale0000000300'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loaded.Exec(ctx, `INSERT INTO openworkflow.workflow_runs (namespace_id, id, workflow_name, status, config, input, attempts, created_at, updated_at)
+		VALUES ('w1-loaded-0', 'wrun_stray', 'bench-seq3', 'completed', '{}', '{}', 1, now(), now())`); err != nil {
+		t.Fatal(err)
+	}
+
+	r = e.run(append(args, "--reuse", names[1])...)
+	if r.code != 0 {
+		t.Fatalf("--reuse of the kept load: exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	for _, w := range []string{"deleted 1 runs of earlier measurements, inserted 300 pruned runs again",
+		"counts verified: 1,800 completed, 200 failed", "inserted 1,000 pruned runs again", "kept databases " + names[1]} {
+		if !strings.Contains(r.stderr, w) {
+			t.Errorf("the reuse's stderr lacks %q:\n%s", w, r.stderr)
+		}
+	}
+	if all, l := runs(); all != 2000 || l != 2000 {
+		t.Errorf("after the reuse the load holds %d runs, %d of them loaded; want the 2,000 loaded only", all, l)
 	}
 	if second := databases.FindStringSubmatch(r.stderr); second == nil || second[1] != names[1] {
-		t.Errorf("the failed reuse does not name the reused database %s:\n%s", names[1], r.stderr)
+		t.Errorf("the reuse does not name the reused database %s:\n%s", names[1], r.stderr)
 	} else {
 		drop(second[2])
 	}

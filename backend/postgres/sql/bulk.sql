@@ -99,7 +99,7 @@ FROM (SELECT DISTINCT unnest($2::text[]) AS "id") AS c
 JOIN LATERAL (
   SELECT wr."id"
   FROM {{schema}}."workflow_runs" AS wr
-  WHERE wr."namespace_id" = $1 AND wr."id" = c."id"
+  WHERE wr."namespace_id" = {{by_id_ns($1)}} AND wr."id" = c."id"
     AND (wr."status" IN ('completed', 'succeeded', 'failed', 'canceled')) IS TRUE
     AND NOT EXISTS (
       SELECT 1 FROM {{schema}}."step_attempts" AS parent_step

@@ -214,7 +214,7 @@ UPDATE {{schema}}."workflow_runs" AS wr
 SET "available_at" = {{due({{now($5)}} + $4::bigint * INTERVAL '1 millisecond')}},
     "go_paused_due_at" = {{paused_due({{now($5)}} + $4::bigint * INTERVAL '1 millisecond')}},
     "updated_at" = {{now($5)}}
-WHERE wr."namespace_id" = $1 AND wr."id" = $2
+WHERE wr."namespace_id" = {{by_id_ns($1)}} AND wr."id" = $2
   AND (wr."status" = 'running') IS TRUE AND wr."worker_id" = $3
 RETURNING wr."go_paused_at" IS NOT NULL
 

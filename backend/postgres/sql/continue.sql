@@ -9,7 +9,7 @@
 -- does, and returns it. No row: the worker lost it.
 SELECT {{run_columns}}
 FROM {{schema}}."workflow_runs" AS wr
-WHERE wr."namespace_id" = $1 AND wr."id" = $2
+WHERE wr."namespace_id" = {{by_id_ns($1)}} AND wr."id" = $2
   AND (wr."status" = 'running') IS TRUE AND wr."worker_id" = $3
 FOR NO KEY UPDATE
 
@@ -43,7 +43,7 @@ WITH inserted AS (
     CASE WHEN src."go_paused_at" IS NOT NULL THEN COALESCE($7::timestamptz, {{now($8)}}) END
   FROM {{schema}}."workflow_runs" AS src
   CROSS JOIN LATERAL (SELECT {{limited(src."namespace_id", src."workflow_name")}} AS "limited") AS lim
-  WHERE src."namespace_id" = $1 AND src."id" = $2
+  WHERE src."namespace_id" = {{by_id_ns($1)}} AND src."id" = $2
   RETURNING wr.*, {{notify('work')}} AS notified
 )
 SELECT {{run_columns}} FROM inserted AS wr
@@ -62,7 +62,7 @@ SET "status" = 'completed',
     "updated_at" = {{stamp($6)}},
     "context" = jsonb_set(CASE WHEN jsonb_typeof(wr."context") = 'object' THEN wr."context" ELSE '{}'::jsonb END,
       '{continuedTo}', to_jsonb($5::text))
-WHERE wr."namespace_id" = $1 AND wr."id" = $2
+WHERE wr."namespace_id" = {{by_id_ns($1)}} AND wr."id" = $2
   AND (wr."status" = 'running') IS TRUE AND wr."worker_id" = $3
 RETURNING {{notify('finished')}} AS notified
 

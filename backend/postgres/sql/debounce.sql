@@ -36,14 +36,14 @@ SET "go_debounce_key" = $3,
     "go_debounce_deadline" = {{now($6)}} + $5::bigint * INTERVAL '1 millisecond',
     "available_at" = CASE WHEN wr."available_at" IS NOT NULL THEN {{now($6)}} + $4::bigint * INTERVAL '1 millisecond' END,
     "go_queued_at" = CASE WHEN wr."go_queued_at" IS NOT NULL THEN {{now($6)}} + $4::bigint * INTERVAL '1 millisecond' END
-WHERE wr."namespace_id" = $1 AND wr."id" = $2
+WHERE wr."namespace_id" = {{by_id_ns($1)}} AND wr."id" = $2
 
 -- name: get_debounced_run
 -- Run $2 with its debounce key, due time and deadline.
 SELECT {{run_columns}}, wr."go_debounce_key",
   COALESCE(wr."available_at", wr."go_queued_at", wr."go_paused_due_at"), wr."go_debounce_deadline"
 FROM {{schema}}."workflow_runs" AS wr
-WHERE wr."namespace_id" = $1 AND wr."id" = $2
+WHERE wr."namespace_id" = {{by_id_ns($1)}} AND wr."id" = $2
 
 -- name: list_debounced_runs
 -- The pending debounced runs, soonest due first (at most $2): a walk of

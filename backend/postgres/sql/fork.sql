@@ -32,7 +32,7 @@ WITH inserted AS (
     CASE WHEN lim."limited" THEN {{now($5)}} END
   FROM {{schema}}."workflow_runs" AS src
   CROSS JOIN LATERAL (SELECT {{limited(src."namespace_id", src."workflow_name")}} AS "limited") AS lim
-  WHERE src."namespace_id" = $1 AND src."id" = $2
+  WHERE src."namespace_id" = {{by_id_ns($1)}} AND src."id" = $2
   RETURNING wr.*, {{notify('work')}} AS notified
 ),
 mark AS (
@@ -63,7 +63,7 @@ SELECT src."namespace_id", m."new_id", $2, src."step_name", src."kind", src."sta
   src."child_workflow_run_namespace_id", src."child_workflow_run_id",
   src."started_at", src."finished_at", src."created_at", {{now($5)}}
 FROM unnest($3::text[], $4::text[]) AS m("old_id", "new_id")
-JOIN {{schema}}."step_attempts" AS src ON src."namespace_id" = $1 AND src."id" = m."old_id"
+JOIN {{schema}}."step_attempts" AS src ON src."namespace_id" = {{by_id_ns($1)}} AND src."id" = m."old_id"
 
 -- name: fork_escapes
 -- Copies the records of the escaped values of the rows copied: table $2,

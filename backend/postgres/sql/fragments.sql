@@ -27,8 +27,26 @@
 -- (wr."status" …) IS TRUE, which cannot be an index condition; a
 -- multi-row lookup joins on "namespace_id" and "id" both taken from its
 -- input (a MATERIALIZED CTE, or the claim's candidates), so no condition
--- on the namespace alone exists; and the step writes' fence probes in a
--- LATERAL subquery (owned_runs).
+-- on the namespace alone exists; the step writes' fence probes in a
+-- LATERAL subquery (owned_runs); and a lookup's namespace is given as
+-- {{by_id_ns(ns)}}, which the planner cannot read (see there).
+
+-- fragment: by_id_ns(ns)
+-- The namespace of a lookup by id (or by hook token): {{ns}} as an
+-- uncorrelated subquery (an InitPlan), still an index condition of the
+-- primary key, but one whose value the planner does not see, so it
+-- estimates "namespace_id" = {{ns}} as an average namespace's share of
+-- the rows (1 / its distinct values) rather than from the statistics.
+-- Given as a constant, a namespace that ANALYZE did not meet (one made
+-- since, or too small for its sample) beside one it did is estimated at
+-- one row when the statistics say the other is every row; every index
+-- that starts with "namespace_id" then looks as good as the primary key,
+-- and the planner took one that walks every run of the namespace once
+-- per probe (workflow_runs_workflow_name_status_created_at_desc_idx): with
+-- 10,000,000 runs in one namespace, every step write and completion of
+-- W1 in a namespace of its own read all of its 5,000 runs, and W1 ran at
+-- 0.70 of an empty database's speed (docs/scale.md).
+(SELECT {{ns}}::text)
 
 -- fragment: clock(at)
 -- The statement's present: the injected clock $at, or the database's.
@@ -109,7 +127,7 @@ pg_notify('openworkflow', json_build_object(
 owned_run AS (
   SELECT 1
   FROM {{schema}}."workflow_runs" AS wr
-  WHERE wr."namespace_id" = {{ns}} AND wr."id" = {{run}}
+  WHERE wr."namespace_id" = {{by_id_ns({{ns}})}} AND wr."id" = {{run}}
     AND (wr."status" = 'running') IS TRUE AND wr."worker_id" = {{worker}}
   FOR NO KEY UPDATE
 )
@@ -128,7 +146,7 @@ owned_run AS (
   CROSS JOIN LATERAL (
     SELECT wr."id", wr."worker_id"
     FROM {{schema}}."workflow_runs" AS wr
-    WHERE wr."namespace_id" = {{ns}} AND wr."id" = i."run_id"
+    WHERE wr."namespace_id" = {{by_id_ns({{ns}})}} AND wr."id" = i."run_id"
       AND (wr."status" = 'running') IS TRUE AND wr."worker_id" = i."worker_id"
     FOR NO KEY UPDATE
   ) AS r

@@ -32,7 +32,7 @@ h."namespace_id", h."id", h."token", h."workflow_run_id", h."step_name",
 -- the hook's creation or comes first and refuses it.
 SELECT wr."attempts"
 FROM {{schema}}."workflow_runs" AS wr
-WHERE wr."namespace_id" = $1 AND wr."id" = $2
+WHERE wr."namespace_id" = {{by_id_ns($1)}} AND wr."id" = $2
   AND (wr."status" = 'running') IS TRUE AND wr."worker_id" = $3
 FOR NO KEY UPDATE
 
@@ -61,7 +61,7 @@ SELECT {{hook_columns}}
 FROM {{schema}}."workflow_hooks" AS h
 JOIN {{schema}}."workflow_runs" AS wr
   ON wr."namespace_id" = h."namespace_id" AND wr."id" = h."workflow_run_id"
-WHERE h."namespace_id" = $1 AND h."token" = $2
+WHERE h."namespace_id" = {{by_id_ns($1)}} AND h."token" = $2
   AND {{hook_live}}
 ORDER BY h."created_at" DESC, h."id" DESC
 LIMIT 1
@@ -93,7 +93,7 @@ SELECT {{hook_columns}}
 FROM {{schema}}."workflow_hooks" AS h
 JOIN {{schema}}."workflow_runs" AS wr
   ON wr."namespace_id" = h."namespace_id" AND wr."id" = h."workflow_run_id"
-WHERE h."namespace_id" = $1 AND h."token" = $2
+WHERE h."namespace_id" = {{by_id_ns($1)}} AND h."token" = $2
   AND {{hook_live}}
 ORDER BY h."created_at" DESC, h."id" DESC
 LIMIT 1
@@ -124,7 +124,7 @@ woken AS (
   SET "available_at" = {{wake_now($5)}},
       "go_paused_due_at" = {{paused_wake($5)}},
       "updated_at" = {{now($5)}}
-  WHERE wr."namespace_id" = $1 AND wr."id" = $3
+  WHERE wr."namespace_id" = {{by_id_ns($1)}} AND wr."id" = $3
     AND EXISTS (SELECT 1 FROM delivered)
     AND (wr."status" IN ('running', 'sleeping')) IS TRUE
     AND wr."worker_id" IS NULL

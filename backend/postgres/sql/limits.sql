@@ -259,7 +259,7 @@ unqueued AS (
   UPDATE {{schema}}."workflow_runs" AS wr
   SET "go_queued_at" = NULL
   FROM win AS w
-  WHERE w."status" <> 'pending' AND wr."namespace_id" = {{ns}} AND wr."id" = w."id"
+  WHERE w."status" <> 'pending' AND wr."namespace_id" = {{by_id_ns({{ns}})}} AND wr."id" = w."id"
     AND (wr."status" <> 'pending') IS TRUE
 )
 

@@ -41,7 +41,7 @@ WITH paused AS (
       "available_at" = NULL,
       "go_queued_at" = NULL,
       "updated_at" = {{now($4)}}
-  WHERE wr."namespace_id" = $1 AND wr."id" = $2
+  WHERE wr."namespace_id" = {{by_id_ns($1)}} AND wr."id" = $2
     AND (wr."status" IN ('pending', 'running', 'sleeping')) IS TRUE
     AND wr."go_paused_at" IS NULL
   RETURNING wr.*,
@@ -67,8 +67,8 @@ WITH resumed AS (
       "go_pause_reason" = NULL,
       "go_paused_due_at" = NULL,
       "updated_at" = {{now($3)}}
-  FROM (SELECT {{limited($1, (SELECT r."workflow_name" FROM {{schema}}."workflow_runs" AS r WHERE r."namespace_id" = $1 AND r."id" = $2))}} AS "limited") AS lim
-  WHERE wr."namespace_id" = $1 AND wr."id" = $2
+  FROM (SELECT {{limited($1, (SELECT r."workflow_name" FROM {{schema}}."workflow_runs" AS r WHERE r."namespace_id" = {{by_id_ns($1)}} AND r."id" = $2))}} AS "limited") AS lim
+  WHERE wr."namespace_id" = {{by_id_ns($1)}} AND wr."id" = $2
     AND (wr."status" IN ('pending', 'running', 'sleeping')) IS TRUE
     AND wr."go_paused_at" IS NOT NULL
   RETURNING wr.*,
@@ -106,8 +106,8 @@ WITH resumed AS (
       "go_paused_at" = NULL,
       "go_pause_reason" = NULL,
       "go_paused_due_at" = NULL
-  FROM (SELECT {{limited($1, (SELECT r."workflow_name" FROM {{schema}}."workflow_runs" AS r WHERE r."namespace_id" = $1 AND r."id" = $2))}} AS "limited") AS lim
-  WHERE wr."namespace_id" = $1 AND wr."id" = $2
+  FROM (SELECT {{limited($1, (SELECT r."workflow_name" FROM {{schema}}."workflow_runs" AS r WHERE r."namespace_id" = {{by_id_ns($1)}} AND r."id" = $2))}} AS "limited") AS lim
+  WHERE wr."namespace_id" = {{by_id_ns($1)}} AND wr."id" = $2
     AND (wr."status" = 'canceled') IS TRUE
     AND NOT {{past_deadline($4)}}
   RETURNING wr.*, {{notify('work')}} AS notified

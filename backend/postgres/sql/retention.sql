@@ -177,5 +177,5 @@ WHERE sa."namespace_id" = $1 AND sa."workflow_run_id" = ANY($2::text[])
 -- them as its child is unlinked by OpenWorkflow's foreign key. Returns the
 -- deleted runs' stored statuses, which the counts are made of.
 DELETE FROM {{schema}}."workflow_runs" AS wr
-WHERE wr."namespace_id" = $1 AND wr."id" = ANY($2::text[])
+WHERE wr."namespace_id" = {{by_id_ns($1)}} AND wr."id" = ANY($2::text[])
 RETURNING wr."status"

@@ -52,7 +52,7 @@ SELECT {{run_columns}} FROM inserted AS wr
 -- name: get_run
 SELECT {{run_columns}}
 FROM {{schema}}."workflow_runs" AS wr
-WHERE wr."namespace_id" = $1 AND wr."id" = $2
+WHERE wr."namespace_id" = {{by_id_ns($1)}} AND wr."id" = $2
 
 -- name: list_runs
 -- Completed by listRunsQuery with the filters, the cursor condition, the
@@ -112,7 +112,7 @@ WITH canceled AS (
       "finished_at" = {{stamp($3)}},
       "updated_at" = {{stamp($3)}},
       "go_queued_at" = NULL
-  WHERE wr."namespace_id" = $1 AND wr."id" = $2
+  WHERE wr."namespace_id" = {{by_id_ns($1)}} AND wr."id" = $2
     AND (wr."status" IN ('pending', 'running', 'sleeping')) IS TRUE
   RETURNING wr.*, {{notify('finished')}} AS notified
 )
@@ -142,8 +142,8 @@ WITH retried AS (
       "go_queued_at" = CASE WHEN lim."limited" THEN {{now($5)}} END,
       "go_admitted_at" = NULL,
       "go_concurrency_key" = CASE WHEN lim."limited" THEN COALESCE(wr."go_concurrency_key", '') ELSE wr."go_concurrency_key" END
-  FROM (SELECT {{limited($1, (SELECT r."workflow_name" FROM {{schema}}."workflow_runs" AS r WHERE r."namespace_id" = $1 AND r."id" = $2))}} AS "limited") AS lim
-  WHERE wr."namespace_id" = $1 AND wr."id" = $2
+  FROM (SELECT {{limited($1, (SELECT r."workflow_name" FROM {{schema}}."workflow_runs" AS r WHERE r."namespace_id" = {{by_id_ns($1)}} AND r."id" = $2))}} AS "limited") AS lim
+  WHERE wr."namespace_id" = {{by_id_ns($1)}} AND wr."id" = $2
     AND (wr."status" = 'failed') IS TRUE
     -- a run marked never to be retried forward (backend.NotRetryableStep)
     AND NOT EXISTS (
@@ -176,7 +176,7 @@ SET "available_at" = {{wake_now($5)}},
     "go_paused_due_at" = {{paused_wake($5)}},
     "updated_at" = {{now($5)}}
 FROM {{schema}}."step_attempts" AS sa
-WHERE sa."namespace_id" = $1 AND sa."id" = $2
+WHERE sa."namespace_id" = {{by_id_ns($1)}} AND sa."id" = $2
   AND sa."kind" = 'workflow' AND sa."status" = 'running'
   AND sa."child_workflow_run_namespace_id" = $3 AND sa."child_workflow_run_id" = $4
   AND wr."namespace_id" = sa."namespace_id" AND wr."id" = sa."workflow_run_id"
@@ -196,7 +196,7 @@ UPDATE {{schema}}."workflow_runs" AS wr
 SET "available_at" = {{wake_now($3)}},
     "go_paused_due_at" = {{paused_wake($3)}},
     "updated_at" = {{now($3)}}
-WHERE wr."namespace_id" = $1 AND wr."id" = ANY($2::text[])
+WHERE wr."namespace_id" = {{by_id_ns($1)}} AND wr."id" = ANY($2::text[])
   AND (wr."status" IN ('running', 'sleeping')) IS TRUE
   AND wr."worker_id" IS NULL
   AND (
@@ -252,4 +252,4 @@ RETURNING {{notify('work')}}
 -- What a refused fenced write needs to explain itself.
 SELECT wr."status", wr."worker_id"
 FROM {{schema}}."workflow_runs" AS wr
-WHERE wr."namespace_id" = $1 AND wr."id" = $2
+WHERE wr."namespace_id" = {{by_id_ns($1)}} AND wr."id" = $2

@@ -138,7 +138,7 @@ WHERE s."namespace_id" = $1 AND NOT s."paused"
 -- Whether run $2 is pending or running (legacy sleeping included).
 SELECT EXISTS (
   SELECT 1 FROM {{schema}}."workflow_runs" AS wr
-  WHERE wr."namespace_id" = $1 AND wr."id" = $2
+  WHERE wr."namespace_id" = {{by_id_ns($1)}} AND wr."id" = $2
     AND (wr."status" IN ('pending', 'running', 'sleeping')) IS TRUE)
 
 -- name: tick_started

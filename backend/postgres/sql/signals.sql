@@ -79,7 +79,7 @@ LIMIT 1
 -- The run's status, its row locked until the commit.
 SELECT wr."status"
 FROM {{schema}}."workflow_runs" AS wr
-WHERE wr."namespace_id" = $1 AND wr."id" = $2
+WHERE wr."namespace_id" = {{by_id_ns($1)}} AND wr."id" = $2
 FOR NO KEY UPDATE
 
 -- name: run_signal_by_key
@@ -153,7 +153,7 @@ UPDATE {{schema}}."workflow_runs" AS wr
 SET "available_at" = {{wake_now($3)}},
     "go_paused_due_at" = {{paused_wake($3)}},
     "updated_at" = {{now($3)}}
-WHERE wr."namespace_id" = $1 AND wr."id" = $2
+WHERE wr."namespace_id" = {{by_id_ns($1)}} AND wr."id" = $2
   AND (wr."status" IN ('pending', 'running', 'sleeping')) IS TRUE
   AND wr."worker_id" IS NULL
 RETURNING {{notify('work')}}

@@ -34,5 +34,5 @@ SET "go_singleton_key" = $3,
     "go_singleton_held_at" = CASE WHEN $4::boolean THEN COALESCE(wr."available_at", wr."go_queued_at") END,
     "available_at" = CASE WHEN $4::boolean THEN NULL ELSE wr."available_at" END,
     "go_queued_at" = CASE WHEN $4::boolean THEN NULL ELSE wr."go_queued_at" END
-WHERE wr."namespace_id" = $1 AND wr."id" = $2
+WHERE wr."namespace_id" = {{by_id_ns($1)}} AND wr."id" = $2
 RETURNING {{run_columns}}

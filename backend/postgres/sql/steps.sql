@@ -7,7 +7,7 @@
 -- name: get_step
 SELECT {{step_columns}}
 FROM {{schema}}."step_attempts" AS sa
-WHERE sa."namespace_id" = $1 AND sa."id" = $2
+WHERE sa."namespace_id" = {{by_id_ns($1)}} AND sa."id" = $2
 
 -- name: list_steps
 -- Completed by listStepsQuery like list_runs.

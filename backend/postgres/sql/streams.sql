@@ -10,7 +10,7 @@
 claim AS MATERIALIZED (
   SELECT wr."worker_id", wr."attempts"
   FROM {{schema}}."workflow_runs" AS wr
-  WHERE wr."namespace_id" = {{ns}} AND wr."id" = {{run}}
+  WHERE wr."namespace_id" = {{by_id_ns({{ns}})}} AND wr."id" = {{run}}
     AND (wr."status" = 'running') IS TRUE
 )
 
@@ -58,7 +58,7 @@ claim AS MATERIALIZED (
 WITH owned AS (
   SELECT wr."worker_id", wr."attempts"
   FROM {{schema}}."workflow_runs" AS wr
-  WHERE wr."namespace_id" = $1 AND wr."id" = $2
+  WHERE wr."namespace_id" = {{by_id_ns($1)}} AND wr."id" = $2
     AND (wr."status" = 'running') IS TRUE AND wr."worker_id" = $3
   FOR NO KEY UPDATE
 ),

@@ -11,7 +11,7 @@
 -- locked until the commit.
 SELECT wr."status", wr."go_paused_at" IS NOT NULL
 FROM {{schema}}."workflow_runs" AS wr
-WHERE wr."namespace_id" = $1 AND wr."id" = $2
+WHERE wr."namespace_id" = {{by_id_ns($1)}} AND wr."id" = $2
 FOR NO KEY UPDATE
 
 -- fragment: update_columns

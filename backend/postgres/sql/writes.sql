@@ -99,7 +99,7 @@ RETURNING sa."id"
 -- process's subscribers: publishFinished).
 UPDATE {{schema}}."workflow_runs" AS wr
 SET {{complete_or_expire($4::jsonb, $5)}}
-WHERE wr."namespace_id" = $1 AND wr."id" = $2
+WHERE wr."namespace_id" = {{by_id_ns($1)}} AND wr."id" = $2
   AND (wr."status" = 'running') IS TRUE AND wr."worker_id" = $3
 RETURNING wr."parent_step_attempt_namespace_id", wr."parent_step_attempt_id", wr."status", wr."output", wr."error"
 
@@ -129,7 +129,7 @@ SET "status" = 'failed',
     "worker_id" = NULL,
     "started_at" = NULL,
     "updated_at" = {{stamp($5)}}
-WHERE wr."namespace_id" = $1 AND wr."id" = $2
+WHERE wr."namespace_id" = {{by_id_ns($1)}} AND wr."id" = $2
   AND (wr."status" = 'running') IS TRUE AND wr."worker_id" = $3
 RETURNING wr."parent_step_attempt_namespace_id", wr."parent_step_attempt_id", wr."status", wr."output", wr."error"
 
@@ -142,7 +142,7 @@ SET "status" = 'running',
     "go_paused_due_at" = {{paused_due($4::timestamptz)}},
     "worker_id" = NULL,
     "updated_at" = {{now($5)}}
-WHERE wr."namespace_id" = $1 AND wr."id" = $2
+WHERE wr."namespace_id" = {{by_id_ns($1)}} AND wr."id" = $2
   AND wr."status" NOT IN ('completed', 'succeeded', 'failed', 'canceled')
   AND wr."worker_id" = $3
 RETURNING wr."id"
@@ -177,7 +177,7 @@ SET "status" = 'pending',
     "worker_id" = NULL,
     "started_at" = NULL,
     "updated_at" = {{now($6)}}
-WHERE wr."namespace_id" = $1 AND wr."id" = $2
+WHERE wr."namespace_id" = {{by_id_ns($1)}} AND wr."id" = $2
   AND (wr."status" = 'running') IS TRUE AND wr."worker_id" = $3
 RETURNING wr."id"
 

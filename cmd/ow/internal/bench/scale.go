@@ -106,12 +106,14 @@ type ScaleOptions struct {
 	// EXPLAIN by hand.
 	Keep bool
 	// Reuse, when set, is the loaded database of an earlier run kept with
-	// Keep, whose load (or index rebuild) was interrupted or is to be
-	// measured again: nothing is loaded, and its namespace must count
-	// exactly Finished runs as loaded (none pruned yet), with the
-	// statistics current (VACUUM ANALYZE) and every index in place. Once
-	// its prune has begun it is dropped at the end like a loaded database
-	// of this run, unless Keep; a run that fails before keeps it.
+	// Keep, to be measured again: nothing is loaded. It must have every
+	// index in place (an index rebuild that was interrupted must be
+	// finished by hand). What earlier measurements left is undone first
+	// (restore): the runs W1, W2 and the retention measurement's W1 added
+	// are deleted and the pruned runs, all or some, inserted again, then
+	// VACUUM (ANALYZE); its namespace must then count exactly Finished
+	// runs, so Finished and PruneRuns must be those of the load. A reused
+	// database is never dropped.
 	Reuse string
 	// PostgresURL is the admin connection (CREATEDB); empty means
 	// DefaultPostgresURL.
@@ -274,11 +276,9 @@ type scaleRun struct {
 	loaded, empty *pgTarget
 	// pruneNote says why the prune's slowdown was not measured, if not.
 	pruneNote string
-	// w2Runs are the completed runs W2 added to the loaded namespace.
+	// w2Runs are the completed runs W2 added to the loaded namespace (0
+	// again after restore).
 	w2Runs int
-	// pruning is set once the prune began: from then on a reused
-	// database no longer holds its load as it was, and is dropped.
-	pruning bool
 }
 
 func (s *scaleRun) say(format string, args ...any) {
@@ -365,10 +365,20 @@ func (s *scaleRun) run(ctx context.Context) (err error) {
 	if err := s.prune(ctx); err != nil {
 		return fmt.Errorf("retention: %w", err)
 	}
-	return s.checkCounts(ctx, s.o.Finished-s.o.PruneRuns)
+	if err := s.checkCounts(ctx, s.o.Finished-s.o.PruneRuns); err != nil {
+		return err
+	}
+	if !s.o.Keep && s.o.Reuse == "" {
+		return nil // dropped next
+	}
+	// A kept load is left as it was loaded, for the next --reuse.
+	if err := s.restore(ctx); err != nil {
+		return fmt.Errorf("restore %s: %w", s.loaded.name, err)
+	}
+	return s.checkCounts(ctx, s.o.Finished)
 }
 
-// drop drops both databases unless Keep.
+// drop drops both databases unless Keep; a reused one is kept.
 func (s *scaleRun) drop(ctx context.Context) error {
 	var names []string
 	var errs []error
@@ -376,7 +386,7 @@ func (s *scaleRun) drop(ctx context.Context) error {
 		if t == nil {
 			continue
 		}
-		if s.o.Keep || (t == s.loaded && s.o.Reuse != "" && !s.pruning) {
+		if s.o.Keep || (t == s.loaded && s.o.Reuse != "") {
 			names = append(names, t.name)
 			continue
 		}
@@ -428,18 +438,12 @@ func (s *scaleRun) load(ctx context.Context) error {
 		}
 	}
 	m := s.rep.Result.Metrics
-	now := time.Now().UTC().Truncate(time.Millisecond)
-	old := now.Add(-60 * 24 * time.Hour)
-	recent := now.Add(-20 * 24 * time.Hour)
-	// The kept runs are spread evenly over the last 20 days, the pruned
-	// ones 1 ms apart from 60 days ago.
-	step := float64(20*24*time.Hour/time.Microsecond) / float64(max(1, s.o.Finished-s.o.PruneRuns))
+	insert := s.inserter(conn)
 	p := &progress{w: s.o.Progress, label: "scale", last: time.Now()}
 	begin := time.Now()
 	for lo := 1; lo <= s.o.Finished; lo += scaleChunk {
 		hi := min(lo+scaleChunk-1, s.o.Finished)
-		if _, err := conn.Exec(ctx, fmt.Sprintf(pgScaleLoad, schema), scaleNamespace, lo, hi, s.o.PruneRuns,
-			old, recent, step, scaleWorkflows, scaleFailedEvery); err != nil {
+		if err := insert(ctx, lo, hi); err != nil {
 			return err
 		}
 		p.update(hi, s.o.Finished, fmt.Sprintf("finished runs loaded (%.0f runs/s)", float64(hi)/time.Since(begin).Seconds()))
@@ -472,8 +476,96 @@ func (s *scaleRun) load(ctx context.Context) error {
 	return nil
 }
 
+// inserter returns the function that inserts the loaded runs lo…hi
+// (pgScaleLoad) on conn, leaving those already there: the kept runs
+// spread evenly over the 20 days before now, the pruned ones 1 ms apart
+// from 60 days ago.
+func (s *scaleRun) inserter(conn *pgx.Conn) func(ctx context.Context, lo, hi int) error {
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	old := now.Add(-60 * 24 * time.Hour)
+	recent := now.Add(-20 * 24 * time.Hour)
+	step := float64(20*24*time.Hour/time.Microsecond) / float64(max(1, s.o.Finished-s.o.PruneRuns))
+	stmt := fmt.Sprintf(pgScaleLoad, pgx.Identifier{postgres.DefaultSchema}.Sanitize())
+	return func(ctx context.Context, lo, hi int) error {
+		_, err := conn.Exec(ctx, stmt, scaleNamespace, lo, hi, s.o.PruneRuns, old, recent, step, scaleWorkflows, scaleFailedEvery)
+		return err
+	}
+}
+
+// pgScaleExtra deletes the runs of the loaded database that are not of
+// the load (cascading to their attempts): every other namespace's (the W1
+// measurements'), and the runs of the loaded namespace $1 whose ids are
+// outside the load's 'wrun_scale…' range (W2's). Both are ranges of the
+// primary key. %[1]s is the schema.
+const pgScaleExtra = `
+DELETE FROM %[1]s.workflow_runs
+WHERE namespace_id < $1 OR namespace_id > $1
+   OR (namespace_id = $1 AND (id < 'wrun_scale' OR id >= 'wrun_scalf'))`
+
+// pgScaleHave counts the loaded runs $2…$3 of namespace $1 (an
+// index-only range of the primary key). %[1]s is the schema.
+const pgScaleHave = `
+SELECT count(*) FROM %[1]s.workflow_runs
+WHERE namespace_id = $1 AND id BETWEEN 'wrun_scale' || lpad($2::bigint::text, 10, '0') AND 'wrun_scale' || lpad($3::bigint::text, 10, '0')`
+
+// restore puts the loaded database back as it was loaded, for a
+// measurement on it (Reuse) or a later one (a kept load): it deletes the
+// runs the measurements added (pgScaleExtra), inserts again every loaded
+// run of the pruned range 1…PruneRuns that is missing (a whole or
+// interrupted prune), and, when it changed anything, VACUUMs and ANALYZEs
+// both tables, as autovacuum would (it is off on the shared server these
+// figures were taken on, and its timing would be noise anyway), so that
+// each measurement starts from the same tables and statistics.
+func (s *scaleRun) restore(ctx context.Context) error {
+	conn, err := pgx.Connect(ctx, s.loaded.url)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "SET synchronous_commit = off; SET maintenance_work_mem = '512MB'"); err != nil {
+		return err
+	}
+	schema := pgx.Identifier{postgres.DefaultSchema}.Sanitize()
+	tag, err := conn.Exec(ctx, fmt.Sprintf(pgScaleExtra, schema), scaleNamespace)
+	if err != nil {
+		return fmt.Errorf("delete the measurements' runs: %w", err)
+	}
+	deleted := int(tag.RowsAffected())
+	s.w2Runs = 0
+	insert := s.inserter(conn)
+	restored := 0
+	for lo := 1; lo <= s.o.PruneRuns; lo += scaleChunk {
+		hi := min(lo+scaleChunk-1, s.o.PruneRuns)
+		var have int
+		if err := conn.QueryRow(ctx, fmt.Sprintf(pgScaleHave, schema), scaleNamespace, lo, hi).Scan(&have); err != nil {
+			return err
+		}
+		if have == hi-lo+1 {
+			continue
+		}
+		if err := insert(ctx, lo, hi); err != nil {
+			return fmt.Errorf("insert the pruned runs %d…%d again: %w", lo, hi, err)
+		}
+		restored += hi - lo + 1 - have
+	}
+	if deleted == 0 && restored == 0 {
+		s.say("restore: the load is as loaded")
+		return nil
+	}
+	begin := time.Now()
+	for _, table := range []string{"workflow_runs", "step_attempts"} {
+		if _, err := conn.Exec(ctx, fmt.Sprintf("VACUUM (ANALYZE) %s.%s", schema, table)); err != nil {
+			return err
+		}
+	}
+	s.say("restore: deleted %s runs of earlier measurements, inserted %s pruned runs again, VACUUM (ANALYZE) in %.0f s",
+		thousands(deleted), thousands(restored), time.Since(begin).Seconds())
+	return nil
+}
+
 // reuse checks that the Reuse database has every index of the empty
-// one's workflow_runs and step_attempts, and records its size.
+// one's workflow_runs and step_attempts, records its size, and restores
+// it.
 func (s *scaleRun) reuse(ctx context.Context) error {
 	const indexes = `SELECT count(*) FROM pg_index WHERE indrelid IN ($1::regclass, $2::regclass)`
 	var n [2]int
@@ -497,13 +589,15 @@ func (s *scaleRun) reuse(ctx context.Context) error {
 		return fmt.Errorf("it has %d indexes on workflow_runs and step_attempts, the migrations make %d: rebuild the missing ones first", n[0], n[1])
 	}
 	s.rep.Result.Metrics[MetricFinishedRuns] = float64(s.o.Finished)
-	return nil
+	return s.restore(ctx)
 }
 
 // pgScaleLoad inserts runs $2…$3 (and 3 completed attempts each) into
 // namespace $1: run i ≤ $4 finished at $5 + i ms (to be pruned), the
 // others at $6 + (i − $4) × $7 µs; workflow scale-wf-<i mod $8>; every
-// $9-th failed (its last attempt too). %[1]s is the schema.
+// $9-th failed (its last attempt too). A run already there is left as it
+// is, with its attempts, so the same statement refills a pruned range
+// (restore). %[1]s is the schema.
 const pgScaleLoad = `
 WITH g AS (
   SELECT i, 'wrun_scale' || lpad(i::text, 10, '0') AS id,
@@ -520,6 +614,8 @@ runs AS (
     CASE WHEN g.status = 'failed' THEN jsonb_build_object('message', 'step-2 failed') END, 1,
     'scale', g.t, g.t, g.t, g.t
   FROM g
+  ON CONFLICT DO NOTHING
+  RETURNING id
 )
 INSERT INTO %[1]s.step_attempts (namespace_id, id, workflow_run_id, step_name, kind, status, config, output, error,
   started_at, finished_at, created_at, updated_at)
@@ -528,7 +624,7 @@ SELECT $1, 'step_scale' || lpad(g.i::text, 10, '0') || '_' || k, g.id, 'step-' |
   CASE WHEN k = 2 AND g.status = 'failed' THEN NULL ELSE jsonb_build_object('i', g.i, 'k', k) END,
   CASE WHEN k = 2 AND g.status = 'failed' THEN jsonb_build_object('message', 'step-2 failed') END,
   g.t, g.t, g.t, g.t
-FROM g CROSS JOIN generate_series(0, 2) AS k`
+FROM g JOIN runs ON runs.id = g.id CROSS JOIN generate_series(0, 2) AS k`
 
 // checkCounts checks that CountWorkflowRuns of the loaded namespace
 // counts want loaded finished runs (and W2's completed ones, once W2 has
@@ -706,7 +802,6 @@ func (s *scaleRun) prune(ctx context.Context) error {
 	defer old.Close()
 	c := ow.NewClient(old)
 	retention := ow.Retention{Default: 30 * 24 * time.Hour}
-	s.pruning = true
 	var slowdowns []float64
 	deleted, active := 0, time.Duration(0)
 	finished := false
