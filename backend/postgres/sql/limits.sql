@@ -119,8 +119,11 @@ SELECT set_config('plan_cache_mode', 'force_generic_plan', true)
 -- The claim's deadline sweep and candidates of claim_runs, locked but not
 -- claimed, for the worker to choose among ($1 namespace, $2 how many, $3/$4
 -- the workflows' names and versions or NULL for any, $5 the lookahead in
--- ms, $6 the names of workflows not to take or NULL, $7 the clock). The
--- locks last until the transaction ends; claim_chosen claims the chosen.
+-- ms, $6 the names of workflows not to take or NULL, $7 the clock), with
+-- each one's pass (fair shares) and the namespace's vtime, the pass of the
+-- runs waiting for admission. Up to $2 runs without fairness and $2 of
+-- the fair queue: the locks last until the transaction ends; claim_chosen
+-- claims the chosen.
 WITH {{expire_past_deadline($1, $7)}},
 {{claim_candidates($1, $2::int, $3, $4, $5, $7, $6::text[])}}
 SELECT c."id", c."workflow_name", c."rank", c."priority", c."available_at", c."created_at",
