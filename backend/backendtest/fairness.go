@@ -162,6 +162,23 @@ func testFairness(t *testing.T, s *suite) {
 		}
 	})
 
+	t.Run("a paused fair run is not claimed; resumed, it waits in the fair queue again and is claimed in its turn", func(t *testing.T) {
+		t.Parallel()
+		b := s.newBackendOn(t, newClock())
+		r := createRun(t, b, backend.CreateWorkflowRunParams{WorkflowName: "wf", Fairness: fair("paused", 1)})
+		pauseRun(t, b, r.ID, "hold")
+		requireNothingClaimable(t, b)
+		busy := enqueue(t, b, "busy", 1, 0, 20)
+		claimsUntil(t, b, busy[0].ID, 1, backend.ClaimWorkflowRunsParams{})
+		resumeRun(t, b, r.ID)
+		if got := getRun(t, b, r.ID); got.Status != backend.RunPending || got.AvailableAt != nil || got.Paused() {
+			t.Fatalf("resumed fair run: status %s, available at %v, paused %v; want pending in the fair queue", got.Status, got.AvailableAt, got.Paused())
+		}
+		if n := claimsUntil(t, b, r.ID, 2, backend.ClaimWorkflowRunsParams{}); n > 2 {
+			t.Fatalf("the resumed run took %d claims", n)
+		}
+	})
+
 	t.Run("runs without fairness are claimed at the virtual time, FIFO, ahead of fair runs enqueued after it", func(t *testing.T) {
 		t.Parallel()
 		b := s.newBackendOn(t, newClock())

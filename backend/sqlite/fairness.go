@@ -20,7 +20,7 @@ func (b *Backend) markFair(ctx context.Context, tx *txn, run *backend.WorkflowRu
 		sql.Named("key", f.Key), sql.Named("weight", f.Weight)); err != nil {
 		return nil, fmt.Errorf("put run %s under fair shares (key %q): %w", run.ID, f.Key, err)
 	}
-	marked, err := scanRun(tx.QueryRowContext(ctx, b.q.GetFairRun, sql.Named("ns", b.ns), sql.Named("run_id", run.ID)))
+	marked, err := scanRun(tx.QueryRowContext(ctx, b.q.GetRun, sql.Named("ns", b.ns), sql.Named("run_id", run.ID)))
 	if err != nil {
 		return nil, fmt.Errorf("read run %s under fair shares: %w", run.ID, err)
 	}

@@ -25,7 +25,6 @@ var sqlFiles embed.FS
 type queries struct {
 	// fairness.sql
 	SetFairness    string `sql:"set_fairness"`
-	GetFairRun     string `sql:"get_fair_run"`
 	ListFairQueues string `sql:"list_fair_queues"`
 	ReadFairVTime  string `sql:"read_fair_vtime"`
 	// runs.sql

@@ -11,10 +11,6 @@ SET "go_fair_key" = :key,
     "go_fair_weight" = :weight
 WHERE "namespace_id" = :ns AND "id" = :run_id
 
--- name: get_fair_run
--- The run set_fairness marked, as its trigger left it.
-SELECT {{run_columns}} FROM "workflow_runs" WHERE "namespace_id" = :ns AND "id" = :run_id
-
 -- name: list_fair_queues
 -- A page of the namespace's fairness keys after :after, :limit of them,
 -- with per key its runs waiting in the fair queue (the lowest pass, the
