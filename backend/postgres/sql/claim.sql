@@ -17,6 +17,9 @@
 --     runs back, and the worker's first durable write flushes it anyway,
 --     since WAL is written in order. That takes a flush off every run's
 --     start-to-result path.
+--  5. when it claimed runs from the fair queue (go migration 22), move the
+--     namespace's vtime forward to the highest pass it took
+--     (advance_fair_clock; a claim without fair runs writes nothing).
 -- With no worker ids it only runs step 1: a worker without a free slot
 -- sweeps deadlines that way. The result is in claim order. Workers that
 -- admit runs of limited workflows, or cap some workflows, claim with
