@@ -3,6 +3,8 @@ package backendtest
 import (
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/openworkflow-go/openworkflow/backend"
@@ -73,15 +75,16 @@ func testFairness(t *testing.T, s *suite) {
 
 	for _, c := range []struct {
 		name     string
+		hot      int // the hot key's queued runs
 		priority int
 		admit    []string // a claim that admits limited workflows (the other claim path)
 	}{
-		{"at priority 0", 0, nil},
-		{"at priority 5", 5, nil},
-		{"at priority -3", -3, nil},
-		{"on the claim that admits limited workflows", 0, []string{"limited"}},
+		{"at priority 0", 2000, 0, nil},
+		{"at priority 5", 300, 5, nil},
+		{"at priority -3", 300, -3, nil},
+		{"on the claim that admits limited workflows", 300, 0, []string{"limited"}},
 	} {
-		t.Run("a cold key's run is claimed within one claim round behind a hot key's 2,000 "+c.name, func(t *testing.T) {
+		t.Run(fmt.Sprintf("a cold key's run is claimed within one claim round behind a hot key's %d %s", c.hot, c.name), func(t *testing.T) {
 			t.Parallel()
 			b := s.newBackendOn(t, newClock())
 			p := backend.ClaimWorkflowRunsParams{Admit: c.admit}
@@ -90,7 +93,7 @@ func testFairness(t *testing.T, s *suite) {
 					t.Fatal(err)
 				}
 			}
-			hot := enqueue(t, b, "hot", 1, c.priority, 2000)
+			hot := enqueue(t, b, "hot", 1, c.priority, c.hot)
 			if r := getRun(t, b, hot[0].ID); r.AvailableAt != nil {
 				t.Fatalf("a fair run waits with available_at %v, want NULL (out of the TypeScript claim's reach)", r.AvailableAt)
 			}
@@ -116,6 +119,62 @@ func testFairness(t *testing.T, s *suite) {
 			}
 		})
 	}
+
+	t.Run("three claimers on their own pools take every fair run once, and the cold key's run within their first two rounds", func(t *testing.T) {
+		t.Parallel()
+		clk, ns := newClock(), newNamespace()
+		backends := []backend.Backend{s.backendInOn(t, ns, clk), s.backendInOn(t, ns, clk), s.backendInOn(t, ns, clk)}
+		hot := enqueue(t, backends[0], "hot", 1, 0, 300)
+		claimsUntil(t, backends[0], hot[0].ID, 1, backend.ClaimWorkflowRunsParams{})
+		cold := createRun(t, backends[1], backend.CreateWorkflowRunParams{WorkflowName: "wf", Fairness: fair("cold", 1)})
+		var (
+			seq      atomic.Int64 // claims returned so far, by all claimers
+			coldAt   atomic.Int64
+			mu       sync.Mutex
+			claimed  = map[string]int{hot[0].ID: 1}
+			wg       sync.WaitGroup
+			failures = make(chan error, len(backends))
+		)
+		for _, b := range backends {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					runs, err := b.ClaimWorkflowRuns(t.Context(), backend.ClaimWorkflowRunsParams{WorkerIDs: []string{newWorkerID()}, LeaseDuration: longLease})
+					if err != nil {
+						failures <- err
+						return
+					}
+					if len(runs) == 0 {
+						return
+					}
+					n := seq.Add(1)
+					mu.Lock()
+					claimed[runs[0].ID]++
+					mu.Unlock()
+					if runs[0].ID == cold.ID {
+						coldAt.Store(n)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(failures)
+		for err := range failures {
+			t.Fatalf("a claimer failed: %v", err)
+		}
+		if len(claimed) != 301 {
+			t.Fatalf("%d runs claimed, want all 301", len(claimed))
+		}
+		for id, n := range claimed {
+			if n != 1 {
+				t.Fatalf("run %s claimed %d times", id, n)
+			}
+		}
+		if at := coldAt.Load(); at == 0 || at > 6 {
+			t.Fatalf("the cold run was the %dth claim of three claimers, want within their first two rounds (6)", at)
+		}
+	})
 
 	t.Run("a key of weight 2 gets twice the claims of a key of weight 1 while both wait", func(t *testing.T) {
 		t.Parallel()
