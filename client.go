@@ -53,7 +53,8 @@ func (c *Client) Backend() backend.Client { return c.b }
 
 // StartOption configures a run at start: [WithIdempotencyKey],
 // [WithStartAt], [WithDeadline], [WithConcurrencyKey], [WithPriority],
-// [WithSearchAttributes], [WithSingleton], [WithSingletonSkipError].
+// [WithSearchAttributes], [WithSingleton], [WithSingletonSkipError],
+// [WithFairness].
 type StartOption func(*startOptions)
 
 type startOptions struct {
@@ -65,6 +66,7 @@ type startOptions struct {
 	singleton               *backend.Singleton
 	singletonSkipError      bool
 	debounce                *Debounce
+	fairness, specFairness  *backend.Fairness
 }
 
 // apply sets the options on the create parameters p.
@@ -73,6 +75,7 @@ func (o startOptions) apply(p *backend.CreateWorkflowRunParams) {
 	p.ConcurrencyKey, p.Priority = o.concurrencyKey, o.priority
 	p.SearchAttributes = o.searchAttributes
 	p.Singleton = o.singleton
+	p.Fairness = o.resolvedFairness()
 }
 
 func newStartOptions(opts []StartOption) startOptions {
@@ -142,6 +145,9 @@ func WithPriority(priority int) StartOption {
 func (wf *Workflow[I, O]) Start(ctx context.Context, c *Client, input I, opts ...StartOption) (*Handle[O], error) {
 	if s := wf.spec.Singleton; s != nil {
 		opts = append([]StartOption{WithSingleton(s.Key, s.Mode)}, opts...)
+	}
+	if f := wf.spec.Fairness; f != nil {
+		opts = append([]StartOption{withSpecFairness(*f)}, opts...)
 	}
 	h, err := c.StartByName(ctx, wf.spec.Name, wf.spec.Version, input, opts...)
 	if h == nil {
@@ -542,6 +548,9 @@ func (wf *Workflow[I, O]) StartMany(ctx context.Context, c *Client, inputs []I, 
 	anyInputs := make([]any, len(inputs))
 	for i, in := range inputs {
 		anyInputs[i] = in
+	}
+	if f := wf.spec.Fairness; f != nil {
+		opts = append([]StartOption{withSpecFairness(*f)}, opts...)
 	}
 	hs, err := c.StartManyByName(ctx, wf.spec.Name, wf.spec.Version, anyInputs, opts...)
 	if err != nil {

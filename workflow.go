@@ -41,6 +41,13 @@ type Spec struct {
 	// a workflow whose Singleton is invalid (an unknown mode, a key that
 	// is not text or is over 1,024 bytes) fails.
 	Singleton *Singleton
+	// Fairness, when set, puts every start of the workflow through
+	// [Workflow.Start] and [Workflow.StartMany] under fair shares
+	// ([Fairness]): an empty Key stands for each start's concurrency key;
+	// [WithFairness] overrides it per start. Nil: none. Registering a
+	// workflow whose Fairness is invalid (a key over 64 bytes or not
+	// text, a negative weight) fails.
+	Fairness *Fairness
 	// Triggers are the events that start a run of the workflow, each
 	// with an optional CEL condition over the event ([EventTrigger]):
 	// every published event matching one starts exactly one run, with
@@ -182,6 +189,9 @@ func (r *registry) register(defs ...Definition) error {
 			}
 		}
 		if err := checkEventTriggers(s); err != nil {
+			return fmt.Errorf("register %w", err)
+		}
+		if err := checkFairness(s); err != nil {
 			return fmt.Errorf("register %w", err)
 		}
 		if s.Batch != nil {

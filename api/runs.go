@@ -52,6 +52,16 @@ type startRunRequest struct {
 	// singletonSkipped true — or, with errorOnSkip, 409
 	// singleton_skipped naming it.
 	Singleton *startSingleton `json:"singleton"`
+	// Fairness puts the run under fair shares between keys
+	// (ow.WithFairness): claims take turns between the keys whose runs
+	// wait, in proportion to their weights.
+	Fairness *startFairness `json:"fairness"`
+}
+
+// startFairness is StartRunRequest.fairness.
+type startFairness struct {
+	Key    string   `json:"key"`
+	Weight *float64 `json:"weight"`
 }
 
 // startSingleton is StartRunRequest.singleton.
@@ -240,6 +250,16 @@ func (req *startRunRequest) options(now time.Time) ([]ow.StartOption, error) {
 		if sg.ErrorOnSkip {
 			opts = append(opts, ow.WithSingletonSkipError())
 		}
+	}
+	if f := req.Fairness; f != nil {
+		fair := backend.Fairness{Key: f.Key}
+		if f.Weight != nil {
+			fair.Weight = *f.Weight
+		}
+		if err := fair.Validate(); err != nil {
+			return nil, badField("fairness", "%s", err)
+		}
+		opts = append(opts, ow.WithFairness(fair.Key, fair.Weight))
 	}
 	if len(req.SearchAttributes) > 0 {
 		attrs, err := searchAttributesOf(req.SearchAttributes)

@@ -252,6 +252,13 @@ type CreateWorkflowRunParams struct {
 	// it. Nil: no singleton. With an IdempotencyKey, the idempotency key
 	// is looked up first (a reused run is returned as it is).
 	Singleton *Singleton
+	// Fairness, when set, puts the run under fair shares between keys
+	// ([Fairness]): it waits in the fair queue, out of the TypeScript
+	// SDK's claim, and claims take turns between keys. Nil: none (the run
+	// is FIFO among the runs without fairness, at the current virtual
+	// time). Ignored for a workflow with stored limits, whose admission
+	// orders its runs.
+	Fairness *Fairness
 }
 
 // MaxPriority is the largest priority in absolute value

@@ -173,7 +173,8 @@ type WorkflowCap struct {
 
 // ClaimCandidate is a run a claim may take, with what orders it: the
 // claim's candidates are ordered by Rank (0 due, 1 parked runs due only
-// within the lookahead), then by Priority (higher first), then At (when
+// within the lookahead), then by Priority (higher first), then Pass (fair
+// shares: lower first), then At (when
 // the run became claimable), CreatedAt and ID. Due runs are ordered alike
 // whatever their status: a run handed back, with an expired lease or
 // woken from a sleep keeps its place ahead of the runs that became due
@@ -183,6 +184,10 @@ type ClaimCandidate struct {
 	WorkflowName string
 	Rank         int
 	Priority     int
+	// Pass is the run's pass under fair shares (its own when it waits in
+	// the fair queue; the namespace's virtual time, [AdmissionState.VTime],
+	// for every other run), so that keys take turns (docs/flow-control.md).
+	Pass int64
 	// At is available_at, or go_queued_at for a run waiting for admission.
 	At, CreatedAt time.Time
 	// Admit is set on runs waiting for admission; [PlanClaim] sets it on
@@ -198,6 +203,9 @@ func compareClaim(a, b ClaimCandidate) int {
 		return c
 	}
 	if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Pass, b.Pass); c != 0 {
 		return c
 	}
 	if c := a.At.Compare(b.At); c != 0 {
@@ -221,6 +229,9 @@ type AdmissionState struct {
 	// period (only keys some candidate has need be present).
 	KeyActive map[WorkflowKeyName]int
 	KeyStarts map[WorkflowKeyName]int
+	// VTime is the namespace's virtual time under fair shares, the Pass of
+	// the candidates waiting for admission (they are not fair-queued).
+	VTime int64
 }
 
 // WorkflowKeyName is a workflow name and a concurrency key.

@@ -159,6 +159,11 @@ func (p CreateWorkflowRunParams) Validate() error {
 			return err
 		}
 	}
+	if p.Fairness != nil {
+		if err := p.Fairness.Validate(); err != nil {
+			return err
+		}
+	}
 	return p.SearchAttributes.Validate()
 }
 

@@ -12,8 +12,10 @@ import (
 // The debounce and batches page shows what waits to become runs: the
 // pending debounced runs (GET /v1/debounced-runs: key, due time, the
 // burst's deadline) and the open batches (GET /v1/batches: workflow, key,
-// items, bytes, first item, flush time). A backend without either
-// capability (501) shows that part as unavailable.
+// items, bytes, first item, flush time); and the per-key queues of fair
+// shares (GET /v1/fair-queues: weight, queued and running runs, next and
+// last pass, oldest wait, and the namespace's virtual time). A backend
+// without one of these capabilities (501) shows that part as unavailable.
 
 // flowControlData is the debounce and batches page.
 type flowControlData struct {
@@ -23,6 +25,10 @@ type flowControlData struct {
 	NoDebounce, NoBatches bool
 	// DebouncedMore and BatchesMore: more exist than the page shows.
 	DebouncedMore, BatchesMore bool
+	// Fair is the first page of the per-key queues of fair shares (nil
+	// with NoFair: the backend keeps none).
+	Fair   *api.FairQueueList
+	NoFair bool
 }
 
 // flowControlLimit is how many of each the page shows.
@@ -53,6 +59,15 @@ func (d *Dashboard) loadFlowControl(ctx context.Context) (*flowControlData, erro
 		data.NoBatches = true
 	case err != nil:
 		return nil, err
+	}
+	var fair api.FairQueueList
+	switch err := d.api.get(ctx, "/v1/fair-queues", q, &fair); {
+	case err != nil && apiCode(err) == api.CodeNotSupported:
+		data.NoFair = true
+	case err != nil:
+		return nil, err
+	default:
+		data.Fair = &fair
 	}
 	data.Debounced, data.Batches = deb.Data, batches.Data
 	data.DebouncedMore, data.BatchesMore = len(deb.Data) >= flowControlLimit, len(batches.Data) >= flowControlLimit

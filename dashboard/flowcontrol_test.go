@@ -22,6 +22,11 @@ func fillFlowControl(t *testing.T, s *site) string {
 			t.Fatal(err)
 		}
 	}
+	for _, key := range []string{"tenant-1", "tenant-1", "tenant-2"} {
+		if _, err := s.c.StartByName(s.ctx, "greet", "", "bo", ow.WithFairness(key, 2)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return h.ID
 }
 
@@ -32,14 +37,15 @@ func TestFlowControlPage(t *testing.T) {
 	eachBackend(t, siteOptions{noWorker: true}, func(t *testing.T, s *site) {
 		c := s.client()
 		p := s.must(c, http.StatusOK, "GET", "/debounce-batches", nil)
-		for _, want := range []string{"No debounced run is pending.", "ow.WithDebounce", "No batch is open.", "Spec.Batch"} {
+		for _, want := range []string{"No debounced run is pending.", "ow.WithDebounce", "No batch is open.", "Spec.Batch", "No run was started under fair shares.", "ow.WithFairness"} {
 			if !strings.Contains(p.body, want) {
 				t.Errorf("the empty page does not show %q: %.2000s", want, p.body)
 			}
 		}
 		runID := fillFlowControl(t, s)
 		p = s.must(c, http.StatusOK, "GET", "/debounce-batches", nil)
-		for _, want := range []string{`data-debounce-key="cust-7"`, `href="/runs/` + runID + `"`, `data-batch="greet/eu"`, "2 <span class=\"muted\">of 10</span>", "<time", `aria-current="page">Debounce`} {
+		for _, want := range []string{`data-debounce-key="cust-7"`, `href="/runs/` + runID + `"`, `data-batch="greet/eu"`, "2 <span class=\"muted\">of 10</span>", "<time", `aria-current="page">Debounce`,
+			`data-fair-key="tenant-1"`, `data-fair-key="tenant-2"`, `id="fair-vtime"`} {
 			if !strings.Contains(p.body, want) {
 				t.Errorf("the page does not show %q: %.4000s", want, p.body)
 			}
@@ -61,6 +67,9 @@ func TestBrowserFlowControl(t *testing.T) {
 		}
 		if !eval[bool](b, `document.querySelector('tr[data-batch="greet/eu"] td.flush time') !== null && document.querySelector('tr[data-batch="greet/eu"] td.items').textContent.includes('2')`) {
 			t.Fatalf("the open batch is not shown: %s", eval[string](b, `document.body.innerText`))
+		}
+		if !eval[bool](b, `document.querySelector('tr[data-fair-key="tenant-1"] td.queued').textContent.trim() === '2' && document.querySelector('tr[data-fair-key="tenant-1"] td.oldest time') !== null`) {
+			t.Fatalf("the fair queue of tenant-1 (2 queued runs, an oldest due time) is not shown: %s", eval[string](b, `document.body.innerText`))
 		}
 		b.screenshot("debounce-batches")
 	})

@@ -139,6 +139,7 @@ func Run(t *testing.T, h Harness) {
 		{"Singleton", testSingleton},
 		{"Debounce", testDebounce},
 		{"Batching", testBatching},
+		{"Fair shares", testFairness},
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {

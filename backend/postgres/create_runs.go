@@ -62,6 +62,10 @@ func (b *Backend) CreateWorkflowRuns(ctx context.Context, ps []backend.CreateWor
 		batch.Queue(b.q.InsertRunsUnread, append(args, at)...)
 		batch.Queue(b.q.NotifyWorkIfDue, b.namespace, earliestAvailable(ps, plain), at)
 		recorded := b.queueRecord(batch, &esc)
+		fairIDs, fairKeys, fairWeights, fair := fairArrays(ids, ps, plain)
+		if fair {
+			batch.Queue(b.q.SetFairness, b.namespace, fairIDs, fairKeys, fairWeights, at)
+		}
 		br := b.pool.SendBatch(ctx, batch)
 		var inserted int
 		var queued []string
@@ -74,6 +78,9 @@ func (b *Backend) CreateWorkflowRuns(ctx context.Context, ps []backend.CreateWor
 			err = br.QueryRow().Scan(&now, nil)
 		}
 		if err == nil && recorded {
+			_, err = br.Exec()
+		}
+		if err == nil && fair {
 			_, err = br.Exec()
 		}
 		if cerr := br.Close(); err == nil {
@@ -155,6 +162,15 @@ func (b *Backend) CreateWorkflowRuns(ctx context.Context, ps []backend.CreateWor
 		}
 		if err := b.recordEscapes(ctx, tx, &esc); err != nil {
 			return err
+		}
+		insertedIDs := make([]string, len(inserted))
+		for k, i := range inserted {
+			insertedIDs[k] = runs[i].ID
+		}
+		if fairIDs, keys, weights, ok := fairArrays(insertedIDs, ps, inserted); ok {
+			if _, err := tx.Exec(ctx, b.q.SetFairness, b.namespace, fairIDs, keys, weights, b.at()); err != nil {
+				return err
+			}
 		}
 		_, err := tx.Exec(ctx, b.q.NotifyWorkIfDue, b.namespace, earliestAvailable(ps, inserted), b.at())
 		return err

@@ -430,10 +430,11 @@ func (b *Backend) readAdmission(br pgx.BatchResults, admit []string, n int) (can
 	if err != nil {
 		return nil, st, nil, err
 	}
+	var vtime int64
 	cands, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (backend.ClaimCandidate, error) {
 		var c backend.ClaimCandidate
 		var rank, priority int32
-		err := row.Scan(&c.ID, &c.WorkflowName, &rank, &priority, &c.At, &c.CreatedAt)
+		err := row.Scan(&c.ID, &c.WorkflowName, &rank, &priority, &c.At, &c.CreatedAt, &c.Pass, &vtime)
 		c.Rank, c.Priority = int(rank), int(priority)
 		return c, err
 	})
@@ -443,6 +444,7 @@ func (b *Backend) readAdmission(br pgx.BatchResults, admit []string, n int) (can
 	st = backend.AdmissionState{
 		Limits: map[string]backend.Limits{}, Active: map[string]int{},
 		KeyActive: map[backend.WorkflowKeyName]int{}, KeyStarts: map[backend.WorkflowKeyName]int{},
+		VTime: vtime, // with no candidate, 0: the admitted runs are then all alike
 	}
 	for _, name := range admit {
 		var full bool
@@ -498,7 +500,7 @@ func readQueue(br pgx.BatchResults, name string, st *backend.AdmissionState, ful
 		st.KeyActive[k], st.KeyStarts[k] = int(*keyActive), int(*keyStarts)
 		out = append(out, backend.ClaimCandidate{
 			ID: *id, WorkflowName: name, Key: *key, Priority: int(*priority),
-			At: queuedAt.UTC(), CreatedAt: createdAt.UTC(), Admit: true,
+			At: queuedAt.UTC(), CreatedAt: createdAt.UTC(), Admit: true, Pass: st.VTime,
 		})
 	}
 	return out, rows.Err()

@@ -28,7 +28,7 @@ func goLine() []int64 {
 // oursIndexes are the indexes of our own line on workflow_runs.
 var oursIndexes = []string{
 	"workflow_runs_go_admitted_idx", "workflow_runs_go_claim_priority_idx", "workflow_runs_go_deadline_idx", "workflow_runs_go_debounce_idx",
-	"workflow_runs_go_paused_idx", "workflow_runs_go_queue_idx", "workflow_runs_go_queue_key_idx",
+	"workflow_runs_go_fair_idx", "workflow_runs_go_fair_key_idx", "workflow_runs_go_paused_idx", "workflow_runs_go_queue_idx", "workflow_runs_go_queue_key_idx",
 	"workflow_runs_go_singleton_idx",
 }
 

@@ -346,6 +346,18 @@ CROSS JOIN LATERAL (SELECT
 ) AS s`, schema)); err != nil {
 		t.Fatal(err)
 	}
+	// And 20,000 runs waiting under fair shares (go migration 22): 100
+	// keys, due, passes 1,000 apart per key; and 100 due tomorrow.
+	if _, err := pool.Exec(ctx, withSchema(`
+INSERT INTO {{schema}}."workflow_runs" (
+  "namespace_id", "id", "workflow_name", "status", "config", "attempts",
+  "available_at", "created_at", "updated_at", "go_fair_key", "go_fair_weight", "go_fair_pass", "go_fair_due_at")
+SELECT 'n', 'f' || lpad(g::text, 6, '0'), 'wf-' || (g % 7), 'pending', '{}'::jsonb, 0,
+  NULL, NOW() - INTERVAL '1 hour' + g * INTERVAL '1 millisecond', NOW(), 'tenant-' || (g % 100), 1, 1000 * (1 + g / 100),
+  CASE WHEN g <= 20000 THEN NOW() - INTERVAL '1 hour' ELSE NOW() + INTERVAL '1 day' END
+FROM generate_series(1, 20100) AS g`, schema)); err != nil {
+		t.Fatal(err)
+	}
 	q := mustLoadQueries(t, schema)
 	workers := make([]string, n)
 	for i := range workers {
@@ -356,12 +368,15 @@ CROSS JOIN LATERAL (SELECT
 		name string
 		sql  string
 		args []any
+		rows int
 	}{
-		{"claim", q.ClaimRuns, []any{"n", workers, int64(60000), []string(nil), []*string(nil), int64(0), noClock}},
-		{"claim with a lookahead", q.ClaimRuns, []any{"n", workers, int64(60000), []string(nil), []*string(nil), int64(5000), noClock}},
-		{"claim candidates, locked", q.ClaimCandidatesLocked, []any{"n", n, []string(nil), []*string(nil), int64(0), []string(nil), noClock}},
+		{"claim", q.ClaimRuns, []any{"n", workers, int64(60000), []string(nil), []*string(nil), int64(0), noClock}, n},
+		{"claim with a lookahead", q.ClaimRuns, []any{"n", workers, int64(60000), []string(nil), []*string(nil), int64(5000), noClock}, n},
+		// n runs without fairness and n of the fair queue, for the worker
+		// to choose n among (backend.PlanClaim).
+		{"claim candidates, locked", q.ClaimCandidatesLocked, []any{"n", n, []string(nil), []*string(nil), int64(0), []string(nil), noClock}, 2 * n},
 		{"admitting claim", q.ClaimAdmitting, []any{"n", workers, int64(60000), []string(nil), []*string(nil), int64(0), []string(nil),
-			[]string{"limited"}, []string{"wf-3"}, []int32{2}, int64(23), noClock}},
+			[]string{"limited"}, []string{"wf-3"}, []int32{2}, int64(23), noClock}, n},
 	}
 	for _, analyzed := range []bool{false, true} {
 		if analyzed {
@@ -396,8 +411,8 @@ CROSS JOIN LATERAL (SELECT
 				pages = int(hit + read)
 				rows, _ := plan["Actual Rows"].(float64)
 				t.Logf("%d pages, %v rows", pages, rows)
-				if int(rows) != n {
-					t.Errorf("the statement returned %v rows, want %d", rows, n)
+				if int(rows) != c.rows {
+					t.Errorf("the statement returned %v rows, want %d", rows, c.rows)
 				}
 				if len(sorted) > 0 || len(seq) > 0 {
 					t.Errorf("the claim sorts or scans the backlog: %v %v", sorted, seq)
@@ -408,8 +423,8 @@ CROSS JOIN LATERAL (SELECT
 				if pages > 800 {
 					t.Errorf("read %d pages for a claim of %d: it reads the backlog, not an index range", pages, n)
 				}
-				if !indexes["workflow_runs_go_claim_priority_idx"] || !indexes["workflow_runs_status_available_at_created_at_idx"] {
-					t.Errorf("indexes read: %v; want the claim's priority index and OpenWorkflow's claim index", indexes)
+				if !indexes["workflow_runs_go_claim_priority_idx"] || !indexes["workflow_runs_status_available_at_created_at_idx"] || !indexes["workflow_runs_go_fair_idx"] {
+					t.Errorf("indexes read: %v; want the claim's priority index, OpenWorkflow's claim index and the fair queue's", indexes)
 				}
 			})
 		}

@@ -49,6 +49,10 @@ type queries struct {
 	NextDue           string `sql:"next_due"`
 	ExtendLease       string `sql:"extend_lease"`
 	ReleaseWorkerRuns string `sql:"release_worker_runs"`
+	// fairness.sql
+	SetFairness    string `sql:"set_fairness"`
+	ListFairQueues string `sql:"list_fair_queues"`
+	FairVTime      string `sql:"read_fair_vtime"`
 	// limits.sql
 	PutLimits             string `sql:"put_limits"`
 	DeleteLimits          string `sql:"delete_limits"`

@@ -36,7 +36,7 @@ func (b *Backend) CreateWorkflowRun(ctx context.Context, p backend.CreateWorkflo
 	var esc escapes
 	args := b.insertRunArgs(runID, p, &esc)
 	var run *backend.WorkflowRun
-	if p.IdempotencyKey == nil && len(p.SearchAttributes) == 0 && p.Singleton == nil {
+	if p.IdempotencyKey == nil && len(p.SearchAttributes) == 0 && p.Singleton == nil && p.Fairness == nil {
 		err := b.withEscapes(ctx, &esc, func(q querier) (err error) {
 			run, err = queryRun(ctx, q, b.q.InsertRun, args...)
 			return err

@@ -150,6 +150,9 @@ func (b *Backend) createInTx(ctx context.Context, tx pgx.Tx, p backend.CreateWor
 			return nil, false, err
 		}
 	}
+	if run, err = b.markFair(ctx, tx, run, p); err != nil {
+		return nil, false, err
+	}
 	if len(p.SearchAttributes) > 0 {
 		if err := b.writeSearchAttributes(ctx, tx, run.ID, run.CreatedAt, p.SearchAttributes, false); err != nil {
 			return nil, false, err

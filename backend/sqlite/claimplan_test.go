@@ -34,7 +34,7 @@ func TestTheClaimReadsItsIndexesInOrder(t *testing.T) {
 			plan = append(plan, detail)
 		}
 		rows.Close()
-		var searches, priority, sorts int
+		var searches, priority, fair, sorts int
 		for _, line := range plan {
 			switch {
 			case strings.HasPrefix(line, "SCAN workflow_runs") || strings.HasPrefix(line, "SCAN \"workflow_runs\""):
@@ -42,18 +42,21 @@ func TestTheClaimReadsItsIndexesInOrder(t *testing.T) {
 			case strings.Contains(line, "SEARCH workflow_runs USING INDEX workflow_runs_go_claim_priority_idx"):
 				searches++
 				priority++
+			case strings.Contains(line, "SEARCH workflow_runs USING INDEX workflow_runs_go_fair_idx"):
+				searches++
+				fair++
 			case strings.Contains(line, "SEARCH workflow_runs USING INDEX"):
 				searches++
 			case strings.Contains(line, "USE TEMP B-TREE FOR ORDER BY"):
 				sorts++
 			}
 		}
-		// Six parts (priority above 0; 0 pending, running, sleeping; below
-		// 0; the lookahead's), one ordered search each, and one sort: the
-		// merge of their rows.
-		if searches != 6 || priority != 2 || sorts != 1 {
-			t.Errorf("%s: %d index searches (%d of the priority index), %d sorts; want 6 (2), 1. Plan:\n%s",
-				name, searches, priority, sorts, strings.Join(plan, "\n"))
+		// Seven parts (priority above 0; 0 pending, running, sleeping; below
+		// 0; the lookahead's; the fair queue's), one ordered search each,
+		// and one sort: the merge of their rows.
+		if searches != 7 || priority != 2 || fair != 1 || sorts != 1 {
+			t.Errorf("%s: %d index searches (%d of the priority index, %d of the fair one), %d sorts; want 7 (2, 1), 1. Plan:\n%s",
+				name, searches, priority, fair, sorts, strings.Join(plan, "\n"))
 		}
 	}
 }

@@ -23,6 +23,10 @@ var sqlFiles embed.FS
 // statement or a statement has no field. A statement doing what one of the
 // PostgreSQL backend's does bears the same name.
 type queries struct {
+	// fairness.sql
+	SetFairness    string `sql:"set_fairness"`
+	ListFairQueues string `sql:"list_fair_queues"`
+	ReadFairVTime  string `sql:"read_fair_vtime"`
 	// runs.sql
 	GetRunByIdempotencyKey string `sql:"get_run_by_idempotency_key"`
 	InsertRun              string `sql:"insert_run"`

@@ -122,6 +122,9 @@ func (b *Backend) createRun(ctx context.Context, tx *txn, now time.Time, ev *eve
 			return nil, err
 		}
 	}
+	if created, err = b.markFair(ctx, tx, created, p); err != nil {
+		return nil, err
+	}
 	if len(p.SearchAttributes) > 0 {
 		if err := b.writeSearchAttributes(ctx, tx, now, created.ID, timeArg(created.CreatedAt), p.SearchAttributes, false); err != nil {
 			return nil, err
@@ -221,7 +224,8 @@ func (b *Backend) ClaimWorkflowRuns(ctx context.Context, p backend.ClaimWorkflow
 		caps, exclude := capsOf(p.Caps)
 		admit := admittedWorkflows(p.Admit, caps)
 		planned := len(admit) > 0 || len(caps) > 0
-		cands, err := b.claimCandidates(ctx, tx, now, max(p.Lookahead, 0), n, p.Workflows, exclude, planned)
+		var vtime int64 // the fair shares' virtual time, read by a planned claim
+		cands, err := b.claimCandidates(ctx, tx, now, max(p.Lookahead, 0), n, p.Workflows, exclude, planned, &vtime)
 		if err != nil {
 			return err
 		}
@@ -230,11 +234,15 @@ func (b *Backend) ClaimWorkflowRuns(ctx context.Context, p backend.ClaimWorkflow
 			st = backend.AdmissionState{
 				Limits: map[string]backend.Limits{}, Active: map[string]int{},
 				KeyActive: map[backend.WorkflowKeyName]int{}, KeyStarts: map[backend.WorkflowKeyName]int{},
+				VTime: vtime,
 			}
 			for _, name := range admit {
 				queued, err := b.admissionCandidates(ctx, tx, now, name, n, &st)
 				if err != nil {
 					return fmt.Errorf("admission of workflow %q: %w", name, err)
+				}
+				for i := range queued {
+					queued[i].Pass = vtime // not fair-queued: at the virtual time
 				}
 				cands = append(cands, queued...)
 			}
@@ -307,7 +315,7 @@ func (b *Backend) failExpiredRuns(ctx context.Context, tx *txn, now time.Time, e
 // runs due within lookahead included. An ordinary claim reads only their
 // ids; a planned one (backend.PlanClaim) reads what orders them too, and
 // none of a workflow named in exclude.
-func (b *Backend) claimCandidates(ctx context.Context, tx *txn, now time.Time, lookahead time.Duration, n int, workflows []backend.WorkflowKey, exclude []string, planned bool) ([]backend.ClaimCandidate, error) {
+func (b *Backend) claimCandidates(ctx context.Context, tx *txn, now time.Time, lookahead time.Duration, n int, workflows []backend.WorkflowKey, exclude []string, planned bool, vtime *int64) ([]backend.ClaimCandidate, error) {
 	var filter any // NULL: any workflow; else [[name, version|null], …]
 	if workflows != nil {
 		pairs := make([][2]*string, len(workflows))
@@ -344,7 +352,7 @@ func (b *Backend) claimCandidates(ctx context.Context, tx *txn, now time.Time, l
 	for rows.Next() {
 		var c backend.ClaimCandidate
 		var at, created string
-		if err := rows.Scan(&c.ID, &c.WorkflowName, &c.Rank, &c.Priority, &at, &created); err != nil {
+		if err := rows.Scan(&c.ID, &c.WorkflowName, &c.Rank, &c.Priority, &at, &created, &c.Pass, vtime); err != nil {
 			return nil, fmt.Errorf("select claim candidates: %w", err)
 		}
 		if c.At, err = backend.ParseTime(at); err != nil {

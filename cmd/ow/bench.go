@@ -28,7 +28,8 @@ latency W2, three-step latency L3, and L3h through
 the HTTP API's run-and-wait start, fan-out W3, durable sleep W4, scale-out W5 over 2 and 4 worker
 processes; on request L0, the pgbench limit, W1m, W1 with Prometheus
 metrics, measured in turn with W1, W1k, W1 with a concurrency key on
-every run (100 keys, at most 5 runs of each at once), R1, W1 while a
+every run (100 keys, at most 5 runs of each at once), W1f, W1 with fair
+shares on 100 keys, measured in turn with W1, R1, W1 while a
 prune deletes
 --prune-runs finished runs, and S1, a schedule ticking every second for
 --s1-duration over 3 worker processes) and print runs/s, steps/s,
@@ -94,7 +95,7 @@ PATH is older) and prints Go/TS ratios.`,
 		},
 	}
 	f := c.Flags()
-	f.StringSliceVar(&o.Workloads, "workload", nil, "workloads to run, comma-separated: W0 (with W0b), W0b, W1, W1m, W1k, W2, L3, L3h, W3, W4, W5, L0, R1, S1, or all (default all = W0–W5, L3, L3h)")
+	f.StringSliceVar(&o.Workloads, "workload", nil, "workloads to run, comma-separated: W0 (with W0b), W0b, W1, W1m, W1k, W1f, W2, L3, L3h, W3, W4, W5, L0, R1, S1, or all (default all = W0–W5, L3, L3h)")
 	f.IntVar(&o.PruneRuns, "prune-runs", bench.DefaultPruneRuns, "R1: the finished runs seeded and pruned while W1 runs")
 	f.Float64Var(&o.PruneDuty, "prune-duty", 0, "R1: the prune's largest share of the time beside W1, 0 to 1 (default 0.05, ow server's pruner's)")
 	f.IntVar(&o.Runs, "runs", 0, "W1's run count; the others keep their standard proportion (default: the standard counts, W1 = 5000)")

@@ -88,7 +88,7 @@ or:          ow init app  (a Go module of your own, with a workflow and a worker
 
 	root.AddCommand(a.migrateCommand(), a.runsCommand(), a.signalCommand(), a.doctorCommand(), a.demoCommand(), a.benchCommand(),
 		a.flowCommand(), a.workerCommand(), a.serverCommand(), a.hooksCommand(), a.devCommand(), a.initCommand(), a.schedulesCommand(), a.limitsCommand(),
-		a.versionCommand(), a.workersCommand(), a.workflowsCommand(), a.eventsCommand())
+		a.versionCommand(), a.workersCommand(), a.workflowsCommand(), a.eventsCommand(), a.fairQueuesCommand())
 	return root
 }
 

@@ -47,6 +47,8 @@ func (a *app) runsStartCommand() *cobra.Command {
 		debounceLeading                                        bool
 		priority                                               int
 		attrs                                                  []string
+		fairnessKey                                            string
+		fairnessWeight                                         float64
 	)
 	c := &cobra.Command{
 		Use:   "start <workflow>",
@@ -62,6 +64,7 @@ if it failed or was canceled).
   ow runs start sync-account --attr customer=c-42 --attr amount=12 --attr 'tags=["eu","vip"]'
   ow runs start deploy --input '"main"' --singleton main --singleton-mode cancel
   ow runs start reindex --input '"c-42"' --debounce-key c-42 --debounce 2s --debounce-max 1m
+  ow runs start import --input '"t-7"' --fairness-key t-7 --fairness-weight 2
 
 With --singleton, at most one run of the workflow per key is active (not
 finished): --singleton-mode skip (the default) starts nothing and prints
@@ -73,7 +76,11 @@ With --debounce-key, a start of the workflow with that key joins the run a
 previous start made if no worker has claimed it yet: that run is then due
 --debounce after this start (never later than --debounce-max after the
 burst's first start) and takes this input (the last one wins; with
---debounce-leading the first one stays).`,
+--debounce-leading the first one stays).
+
+With --fairness-key, the run waits in the fair queue: when runs of many
+keys wait, claims take turns between the keys, a key of --fairness-weight
+2 about twice as often as one of weight 1 (ow fair-queues lists them).`,
 		Args: exactArgs("workflow"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			raw := json.RawMessage("null")
@@ -142,6 +149,15 @@ burst's first start) and takes this input (the last one wins; with
 			case debounce != 0 || debounceMax != 0 || debounceLeading:
 				return fmt.Errorf("--debounce, --debounce-max and --debounce-leading need --debounce-key, the key of the burst")
 			}
+			switch {
+			case cmd.Flags().Changed("fairness-key"):
+				if err := (backend.Fairness{Key: fairnessKey, Weight: fairnessWeight}).Validate(); err != nil {
+					return fmt.Errorf("invalid --fairness-key or --fairness-weight: %w", err)
+				}
+				opts = append(opts, ow.WithFairness(fairnessKey, fairnessWeight))
+			case cmd.Flags().Changed("fairness-weight"):
+				return errors.New("--fairness-weight needs --fairness-key, the key whose share it weighs")
+			}
 			if len(attrs) > 0 {
 				sa, err := attrFlags(attrs)
 				if err != nil {
@@ -167,6 +183,8 @@ burst's first start) and takes this input (the last one wins; with
 				verb = "the key already started run" // a replay: nothing new was started
 			case h.SingletonSkipped:
 				verb = "nothing started: the singleton key has active run" // mode skip
+			case cmd.Flags().Changed("fairness-key") && h.Run != nil && h.Run.Status == backend.RunPending && h.Run.AvailableAt == nil && h.Run.QueuedAt == nil && !h.Run.Paused():
+				verb = fmt.Sprintf("started run (in the fair queue of key %q)", fairnessKey)
 			case h.Run != nil && h.Run.Status == backend.RunPending && h.Run.AvailableAt == nil && h.Run.QueuedAt == nil && !h.Run.Paused():
 				verb = "started run (held until the singleton key's earlier runs end)"
 			case h.Debounced:
@@ -202,6 +220,8 @@ burst's first start) and takes this input (the last one wins; with
 	f.DurationVar(&debounce, "debounce", 0, "with --debounce-key: the run is due this long after the latest start, e.g. 2s")
 	f.DurationVar(&debounceMax, "debounce-max", 0, "with --debounce-key: the longest wait from the burst's first start (default 1h)")
 	f.BoolVar(&debounceLeading, "debounce-leading", false, "with --debounce-key: keep the first start's input rather than the latest")
+	f.StringVar(&fairnessKey, "fairness-key", "", "put the run under fair shares with this key (a tenant): claims take turns between keys")
+	f.Float64Var(&fairnessWeight, "fairness-weight", 0, "with --fairness-key: the key's share relative to other keys' (default 1; 0.001 to 1000)")
 	return c
 }
 

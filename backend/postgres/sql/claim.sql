@@ -17,6 +17,9 @@
 --     runs back, and the worker's first durable write flushes it anyway,
 --     since WAL is written in order. That takes a flush off every run's
 --     start-to-result path.
+--  5. when it claimed runs from the fair queue (go migration 22), move the
+--     namespace's vtime forward to the highest pass it took
+--     (advance_fair_clock; a claim without fair runs writes nothing).
 -- With no worker ids it only runs step 1: a worker without a free slot
 -- sweeps deadlines that way. The result is in claim order. Workers that
 -- admit runs of limited workflows, or cap some workflows, claim with
@@ -25,8 +28,8 @@ WITH {{expire_past_deadline($1, $7)}},
 {{claim_candidates($1, cardinality($2::text[]), $4, $5, $6, $7, NULL::text[])}},
 slot AS (
   SELECT candidate."namespace_id", candidate."id",
-         row_number() OVER (ORDER BY candidate."rank", candidate."priority" DESC, candidate."available_at",
-                                     candidate."created_at", candidate."id") AS n
+         row_number() OVER (ORDER BY candidate."rank", candidate."priority" DESC, candidate."pass",
+                                     candidate."available_at", candidate."created_at", candidate."id") AS n
   FROM candidate
 ),
 worker AS (
@@ -43,7 +46,8 @@ claimed AS (
   FROM slot JOIN worker ON worker."n" = slot."n"
   WHERE wr."namespace_id" = slot."namespace_id" AND wr."id" = slot."id"
   RETURNING wr.*, slot."n" AS claim_order
-)
+),
+{{advance_fair_clock($1, claimed)}}
 SELECT {{run_columns}}
 FROM claimed AS wr
 CROSS JOIN LATERAL (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit
@@ -95,6 +99,14 @@ expired AS (
 -- CASE on the status, had to sort every due run on every claim (21 ms
 -- with 5,000 pending; 47 ms with 100,000 due parked runs).
 --
+-- Runs under fair shares (go migration 22) wait with available_at NULL
+-- and are read apart, by priority and pass (claim_fair_candidate): up to
+-- {{n}} more, locked. Each candidate carries a pass: a fair run its own,
+-- any other run the namespace's vtime (fair_vtime), so that runs without
+-- fairness are FIFO among themselves at the current virtual time, as
+-- §11.3 of the reference has it. The claims order them all by rank,
+-- priority, pass, due time, created_at and id.
+--
 -- The merge locks up to {{n}} rows per status of priority 0 and keeps
 -- {{n}} of them: the rows it leaves are locked until the claim's
 -- statement ends, and a concurrent claim skips them as it skips rows
@@ -121,11 +133,15 @@ normal AS (
 {{claim_candidate(early_candidate, 'running', 1, {{due_within_lookahead({{ahead}}, {{at}})}},
   {{n}} - (SELECT count(*) FROM high) - (SELECT count(*) FROM normal) - (SELECT count(*) FROM low),
   {{ns}}, {{names}}, {{versions}}, {{at}}, {{exclude}})}},
+{{claim_fair_candidate(fair, {{n}}, {{ns}}, {{names}}, {{versions}}, {{at}}, {{exclude}})}},
 candidate AS (
-  SELECT * FROM high
-  UNION ALL SELECT * FROM normal
-  UNION ALL SELECT * FROM low
-  UNION ALL SELECT * FROM early_candidate
+  SELECT u.*, COALESCE(u."fair_pass", (SELECT {{fair_vtime({{ns}})}})) AS "pass" FROM (
+    SELECT * FROM high
+    UNION ALL SELECT * FROM normal
+    UNION ALL SELECT * FROM low
+    UNION ALL SELECT * FROM early_candidate
+    UNION ALL SELECT * FROM fair
+  ) AS u
 )
 
 -- fragment: claim_candidate(name, status, rank, due, limit, ns, names, versions, at, exclude)
@@ -138,7 +154,7 @@ candidate AS (
 -- weighed: they are few and none is due yet).
 {{name}} AS (
   SELECT c."namespace_id", c."id", c."workflow_name", {{rank}} AS "rank", 0 AS "priority",
-         c."available_at", c."created_at"
+         c."available_at", c."created_at", NULL::bigint AS "fair_pass"
   FROM {{schema}}."workflow_runs" AS c
   WHERE c."namespace_id" = {{ns}}
     AND c."status" = {{status}}
@@ -158,7 +174,7 @@ candidate AS (
 -- index condition, no heap read.
 {{name}} AS (
   SELECT c."namespace_id", c."id", c."workflow_name", 0 AS "rank", c."go_priority" AS "priority",
-         c."available_at", c."created_at"
+         c."available_at", c."created_at", NULL::bigint AS "fair_pass"
   FROM {{schema}}."workflow_runs" AS c
   WHERE c."namespace_id" = {{ns}}
     AND c."status" IN ('pending', 'running', 'sleeping') AND c."go_priority" <> 0 AND {{priority}}
@@ -167,6 +183,44 @@ candidate AS (
   ORDER BY c."go_priority" DESC, c."available_at", c."created_at", c."id"
   LIMIT {{limit}}
   FOR UPDATE SKIP LOCKED
+)
+
+-- fragment: claim_fair_candidate(name, limit, ns, names, versions, at, exclude)
+-- claim_candidate for the runs waiting under fair shares (go migration
+-- 22): due (go_fair_due_at), by priority, then pass, created_at and id,
+-- from the partial index workflow_runs_go_fair_idx (its predicate is
+-- repeated so that the planner may use it; empty unless fairness is
+-- used, so a claim without fair runs pays one probe of an empty range).
+-- Runs not yet due are skipped inside the index scan.
+{{name}} AS (
+  SELECT c."namespace_id", c."id", c."workflow_name", 0 AS "rank", c."go_priority" AS "priority",
+         c."go_fair_due_at" AS "available_at", c."created_at", c."go_fair_pass" AS "fair_pass"
+  FROM {{schema}}."workflow_runs" AS c
+  WHERE c."namespace_id" = {{ns}}
+    AND c."status" = 'pending' AND c."go_fair_due_at" IS NOT NULL AND c."available_at" IS NULL AND c."go_paused_at" IS NULL
+    AND c."go_fair_due_at" <= {{clock({{at}})}}
+    AND {{claim_filters({{names}}, {{versions}}, {{at}}, {{exclude}})}}
+  ORDER BY c."go_priority" DESC, c."go_fair_pass", c."created_at", c."id"
+  LIMIT {{limit}}
+  FOR UPDATE SKIP LOCKED
+)
+
+-- fragment: fair_vtime(ns)
+-- The virtual time of namespace {{ns}}'s fair shares: the highest pass a
+-- claim took (0 before any).
+COALESCE((SELECT v."vtime" FROM {{schema}}."workflow_fair_clock" AS v WHERE v."namespace_id" = {{ns}}), 0)
+
+-- fragment: advance_fair_clock(ns, claimed)
+-- A CTE moving namespace {{ns}}'s vtime forward to the highest pass of
+-- the fair runs the claim's CTE {{claimed}} took; it writes nothing when
+-- the claim took none (so claims without fair runs never lock the row).
+fair_clock AS (
+  INSERT INTO {{schema}}."workflow_fair_clock" AS v ("namespace_id", "vtime")
+  SELECT {{ns}}, max(cl."go_fair_pass") FROM {{claimed}} AS cl
+  WHERE cl."go_fair_key" IS NOT NULL AND cl."go_fair_pass" IS NOT NULL
+  HAVING max(cl."go_fair_pass") IS NOT NULL
+  ON CONFLICT ("namespace_id") DO UPDATE SET "vtime" = EXCLUDED."vtime"
+  WHERE v."vtime" < EXCLUDED."vtime"
 )
 
 -- fragment: claim_filters(names, versions, at, exclude)

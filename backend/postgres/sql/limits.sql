@@ -119,11 +119,15 @@ SELECT set_config('plan_cache_mode', 'force_generic_plan', true)
 -- The claim's deadline sweep and candidates of claim_runs, locked but not
 -- claimed, for the worker to choose among ($1 namespace, $2 how many, $3/$4
 -- the workflows' names and versions or NULL for any, $5 the lookahead in
--- ms, $6 the names of workflows not to take or NULL, $7 the clock). The
--- locks last until the transaction ends; claim_chosen claims the chosen.
+-- ms, $6 the names of workflows not to take or NULL, $7 the clock), with
+-- each one's pass (fair shares) and the namespace's vtime, the pass of the
+-- runs waiting for admission. Up to $2 runs without fairness and $2 of
+-- the fair queue: the locks last until the transaction ends; claim_chosen
+-- claims the chosen.
 WITH {{expire_past_deadline($1, $7)}},
 {{claim_candidates($1, $2::int, $3, $4, $5, $7, $6::text[])}}
-SELECT c."id", c."workflow_name", c."rank", c."priority", c."available_at", c."created_at"
+SELECT c."id", c."workflow_name", c."rank", c."priority", c."available_at", c."created_at",
+       c."pass", {{fair_vtime($1)}} AS "vtime"
 FROM candidate AS c
 
 -- name: admission_queue
@@ -297,6 +301,7 @@ claimed AS (
     AND (NOT c."admit" OR (wr."status" = 'pending' AND wr."go_queued_at" IS NOT NULL)) IS TRUE
   RETURNING wr.*, c."n" AS claim_order, c."admit" AS admitted
 ),
+{{advance_fair_clock($1, claimed)}},
 started AS (
   INSERT INTO {{schema}}."workflow_limit_starts" ("namespace_id", "workflow_name", "concurrency_key", "started_at", "workflow_run_id")
   SELECT cl."namespace_id", cl."workflow_name", COALESCE(cl."go_concurrency_key", ''), cl."go_admitted_at", cl."id"
@@ -416,18 +421,18 @@ admitted AS (
   WHERE g."concurrency" IS NULL OR g."gn" <= g."concurrency" - g."wf_active"
 ),
 merged AS (
-  SELECT c."namespace_id", c."id", c."workflow_name", c."rank", c."priority", c."available_at" AS "at", c."created_at", FALSE AS "admit"
+  SELECT c."namespace_id", c."id", c."workflow_name", c."rank", c."priority", c."pass", c."available_at" AS "at", c."created_at", FALSE AS "admit"
   FROM candidate AS c
   UNION ALL
-  SELECT $1::text, a."id", a."workflow_name", 0, a."priority", a."queued_at", a."created_at", TRUE
+  SELECT $1::text, a."id", a."workflow_name", 0, a."priority", {{fair_vtime($1)}}, a."queued_at", a."created_at", TRUE
   FROM admitted AS a
 ),
 slot AS (
   SELECT m."namespace_id", m."id", m."admit",
-         row_number() OVER (ORDER BY m."rank", m."priority" DESC, m."at", m."created_at", m."id") AS "n"
+         row_number() OVER (ORDER BY m."rank", m."priority" DESC, m."pass", m."at", m."created_at", m."id") AS "n"
   FROM (
     SELECT m.*, row_number() OVER (PARTITION BY m."workflow_name"
-                                   ORDER BY m."rank", m."priority" DESC, m."at", m."created_at", m."id") AS "wn"
+                                   ORDER BY m."rank", m."priority" DESC, m."pass", m."at", m."created_at", m."id") AS "wn"
     FROM merged AS m
   ) AS m
   LEFT JOIN unnest($9::text[], $10::int[]) AS cap("name", "max") ON cap."name" = m."workflow_name"
@@ -451,6 +456,7 @@ claimed AS (
     AND (NOT slot."admit" OR (wr."status" = 'pending' AND wr."go_queued_at" IS NOT NULL)) IS TRUE
   RETURNING wr.*, slot."n" AS claim_order, slot."admit" AS admitted
 ),
+{{advance_fair_clock($1, claimed)}},
 started AS (
   INSERT INTO {{schema}}."workflow_limit_starts" ("namespace_id", "workflow_name", "concurrency_key", "started_at", "workflow_run_id")
   SELECT cl."namespace_id", cl."workflow_name", COALESCE(cl."go_concurrency_key", ''), cl."go_admitted_at", cl."id"

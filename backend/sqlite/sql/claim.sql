@@ -42,7 +42,7 @@ RETURNING {{parent_link}}
 -- they come.
 SELECT "id" FROM (
 {{claim_candidate_parts(1)}})
-ORDER BY "rank", "priority" DESC, "available_at", "created_at", "id"
+ORDER BY "rank", "priority" DESC, COALESCE("fair_pass", {{fair_vtime}}), "available_at", "created_at", "id"
 LIMIT :limit
 
 -- name: claim_candidates_planned
@@ -51,9 +51,10 @@ LIMIT :limit
 -- workflows): with what orders them, and leaving out the workflows named
 -- in :exclude (NULL, or a JSON array), which a capped claim may take no
 -- more of.
-SELECT "id", "workflow_name", "rank", "priority", "available_at", "created_at" FROM (
+SELECT "id", "workflow_name", "rank", "priority", "available_at", "created_at",
+       COALESCE("fair_pass", {{fair_vtime}}), {{fair_vtime}} FROM (
 {{claim_candidate_parts((:exclude IS NULL OR "workflow_name" NOT IN (SELECT value FROM json_each(:exclude))))}})
-ORDER BY "rank", "priority" DESC, "available_at", "created_at", "id"
+ORDER BY "rank", "priority" DESC, COALESCE("fair_pass", {{fair_vtime}}), "available_at", "created_at", "id"
 LIMIT :limit
 
 -- fragment: claim_candidate_parts(extra)
@@ -70,13 +71,15 @@ LIMIT :limit
 {{claim_priority_candidate("go_priority" < 0, {{extra}})}}
   UNION ALL
 {{claim_candidate(1, 'running', "available_at" > :now AND "available_at" <= :ahead AND "worker_id" IS NULL, {{extra}})}}
+  UNION ALL
+{{claim_fair_candidate({{extra}})}}
 
 -- fragment: claim_candidate(rank, status, due, extra)
 -- One part of claim_candidates: up to :limit runs of one status, due as
 -- {{due}} says, FIFO in claim-index order; priority 0 in the claim's order
 -- (the early ones' priority is not weighed: they are few, none due yet).
   SELECT * FROM (
-    SELECT "id", "workflow_name", {{rank}} AS "rank", 0 AS "priority", "available_at", "created_at"
+    SELECT "id", "workflow_name", {{rank}} AS "rank", 0 AS "priority", "available_at", "created_at", NULL AS "fair_pass"
     FROM "workflow_runs"
     WHERE "namespace_id" = :ns
       AND "status" = {{status}}
@@ -91,7 +94,7 @@ LIMIT :limit
 -- due time, from the partial index workflow_runs_go_claim_priority_idx
 -- (whose predicate is repeated, as SQLite requires to use it).
   SELECT * FROM (
-    SELECT "id", "workflow_name", 0 AS "rank", "go_priority" AS "priority", "available_at", "created_at"
+    SELECT "id", "workflow_name", 0 AS "rank", "go_priority" AS "priority", "available_at", "created_at", NULL AS "fair_pass"
     FROM "workflow_runs"
     WHERE "namespace_id" = :ns
       AND "status" IN {{non_terminal_statuses}} AND "go_priority" <> 0 AND {{priority}}
@@ -99,6 +102,30 @@ LIMIT :limit
       AND {{claim_filters}} AND {{extra}}
     ORDER BY "go_priority" DESC, "available_at", "created_at", "id"
     LIMIT :limit)
+
+-- fragment: claim_fair_candidate(extra)
+-- The part of claim_candidates for the runs waiting under fair shares
+-- (go migration 22): due by go_fair_due_at, by priority then pass, from
+-- the partial index workflow_runs_go_fair_idx (its predicate repeated);
+-- empty unless fairness is used. Every other part's run has no pass of
+-- its own: the claim orders it at the namespace's virtual time
+-- (fair_vtime), so runs without fairness are FIFO among themselves and
+-- go before the fair runs enqueued after them.
+  SELECT * FROM (
+    SELECT "id", "workflow_name", 0 AS "rank", "go_priority" AS "priority", "go_fair_due_at" AS "available_at",
+           "created_at", "go_fair_pass" AS "fair_pass"
+    FROM "workflow_runs"
+    WHERE "namespace_id" = :ns
+      AND "status" = 'pending' AND "go_fair_due_at" IS NOT NULL AND "available_at" IS NULL AND "go_paused_at" IS NULL
+      AND "go_fair_due_at" <= :now
+      AND {{claim_filters}} AND {{extra}}
+    ORDER BY "go_priority" DESC, "go_fair_pass", "created_at", "id"
+    LIMIT :limit)
+
+-- fragment: fair_vtime
+-- The namespace's virtual time under fair shares: the highest pass a
+-- claim took (0 before any).
+COALESCE((SELECT v."vtime" FROM "workflow_fair_clock" AS v WHERE v."namespace_id" = :ns), 0)
 
 -- fragment: claim_filters
 -- What every claim candidate must also be: not past its deadline, of the

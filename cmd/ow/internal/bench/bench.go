@@ -75,7 +75,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	var raw []Result
 	var failures []error
 	for _, w := range o.Workloads {
-		if w == W1m && slices.Contains(o.Workloads, W1) {
+		if (w == W1m || w == W1f) && slices.Contains(o.Workloads, W1) {
 			continue // measured in turn with W1
 		}
 		for _, bk := range o.Backends {
@@ -164,10 +164,10 @@ type turn struct {
 }
 
 // turnsOf is what repetition i of workload w measures: W5 once per worker
-// process count; S1 with its s1Workers processes; W1, when W1m is selected
-// too, beside W1m, in alternating
-// order, so that the two are compared under the same conditions and a
-// drift of the machine does not favour either; any other workload once.
+// process count; S1 with its s1Workers processes; W1, when W1m or W1f is
+// selected too, beside them, in alternating order, so that they are
+// compared under the same conditions and a drift of the machine does not
+// favour either; any other workload once.
 func turnsOf(w string, i int, selected []string) []turn {
 	switch {
 	case w == W5:
@@ -178,11 +178,17 @@ func turnsOf(w string, i int, selected []string) []turn {
 		return ts
 	case w == S1:
 		return []turn{{S1, s1Workers}}
-	case w == W1 && slices.Contains(selected, W1m):
-		if i%2 == 1 {
-			return []turn{{W1m, 0}, {W1, 0}}
+	case w == W1 && (slices.Contains(selected, W1m) || slices.Contains(selected, W1f)):
+		ts := []turn{{W1, 0}}
+		for _, c := range []string{W1m, W1f} {
+			if slices.Contains(selected, c) {
+				ts = append(ts, turn{c, 0})
+			}
 		}
-		return []turn{{W1, 0}, {W1m, 0}}
+		if i%2 == 1 {
+			slices.Reverse(ts)
+		}
+		return ts
 	}
 	return []turn{{w, 0}}
 }

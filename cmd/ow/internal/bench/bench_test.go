@@ -120,7 +120,7 @@ func wantMetrics(workload, kind string) []string {
 	switch workload {
 	case W0, W0b:
 		ms = []string{MetricStartsPerS}
-	case W1, W1k, W3:
+	case W1, W1k, W1f, W3:
 		ms = []string{MetricRunsPerS, MetricStepsPerS, MetricCPUPerRun} // the worker runs in the bench's process
 	case W5:
 		ms = []string{MetricRunsPerS, MetricStepsPerS}
@@ -461,6 +461,41 @@ func TestW1mCountsEveryRunInItsMetrics(t *testing.T) {
 	}
 	if strings.Join(order, " ") != "W1 W1m W1m W1" {
 		t.Errorf("measured in the order %v, want W1 W1m W1m W1\n%s", order, progress.String())
+	}
+}
+
+// W1f is not a standard workload: its own check, on both backends, that
+// its runs under fair shares finish verified, measured in turn with W1.
+func TestW1fRunsEveryRunUnderFairShares(t *testing.T) {
+	for _, kind := range []string{SQLite, Postgres} {
+		t.Run("on "+kind, func(t *testing.T) {
+			o := Options{Runs: 40, Concurrency: 10, Backends: []string{kind}, Workloads: []string{W1, W1f}, Repeat: 1, TempDir: t.TempDir()}
+			if kind == Postgres {
+				o.PostgresURL = requirePostgres(t)
+			}
+			var progress syncBuffer
+			o.Progress = &progress
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			rep, err := Run(ctx, o)
+			if err != nil {
+				t.Fatalf("Run: %v\nprogress:\n%s", err, progress.String())
+			}
+			var f *Result
+			for i, r := range rep.Results {
+				if r.Workload == W1f {
+					f = &rep.Results[i]
+				}
+			}
+			if len(rep.Results) != 2 || f == nil || f.Error != "" || f.Runs != 40 {
+				t.Fatalf("results %+v; want W1 and a W1f result of 40 runs, no error", rep.Results)
+			}
+			for _, m := range wantMetrics(W1f, kind) {
+				if v := f.Metrics[m]; v <= 0 {
+					t.Errorf("metric %s = %v, want a positive value", m, v)
+				}
+			}
+		})
 	}
 }
 

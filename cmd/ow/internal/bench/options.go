@@ -32,12 +32,14 @@ type Options struct {
 	// W0b along), W0b, W1, W2, L3, L3h, W3, W4, W5, and, never part of the default,
 	// W1m (W1 with Prometheus metrics; measured in turn with W1 when both
 	// are selected), W1k (W1 with a concurrency key on every run: 100 keys,
-	// at most 5 runs per key at once; Go only), L0 (pgbench), R1 (W1 while
+	// at most 5 runs per key at once; Go only), W1f (W1 with fair shares
+	// on 100 keys; measured in turn with W1 when both are selected; Go
+	// only), L0 (pgbench), R1 (W1 while
 	// a prune runs) and S1 (a schedule ticking every second for
 	// S1Duration). Empty means every standard workload, W0–W5, L3 and L3h.
 	Workloads []string
 	// Runs is W1's run count; every other workload keeps its standard
-	// proportion to W1's 5,000 (W0, W1k and W5 N, W3 N/10, W4 N/5, W2 N/25, L3 and L3h 3N/50), and
+	// proportion to W1's 5,000 (W0, W1k, W1f and W5 N, W3 N/10, W4 N/5, W2 N/25, L3 and L3h 3N/50), and
 	// at least 1. 0 means the standard counts.
 	Runs int
 	// Concurrency is each worker's number of slots. 0 means 100.
@@ -96,6 +98,11 @@ const (
 	// limit of 5 runs per key: what admission costs (issue 16: within 80 %
 	// of W1).
 	W1k = "W1k"
+	// W1f is W1 with fair shares on 100 keys (run i under fairness key
+	// tenant-<i mod 100>, weight 1): what fair shares cost (issue 22:
+	// within 85 % of W1 on PostgreSQL). Measured in turn with W1 when
+	// both are selected.
+	W1f = "W1f"
 	W2  = "W2"
 	W3  = "W3"
 	W4  = "W4"
@@ -117,10 +124,10 @@ const (
 var standardWorkloads = []string{W0, W0b, W1, W2, L3, L3h, W3, W4, W5}
 
 // knownWorkloads is every id in the order they run.
-var knownWorkloads = []string{W0, W0b, W1, W1m, W1k, W2, L3, L3h, W3, W4, W5, L0, R1, S1}
+var knownWorkloads = []string{W0, W0b, W1, W1m, W1k, W1f, W2, L3, L3h, W3, W4, W5, L0, R1, S1}
 
 // standardRuns is each workload's run count at the standard scale.
-var standardRuns = map[string]int{W0: 5000, W0b: 5000, W1: 5000, W1m: 5000, W1k: 5000, W2: 200, L3: 300, L3h: 300, W3: 500, W4: 1000, W5: 5000}
+var standardRuns = map[string]int{W0: 5000, W0b: 5000, W1: 5000, W1m: 5000, W1k: 5000, W1f: 5000, W2: 200, L3: 300, L3h: 300, W3: 500, W4: 1000, W5: 5000}
 
 // w5Workers are the worker process counts W5 measures; 1 is the baseline
 // the speed-ups are relative to.

@@ -168,9 +168,11 @@ func runTS(ctx context.Context, o Options, admin *pgAdmin) ([]Result, string, er
 }
 
 // tsRuns reports whether the TypeScript engine has workload w: not W1m
-// (this SDK's metrics), W1k (concurrency limits), S1 (schedules), L3 (not
-// in its bench script) or L3h (this SDK's HTTP API).
-func tsRuns(w string) bool { return w != W1m && w != W1k && w != S1 && w != L3 && w != L3h }
+// (this SDK's metrics), W1k (concurrency limits), W1f (fair shares), S1
+// (schedules), L3 (not in its bench script) or L3h (this SDK's HTTP API).
+func tsRuns(w string) bool {
+	return w != W1m && w != W1k && w != W1f && w != S1 && w != L3 && w != L3h
+}
 
 // npmInstall runs npm install in dir (its package.json, or pkgs).
 func npmInstall(ctx context.Context, dir string, pkgs ...string) error {

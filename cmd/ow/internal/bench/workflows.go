@@ -28,6 +28,9 @@ const (
 	keyedLimit = 5
 )
 
+// fairKeys is W1f's number of fairness keys.
+const fairKeys = 100
+
 // sleepFor is bench-sleep's durable sleep.
 const sleepFor = 2 * time.Second
 

@@ -70,6 +70,8 @@ func (m *measurement) run(ctx context.Context) (Result, error) {
 		return res, err
 	case W1k:
 		return m.throughput(ctx, keyed, 3)
+	case W1f:
+		return m.throughput(ctx, seq3, 3)
 	case W2:
 		return m.latency(ctx, oneStep, 1)
 	case L3:
@@ -173,9 +175,12 @@ func (m *measurement) throughput(ctx context.Context, wf *ow.Workflow[Input, Out
 	if err != nil {
 		return res, err
 	}
-	if wf == keyed {
+	switch {
+	case wf == keyed:
 		err = startKeyed(ctx, b, n)
-	} else {
+	case m.id == W1f:
+		err = startFair(ctx, b, n)
+	default:
 		err = startMany(ctx, b, wf, n, nil)
 	}
 	if err = errors.Join(err, b.Close()); err != nil {
@@ -488,6 +493,23 @@ func startMany(ctx context.Context, b backend.Backend, wf *ow.Workflow[Input, Ou
 			return err
 		}
 		p.update(hi, n, "runs started")
+	}
+	return nil
+}
+
+// startFair enqueues W1f: n runs of bench-seq3 in batches of startBatch,
+// run i under fairness key tenant-<i mod fairKeys>.
+func startFair(ctx context.Context, b backend.Backend, n int) error {
+	for lo := 0; lo < n; lo += startBatch {
+		hi := min(lo+startBatch, n)
+		ps := make([]backend.CreateWorkflowRunParams, 0, hi-lo)
+		for i := lo; i < hi; i++ {
+			ps = append(ps, backend.CreateWorkflowRunParams{WorkflowName: nameSeq3, Input: []byte(fmt.Sprintf(`{"i":%d}`, i)),
+				Fairness: &backend.Fairness{Key: fmt.Sprintf("tenant-%d", i%fairKeys)}})
+		}
+		if _, err := b.CreateWorkflowRuns(ctx, ps); err != nil {
+			return err
+		}
 	}
 	return nil
 }
