@@ -23,7 +23,7 @@ marked AS (
       "go_fair_weight" = f."weight",
       "updated_at" = {{now($5)}}
   FROM f
-  WHERE wr."namespace_id" = $1 AND wr."id" = f."id"
+  WHERE wr."namespace_id" = {{by_id_ns($1)}} AND wr."id" = f."id"
   RETURNING wr.*
 )
 SELECT {{run_columns}} FROM marked AS wr
