@@ -168,7 +168,11 @@ func (c *Client) StartByName(ctx context.Context, name, version string, input an
 		span.SetAttributes(runAttributes(h.Run)...)
 		return h, nil
 	}
+	claim := reserveStartClaim(c.b, &p)
 	run, err := c.b.CreateWorkflowRun(ctx, p)
+	if claim != nil {
+		claim.settle(run, err)
+	}
 	if err != nil {
 		recordError(span, err)
 		return nil, fmt.Errorf("start workflow %q: %w", name, err)
