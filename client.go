@@ -170,8 +170,9 @@ func (c *Client) StartByName(ctx context.Context, name, version string, input an
 	}
 	claim := reserveStartClaim(c.b, &p)
 	run, err := c.b.CreateWorkflowRun(ctx, p)
-	if claim != nil {
-		claim.settle(run, err)
+	var claimedUntil time.Time
+	if claim != nil && claim.settle(run, err) {
+		claimedUntil = claim.leased.Add(p.Claim.LeaseDuration)
 	}
 	if err != nil {
 		recordError(span, err)
@@ -179,6 +180,7 @@ func (c *Client) StartByName(ctx context.Context, name, version string, input an
 	}
 	span.SetAttributes(runAttributes(run)...)
 	h := c.startedHandle(name, run, p.Input)
+	h.claimedUntil = claimedUntil
 	if run.SingletonSkipped && newStartOptions(opts).singletonSkipError {
 		return h, fmt.Errorf("start workflow %q: singleton key %q: run %s is active: %w", name, p.Singleton.Key, run.ID, ErrSingletonSkipped)
 	}
@@ -362,6 +364,10 @@ type RunHandle struct {
 	// pending run of its key rather than creating one.
 	Debounced bool
 	c         *Client
+	// claimedUntil, when set, is the end of the lease with which the
+	// start claimed the run for a worker of this process (Result need not
+	// read the run before it: awaitClaimedHere).
+	claimedUntil time.Time
 }
 
 // Conflict returns an error wrapping [ErrIdempotencyConflict], naming the
@@ -430,6 +436,15 @@ func (h *RunHandle) Result(ctx context.Context, opts ...ResultOption) (json.RawM
 	}
 	poll := 10 * time.Millisecond
 	runID := h.ID
+	if events != nil {
+		f, err := h.awaitClaimedHere(ctx, events)
+		if err != nil {
+			return nil, err
+		}
+		if f != nil {
+			return h.finished(runID, f)
+		}
+	}
 	for {
 		run, err := h.c.b.GetWorkflowRun(ctx, runID)
 		if err != nil {
@@ -466,6 +481,26 @@ func (h *RunHandle) Result(ctx context.Context, opts ...ResultOption) (json.RawM
 			return h.finished(runID, f)
 		}
 	}
+}
+
+// awaitClaimedHere waits, without reading the run, for the end of a run
+// that its start claimed for a worker of this process (worker_startclaim.go),
+// when Result came within that claim's lease: the run's end is then
+// committed by this process, which publishes it to its subscribers, and
+// only after Result subscribed, or it is among the ends the backend
+// remembers (backend.FinishRecorder). Any other end (a cancel, a lost
+// lease) is announced too. It returns how the run ended when an event
+// said so; nil when Result must read the run (not such a run, an event
+// without the outcome, a resync, or resultFallbackPoll passed).
+func (h *RunHandle) awaitClaimedHere(ctx context.Context, events <-chan backend.Event) (*backend.FinishedRun, error) {
+	fr, ok := h.c.b.(backend.FinishRecorder)
+	if !ok || h.claimedUntil.IsZero() || !time.Now().Before(h.claimedUntil) {
+		return nil, nil
+	}
+	if ev, ok := fr.RecentFinish(h.ID); ok {
+		return ev.Finished, nil
+	}
+	return waitForFinish(ctx, events, h.ID, resultFallbackPoll)
 }
 
 // finished is Result's answer for run runID that ended as f said,

@@ -123,18 +123,19 @@ func (w *Worker) reserveStart(p *backend.CreateWorkflowRunParams) *startClaim {
 	return &startClaim{w: w, slot: slot, leased: time.Now()}
 }
 
-// settle ends the reservation with the create's outcome: the run's pass
-// begins if the create claimed it for the slot; otherwise the slot is
+// settle ends the reservation with the create's outcome, reporting
+// whether the run's pass began: it does if the create claimed it for the
+// slot; otherwise the slot is
 // free again (and the worker looks for work: the run was announced), or,
 // if the create failed, quarantined, since the insert may have committed
 // with only its answer lost (the quarantine hands such a run back).
-func (c *startClaim) settle(run *backend.WorkflowRun, err error) {
+func (c *startClaim) settle(run *backend.WorkflowRun, err error) bool {
 	w := c.w
 	switch {
 	case err == nil && run != nil && run.Status == backend.RunRunning && run.WorkerID != nil && *run.WorkerID == c.slot:
 		own := *run // the caller keeps run; the pass has its own
 		w.beginPass(&own, nil, c.leased, nil, true)
-		return
+		return true
 	case err != nil && !errors.Is(err, backend.ErrInvalidArgument):
 		w.mu.Lock()
 		w.quarantined = append(w.quarantined, c.slot)
@@ -146,6 +147,7 @@ func (c *startClaim) settle(run *backend.WorkflowRun, err error) {
 	}
 	w.passes.Done()
 	w.poke()
+	return false
 }
 
 // idleLocked reports whether a start may claim its run for a slot of w
