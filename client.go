@@ -171,8 +171,9 @@ func (c *Client) StartByName(ctx context.Context, name, version string, input an
 	claim := reserveStartClaim(c.b, &p)
 	run, err := c.b.CreateWorkflowRun(ctx, p)
 	var claimedUntil time.Time
+	var claimedPass <-chan struct{}
 	if claim != nil && claim.settle(run, err) {
-		claimedUntil = claim.leased.Add(p.Claim.LeaseDuration)
+		claimedUntil, claimedPass = claim.leased.Add(p.Claim.LeaseDuration), claim.ended
 	}
 	if err != nil {
 		recordError(span, err)
@@ -180,7 +181,7 @@ func (c *Client) StartByName(ctx context.Context, name, version string, input an
 	}
 	span.SetAttributes(runAttributes(run)...)
 	h := c.startedHandle(name, run, p.Input)
-	h.claimedUntil = claimedUntil
+	h.claimedUntil, h.claimedPass = claimedUntil, claimedPass
 	if run.SingletonSkipped && newStartOptions(opts).singletonSkipError {
 		return h, fmt.Errorf("start workflow %q: singleton key %q: run %s is active: %w", name, p.Singleton.Key, run.ID, ErrSingletonSkipped)
 	}
@@ -368,6 +369,7 @@ type RunHandle struct {
 	// start claimed the run for a worker of this process (Result need not
 	// read the run before it: awaitClaimedHere).
 	claimedUntil time.Time
+	claimedPass  <-chan struct{} // closed when that pass freed its slot
 }
 
 // Conflict returns an error wrapping [ErrIdempotencyConflict], naming the
@@ -497,10 +499,41 @@ func (h *RunHandle) awaitClaimedHere(ctx context.Context, events <-chan backend.
 	if !ok || h.claimedUntil.IsZero() || !time.Now().Before(h.claimedUntil) {
 		return nil, nil
 	}
-	if ev, ok := fr.RecentFinish(h.ID); ok {
+	if ev, ok := fr.RecentFinish(h.ID); ok && ev.Finished != nil {
 		return ev.Finished, nil
 	}
-	return waitForFinish(ctx, events, h.ID, resultFallbackPoll)
+	t := time.NewTimer(resultFallbackPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-t.C:
+			return nil, nil
+		case ev, ok := <-events:
+			switch {
+			case !ok || ev.Kind == backend.EventResync:
+				return nil, nil
+			case ev.Kind != backend.EventRunFinished || ev.WorkflowRunID != h.ID:
+				continue
+			case ev.Finished != nil:
+				return ev.Finished, nil
+			}
+			// An announcement without the outcome: the NOTIFY that rode in
+			// the completing commit can come before this process's own
+			// event. Once the pass here freed its slot, its writes
+			// returned and its event, if it ended the run, was published.
+			select {
+			case <-h.claimedPass:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			if ev, ok := fr.RecentFinish(h.ID); ok && ev.Finished != nil {
+				return ev.Finished, nil
+			}
+			return nil, nil // ended elsewhere (a cancel): read it
+		}
+	}
 }
 
 // finished is Result's answer for run runID that ended as f said,

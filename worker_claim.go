@@ -113,7 +113,7 @@ func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (claimed, asked 
 	// the resumed runs' histories are read.
 	for _, run := range runs {
 		if run.Attempts <= 1 {
-			w.beginPass(run, nil, leased, wg, false)
+			w.beginPass(run, nil, leased, wg, false, nil)
 		}
 	}
 	histories := w.readHistories(ctx, runs)
@@ -125,7 +125,7 @@ func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (claimed, asked 
 		if h, ok := histories[run.ID]; ok {
 			hist = &h
 		}
-		w.beginPass(run, hist, leased, wg, false)
+		w.beginPass(run, hist, leased, wg, false, nil)
 	}
 	return len(runs), len(ids), nil
 }
@@ -511,8 +511,9 @@ func (w *Worker) noteWake(at time.Time) {
 // the slot *run.WorkerID with its lease running from no earlier than
 // leased, tracked by w.passes and, if not nil, by wg. reserved says the
 // slot already left w.free and w.passes already counts the pass (a start
-// that claimed its own run, worker_startclaim.go).
-func (w *Worker) beginPass(run *backend.WorkflowRun, hist *[]backend.StepAttempt, leased time.Time, wg *sync.WaitGroup, reserved bool) {
+// that claimed its own run, worker_startclaim.go); ended, if not nil, is
+// closed when the pass's slot is freed (its writes returned).
+func (w *Worker) beginPass(run *backend.WorkflowRun, hist *[]backend.StepAttempt, leased time.Time, wg *sync.WaitGroup, reserved bool, ended chan struct{}) {
 	w.mu.Lock()
 	if !reserved {
 		for i, s := range w.free {
@@ -559,6 +560,9 @@ func (w *Worker) beginPass(run *backend.WorkflowRun, hist *[]backend.StepAttempt
 		}
 		if wg != nil {
 			wg.Done()
+		}
+		if ended != nil {
+			close(ended)
 		}
 		w.passes.Done()
 	}

@@ -65,7 +65,8 @@ func removeLocalWorker(w *Worker) {
 type startClaim struct {
 	w      *Worker
 	slot   string
-	leased time.Time // the lease runs from no earlier than this
+	leased time.Time     // the lease runs from no earlier than this
+	ended  chan struct{} // closed when the run's pass here freed its slot
 }
 
 // reserveStartClaim reserves a free slot of a local worker on b for the
@@ -120,7 +121,7 @@ func (w *Worker) reserveStart(p *backend.CreateWorkflowRunParams) *startClaim {
 	slot := w.free[len(w.free)-1]
 	w.free = w.free[:len(w.free)-1]
 	w.passes.Add(1)
-	return &startClaim{w: w, slot: slot, leased: time.Now()}
+	return &startClaim{w: w, slot: slot, leased: time.Now(), ended: make(chan struct{})}
 }
 
 // settle ends the reservation with the create's outcome, reporting
@@ -134,7 +135,7 @@ func (c *startClaim) settle(run *backend.WorkflowRun, err error) bool {
 	switch {
 	case err == nil && run != nil && run.Status == backend.RunRunning && run.WorkerID != nil && *run.WorkerID == c.slot:
 		own := *run // the caller keeps run; the pass has its own
-		w.beginPass(&own, nil, c.leased, nil, true)
+		w.beginPass(&own, nil, c.leased, nil, true, c.ended)
 		return true
 	case err != nil && !errors.Is(err, backend.ErrInvalidArgument):
 		w.mu.Lock()
