@@ -174,13 +174,20 @@ func (c *Client) StartByName(ctx context.Context, name, version string, input an
 		span.SetAttributes(runAttributes(h.Run)...)
 		return h, nil
 	}
+	claim := reserveStartClaim(c.b, &p)
 	run, err := c.b.CreateWorkflowRun(ctx, p)
+	var claimedUntil time.Time
+	var claimedPass <-chan struct{}
+	if claim != nil && claim.settle(run, err) {
+		claimedUntil, claimedPass = claim.leased.Add(p.Claim.LeaseDuration), claim.ended
+	}
 	if err != nil {
 		recordError(span, err)
 		return nil, fmt.Errorf("start workflow %q: %w", name, err)
 	}
 	span.SetAttributes(runAttributes(run)...)
 	h := c.startedHandle(name, run, p.Input)
+	h.claimedUntil, h.claimedPass = claimedUntil, claimedPass
 	if run.SingletonSkipped && newStartOptions(opts).singletonSkipError {
 		return h, fmt.Errorf("start workflow %q: singleton key %q: run %s is active: %w", name, p.Singleton.Key, run.ID, ErrSingletonSkipped)
 	}
@@ -364,6 +371,11 @@ type RunHandle struct {
 	// pending run of its key rather than creating one.
 	Debounced bool
 	c         *Client
+	// claimedUntil, when set, is the end of the lease with which the
+	// start claimed the run for a worker of this process (Result need not
+	// read the run before it: awaitClaimedHere).
+	claimedUntil time.Time
+	claimedPass  <-chan struct{} // closed when that pass freed its slot
 }
 
 // Conflict returns an error wrapping [ErrIdempotencyConflict], naming the
@@ -432,6 +444,15 @@ func (h *RunHandle) Result(ctx context.Context, opts ...ResultOption) (json.RawM
 	}
 	poll := 10 * time.Millisecond
 	runID := h.ID
+	if events != nil {
+		f, err := h.awaitClaimedHere(ctx, events)
+		if err != nil {
+			return nil, err
+		}
+		if f != nil {
+			return h.finished(runID, f)
+		}
+	}
 	for {
 		run, err := h.c.b.GetWorkflowRun(ctx, runID)
 		if err != nil {
@@ -466,6 +487,57 @@ func (h *RunHandle) Result(ctx context.Context, opts ...ResultOption) (json.RawM
 		}
 		if f != nil {
 			return h.finished(runID, f)
+		}
+	}
+}
+
+// awaitClaimedHere waits, without reading the run, for the end of a run
+// that its start claimed for a worker of this process (worker_startclaim.go),
+// when Result came within that claim's lease: the run's end is then
+// committed by this process, which publishes it to its subscribers, and
+// only after Result subscribed, or it is among the ends the backend
+// remembers (backend.FinishRecorder). Any other end (a cancel, a lost
+// lease) is announced too. It returns how the run ended when an event
+// said so; nil when Result must read the run (not such a run, an event
+// without the outcome, a resync, or resultFallbackPoll passed).
+func (h *RunHandle) awaitClaimedHere(ctx context.Context, events <-chan backend.Event) (*backend.FinishedRun, error) {
+	fr, ok := h.c.b.(backend.FinishRecorder)
+	if !ok || h.claimedUntil.IsZero() || !time.Now().Before(h.claimedUntil) {
+		return nil, nil
+	}
+	if ev, ok := fr.RecentFinish(h.ID); ok && ev.Finished != nil {
+		return ev.Finished, nil
+	}
+	t := time.NewTimer(resultFallbackPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-t.C:
+			return nil, nil
+		case ev, ok := <-events:
+			switch {
+			case !ok || ev.Kind == backend.EventResync:
+				return nil, nil
+			case ev.Kind != backend.EventRunFinished || ev.WorkflowRunID != h.ID:
+				continue
+			case ev.Finished != nil:
+				return ev.Finished, nil
+			}
+			// An announcement without the outcome: the NOTIFY that rode in
+			// the completing commit can come before this process's own
+			// event. Once the pass here freed its slot, its writes
+			// returned and its event, if it ended the run, was published.
+			select {
+			case <-h.claimedPass:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			if ev, ok := fr.RecentFinish(h.ID); ok && ev.Finished != nil {
+				return ev.Finished, nil
+			}
+			return nil, nil // ended elsewhere (a cancel): read it
 		}
 	}
 }

@@ -37,6 +37,7 @@ type Worker struct {
 	quarantined  []string         // worker ids of slots a failed claim may hold runs for (see quarantine)
 	limits       workerLimits     // the limits of the registered workflows (limits.go)
 	started      bool
+	stopping     bool                        // Stop began: no start claims a run for a slot here (worker_startclaim.go)
 	startedAt    time.Time                   // when Start ran, by Now (the registry record's)
 	stopObserved sync.Once                   // the worker's stop is reported to m once
 	schedules    []backend.PutScheduleParams // put by Start (RegisterSchedules)
@@ -140,6 +141,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	// draining and stopped (which wait for the loop), come after.
 	w.putRecord(ctx, backend.WorkerRunning)
 	go w.loop(loopCtx, events)
+	addLocalWorker(w)
 	return nil
 }
 
@@ -204,6 +206,10 @@ func (w *Worker) Stop(ctx context.Context) error {
 	started := w.started
 	w.mu.Unlock()
 	if started {
+		removeLocalWorker(w)
+		w.mu.Lock()
+		w.stopping = true
+		w.mu.Unlock()
 		w.loopCancel()
 		<-w.loopDone
 		if w.m != nil {

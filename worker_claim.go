@@ -17,6 +17,7 @@ import (
 func init() {
 	testhooks.Tick = func(ctx context.Context, w any) (int, error) { return w.(*Worker).tick(ctx) }
 	testhooks.Deliver = func(w any, e backend.Event) { w.(*Worker).handleEvent(e) }
+	testhooks.Idle = func(w any) bool { return w.(*Worker).idleForStarts() }
 }
 
 // tick claims runs for the free slots and executes one pass of each,
@@ -96,69 +97,23 @@ func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (claimed, asked 
 		return 0, len(ids), err // the backend says what failed ("claim workflow runs: …")
 	}
 	// Drained: fewer runs than free slots, all of them new starts (which
-	// are announced). Runs claimed again (woken by time, handed back) come
-	// due in streams that announce nothing, so after those the loop claims
-	// again at once, as after a claim that filled every slot.
-	drained := len(runs) > 0 && len(runs) < len(ids)
+	// are announced), or none. Runs claimed again (woken by time, handed
+	// back) come due in streams that announce nothing, so after those the
+	// loop claims again at once, as after a claim that filled every slot.
+	// A worker drained and idle may take a run its own process starts
+	// (worker_startclaim.go); its end then claims nothing for the slot.
+	drained := len(runs) < len(ids)
 	for _, run := range runs {
 		drained = drained && run.Attempts <= 1
 	}
 	w.mu.Lock()
 	w.drained = drained
 	w.mu.Unlock()
-	start := func(run *backend.WorkflowRun, hist *[]backend.StepAttempt) {
-		w.mu.Lock()
-		for i, s := range w.free {
-			if run.WorkerID != nil && s == *run.WorkerID {
-				w.free = append(w.free[:i], w.free[i+1:]...)
-				break
-			}
-		}
-		w.limits.running[run.WorkflowName]++
-		w.mu.Unlock()
-		if wg != nil {
-			wg.Add(1)
-		}
-		if w.m != nil {
-			w.m.ObserveSlot(true)
-		}
-		w.passes.Add(1)
-		// The pass's end frees its slot; so does the abandonment of its
-		// user code (worker_abandon.go), before its goroutine returns.
-		endSlot := func() {
-			if w.m != nil {
-				w.m.ObserveSlot(false)
-			}
-			w.mu.Lock()
-			w.free = append(w.free, *run.WorkerID)
-			w.limits.running[run.WorkflowName]--
-			// A freed slot matters only if runs may be waiting for one: the
-			// last claim filled every free slot, or limits held runs back
-			// (a run waiting for admission may be admitted now). Otherwise
-			// the claim it would trigger finds nothing; new work announces
-			// itself (an idle W2 run made one such claim per run).
-			waiting := !w.drained || len(w.limits.admit) > 0 || len(w.limits.perWorker) > 0
-			w.mu.Unlock()
-			if waiting {
-				w.poke()
-			}
-			if _, scheduled := backend.ScheduledRunOf(run.Context); scheduled {
-				// A tick buffered behind this run (buffer_one) may start
-				// now, rather than at the schedule loop's next look.
-				w.pokeSchedules()
-			}
-			if wg != nil {
-				wg.Done()
-			}
-			w.passes.Done()
-		}
-		go w.execute(run, hist, leased, endSlot)
-	}
 	// Runs claimed for the first time have no history: they start before
 	// the resumed runs' histories are read.
 	for _, run := range runs {
 		if run.Attempts <= 1 {
-			start(run, nil)
+			w.beginPass(run, nil, leased, wg, false, nil)
 		}
 	}
 	histories := w.readHistories(ctx, runs)
@@ -170,7 +125,7 @@ func (w *Worker) claim(ctx context.Context, wg *sync.WaitGroup) (claimed, asked 
 		if h, ok := histories[run.ID]; ok {
 			hist = &h
 		}
-		start(run, hist)
+		w.beginPass(run, hist, leased, wg, false, nil)
 	}
 	return len(runs), len(ids), nil
 }
@@ -550,4 +505,66 @@ func (w *Worker) noteWake(at time.Time) {
 	}
 	w.mu.Unlock()
 	w.poke()
+}
+
+// beginPass starts the pass of run, claimed (or created claimed) under
+// the slot *run.WorkerID with its lease running from no earlier than
+// leased, tracked by w.passes and, if not nil, by wg. reserved says the
+// slot already left w.free and w.passes already counts the pass (a start
+// that claimed its own run, worker_startclaim.go); ended, if not nil, is
+// closed when the pass's slot is freed (its writes returned).
+func (w *Worker) beginPass(run *backend.WorkflowRun, hist *[]backend.StepAttempt, leased time.Time, wg *sync.WaitGroup, reserved bool, ended chan struct{}) {
+	w.mu.Lock()
+	if !reserved {
+		for i, s := range w.free {
+			if run.WorkerID != nil && s == *run.WorkerID {
+				w.free = append(w.free[:i], w.free[i+1:]...)
+				break
+			}
+		}
+	}
+	w.limits.running[run.WorkflowName]++
+	w.mu.Unlock()
+	if wg != nil {
+		wg.Add(1)
+	}
+	if w.m != nil {
+		w.m.ObserveSlot(true)
+	}
+	if !reserved {
+		w.passes.Add(1)
+	}
+	// The pass's end frees its slot; so does the abandonment of its
+	// user code (worker_abandon.go), before its goroutine returns.
+	endSlot := func() {
+		if w.m != nil {
+			w.m.ObserveSlot(false)
+		}
+		w.mu.Lock()
+		w.free = append(w.free, *run.WorkerID)
+		w.limits.running[run.WorkflowName]--
+		// A freed slot matters only if runs may be waiting for one: the
+		// last claim filled every free slot, or limits held runs back
+		// (a run waiting for admission may be admitted now). Otherwise
+		// the claim it would trigger finds nothing; new work announces
+		// itself (an idle W2 run made one such claim per run).
+		waiting := !w.drained || len(w.limits.admit) > 0 || len(w.limits.perWorker) > 0
+		w.mu.Unlock()
+		if waiting {
+			w.poke()
+		}
+		if _, scheduled := backend.ScheduledRunOf(run.Context); scheduled {
+			// A tick buffered behind this run (buffer_one) may start
+			// now, rather than at the schedule loop's next look.
+			w.pokeSchedules()
+		}
+		if wg != nil {
+			wg.Done()
+		}
+		if ended != nil {
+			close(ended)
+		}
+		w.passes.Done()
+	}
+	go w.execute(run, hist, leased, endSlot)
 }

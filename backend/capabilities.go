@@ -37,3 +37,16 @@ type HistoryReader interface {
 	// no entry.
 	ListStepHistories(ctx context.Context, workflowRunIDs []string) (map[string][]StepAttempt, error)
 }
+
+// FinishRecorder is implemented by backends that remember the last runs
+// whose end they published to this process's subscribers (their own
+// completions, and on PostgreSQL those the LISTEN connection delivered),
+// so that a subscriber that came after an event still learns of it:
+// the root package's RunHandle.Result, for a run its process's worker claimed
+// at the start need not read the run first. Both built-in backends
+// implement it, remembering the last 1,024 runs.
+type FinishRecorder interface {
+	// RecentFinish returns the EventRunFinished published for the run,
+	// if remembered (Finished set when the event says how it ended).
+	RecentFinish(workflowRunID string) (Event, bool)
+}

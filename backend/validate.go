@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -164,7 +165,33 @@ func (p CreateWorkflowRunParams) Validate() error {
 			return err
 		}
 	}
+	if p.Claim != nil {
+		if err := p.validateClaim(); err != nil {
+			return err
+		}
+	}
 	return p.SearchAttributes.Validate()
+}
+
+// validateClaim checks that a create that claims its run starts it now
+// and plainly: nothing that could make it wait, dedupe or link.
+func (p CreateWorkflowRunParams) validateClaim() error {
+	if p.Claim.WorkerID == "" || !ValidText(p.Claim.WorkerID) {
+		return &FieldError{Field: "claim.workerId", Value: shown(p.Claim.WorkerID), Reason: "must be non-empty valid text"}
+	}
+	if p.Claim.LeaseDuration < time.Millisecond {
+		return &FieldError{Field: "claim.leaseDuration", Value: p.Claim.LeaseDuration.String(), Reason: "must be at least 1ms"}
+	}
+	for _, o := range []struct {
+		field string
+		set   bool
+	}{{"idempotencyKey", p.IdempotencyKey != nil}, {"singleton", p.Singleton != nil}, {"availableAt", p.AvailableAt != nil},
+		{"deadlineAt", p.DeadlineAt != nil}, {"fairness", p.Fairness != nil}, {"searchAttributes", len(p.SearchAttributes) > 0}, {"parentStepAttemptId", p.ParentStepAttemptID != nil}} {
+		if o.set {
+			return &FieldError{Field: "claim", Value: p.Claim.WorkerID, Reason: "a create that claims its run cannot also set " + o.field}
+		}
+	}
+	return nil
 }
 
 // Validate checks a signal send as [CreateWorkflowRunParams.Validate]

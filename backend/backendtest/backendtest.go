@@ -86,6 +86,7 @@ func Run(t *testing.T, h Harness) {
 		run  func(*testing.T, *suite)
 	}{
 		{"CreateWorkflowRun", testCreateWorkflowRun},
+		{"CreateWorkflowRun with a claim", testCreateClaim},
 		{"GetWorkflowRun", testGetWorkflowRun},
 		{"JSON values", testJSONRoundTrip},
 		{"ListWorkflowRuns", testListWorkflowRuns},

@@ -47,7 +47,8 @@ type batchResult struct {
 // and only its last write may change the run's status, a group's fence
 // gives the same answer for all its writes: it applies whole or not at
 // all. The batch's notifications follow in a transaction of their own
-// (announce).
+// (announce), except a lone group's finished notification, which its own
+// transaction carries (inlineFinished).
 //
 // Groups of the wrong shape (see [backend.ValidateGroup]) and writes with
 // invalid arguments or values (see [backend.ValidateJSON]) fail with
@@ -80,7 +81,14 @@ func (b *Backend) ApplyWrites(ctx context.Context, groups [][]backend.Write) []e
 		return errs
 	}
 
-	results, err := b.sendWrites(ctx, items)
+	// A lone group that ends its run (an idle worker's last step) carries
+	// its finished notification inside its own transaction: one commit
+	// instead of two. Under load, when groups share a commit, the
+	// notifications follow in a transaction of their own (announce),
+	// since a NOTIFY holds a database-wide lock through the commit's
+	// flush and would serialize the concurrent group commits.
+	inline := b.inlineFinished(groups)
+	results, err := b.sendWrites(ctx, items, inline)
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if ctx.Err() != nil || !errors.As(err, &pgErr) || items[0].g == items[len(items)-1].g || connectionLost(pgErr.Code) {
@@ -96,7 +104,7 @@ func (b *Backend) ApplyWrites(ctx context.Context, groups [][]backend.Write) []e
 		// that only the group holding the bad write fails.
 		results = make([]batchResult, len(items))
 		for _, span := range groupSpans(items) {
-			r, err := b.sendWrites(ctx, items[span.from:span.to])
+			r, err := b.sendWrites(ctx, items[span.from:span.to], "")
 			if err != nil {
 				errs[span.g] = groupError(groups[span.g], classifyWriteError(err))
 				continue
@@ -120,8 +128,26 @@ func (b *Backend) ApplyWrites(ctx context.Context, groups [][]backend.Write) []e
 	}
 	b.publishFinished(items, results)
 	b.followUp(wctx, items, results, errs)
-	b.announce(wctx, items, results)
+	if err != nil { // sent again group by group: nothing was announced inline
+		inline = ""
+	}
+	b.announce(wctx, items, results, inline)
 	return errs
+}
+
+// inlineFinished is the run whose finished notification ApplyWrites sends
+// inside the batch's transaction: that of the only group, when it
+// completes or fails its run; "" for none.
+func (b *Backend) inlineFinished(groups [][]backend.Write) string {
+	if len(groups) != 1 {
+		return ""
+	}
+	for _, w := range groups[0] {
+		if w.Kind == backend.WriteCompleteRun || w.Kind == backend.WriteFailRun {
+			return w.WorkflowRunID
+		}
+	}
+	return ""
 }
 
 // publishFinished hands the runs the batch completed or failed, with how
@@ -345,11 +371,15 @@ func isRunWrite(k backend.WriteKind) bool {
 // what each statement did. Any error means nothing committed (or, for a
 // connection lost at the commit, that the outcome is unknown). The batch's
 // notifications are sent after the commit (see announce).
-func (b *Backend) sendWrites(ctx context.Context, items []batchItem) ([]batchResult, error) {
+func (b *Backend) sendWrites(ctx context.Context, items []batchItem, notifyFinished string) ([]batchResult, error) {
 	stmts := b.planStatements(items)
 	batch := &pgx.Batch{}
 	for _, st := range stmts {
 		batch.Queue(st.sql, st.args...)
+	}
+	if notifyFinished != "" {
+		payload, _ := json.Marshal(notification{Schema: b.schema, Namespace: b.namespace, Kind: string(backend.EventRunFinished), IDs: []string{notifyFinished}})
+		batch.Queue(b.q.NotifyFinished, string(payload), b.namespace, notifyFinished)
 	}
 	esc := batchEscapes(b.namespace, items)
 	recorded := b.queueRecord(batch, &esc) // escapes.go; last, after the writes
@@ -363,6 +393,12 @@ func (b *Backend) sendWrites(ctx context.Context, items []batchItem) ([]batchRes
 			err = readWrite(br, items[st.ks[0]], &results[st.ks[0]])
 		}
 		if err != nil {
+			_ = br.Close()
+			return nil, err
+		}
+	}
+	if notifyFinished != "" {
+		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
 			return nil, err
 		}
@@ -430,8 +466,9 @@ func readCombined(br pgx.BatchResults, items []batchItem, st statement, results 
 // commit until the commit's WAL flush; inside the write transaction it
 // made concurrent group commits wait for each other's flushes. The
 // notifications are hints (subscribers also poll), so losing them in a
-// crash is harmless.
-func (b *Backend) announce(ctx context.Context, items []batchItem, results []batchResult) {
+// crash is harmless. The run notified names the finished run whose
+// notification the batch's own transaction carried (inlineFinished).
+func (b *Backend) announce(ctx context.Context, items []batchItem, results []batchResult, notified string) {
 	var finished []string
 	work := false
 	now := time.Now()
@@ -443,7 +480,9 @@ func (b *Backend) announce(ctx context.Context, items []batchItem, results []bat
 		}
 		switch it.w.Kind {
 		case backend.WriteCompleteRun, backend.WriteFailRun:
-			finished = append(finished, it.w.WorkflowRunID)
+			if it.w.WorkflowRunID != notified {
+				finished = append(finished, it.w.WorkflowRunID)
+			}
 		case backend.WriteParkRun, backend.WriteRescheduleRun:
 			if !it.w.AvailableAt.After(now) {
 				work = true

@@ -215,3 +215,10 @@ func (l *listener) decode(payload string) []backend.Event {
 	}
 	return events
 }
+
+// RecentFinish implements [backend.FinishRecorder]: the runs this backend
+// completed or failed, and those its LISTEN connection announced as
+// finished, the last 1,024 of them.
+func (b *Backend) RecentFinish(workflowRunID string) (backend.Event, bool) {
+	return b.hub.RecentFinish(workflowRunID)
+}

@@ -120,6 +120,7 @@ type queries struct {
 	ParkRuns           string `sql:"park_runs"`
 	RescheduleRun      string `sql:"reschedule_run"`
 	Notify             string `sql:"send_notification"`
+	NotifyFinished     string `sql:"notify_finished_inline"`
 	AsyncCommit        string `sql:"async_commit"`
 	InsertRunsReadBack string `sql:"insert_runs_read_back"`
 	InsertRunsUnread   string `sql:"insert_runs_unread"`

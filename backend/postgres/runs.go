@@ -70,6 +70,11 @@ func (b *Backend) CreateWorkflowRun(ctx context.Context, p backend.CreateWorkflo
 // escaped values noted in esc: every path that inserts one run (a create,
 // a create in the caller's transaction, a schedule's tick) passes these.
 func (b *Backend) insertRunArgs(runID string, p backend.CreateWorkflowRunParams, esc *escapes) []any {
+	var claimWorker *string
+	var claimLease int64
+	if p.Claim != nil {
+		claimWorker, claimLease = &p.Claim.WorkerID, durationMs(p.Claim.LeaseDuration)
+	}
 	return []any{
 		b.namespace, runID, p.WorkflowName, p.Version, p.IdempotencyKey,
 		esc.jsonOr(b.namespace, tableRuns, runID, "config", p.Config, "{}"),
@@ -77,6 +82,7 @@ func (b *Backend) insertRunArgs(runID string, p backend.CreateWorkflowRunParams,
 		esc.json(b.namespace, tableRuns, runID, "input", p.Input),
 		p.ParentStepAttemptNamespaceID, p.ParentStepAttemptID,
 		msPtr(p.AvailableAt), msPtr(p.DeadlineAt), int32(p.Priority), p.ConcurrencyKey, b.at(),
+		claimWorker, claimLease,
 	}
 }
 

@@ -20,3 +20,10 @@ import (
 func (b *Backend) deliverEvent(ctx context.Context, tx *txn, now time.Time, evs *events, ev *backend.EventRecord, m backend.EventMatcher, log *effectLog) error {
 	return b.deliverEventToWaits(ctx, tx, now, evs, ev, m, log)
 }
+
+// RecentFinish implements [backend.FinishRecorder]: the runs of the
+// namespace that a backend on this file in this process published as
+// finished, the last 1,024 of them.
+func (b *Backend) RecentFinish(workflowRunID string) (backend.Event, bool) {
+	return b.file.hub(b.ns).RecentFinish(workflowRunID)
+}

@@ -94,6 +94,10 @@ func (b *Backend) createRun(ctx context.Context, tx *txn, now time.Time, ev *eve
 	if p.AvailableAt != nil {
 		availableAt = *p.AvailableAt
 	}
+	var claimWorker, leaseUntil any // NULL: not claimed
+	if p.Claim != nil {
+		claimWorker, leaseUntil = p.Claim.WorkerID, timeArg(now.Add(p.Claim.LeaseDuration))
+	}
 	row := tx.QueryRowContext(ctx, b.q.InsertRun,
 		sql.Named("ns", b.ns),
 		sql.Named("id", id.New(id.PrefixRun)),
@@ -109,7 +113,9 @@ func (b *Backend) createRun(ctx context.Context, tx *txn, now time.Time, ev *eve
 		sql.Named("deadline_at", nullTimeArg(p.DeadlineAt)),
 		sql.Named("now", timeArg(now)),
 		sql.Named("priority", p.Priority),
-		sql.Named("concurrency_key", nullStringArg(p.ConcurrencyKey)))
+		sql.Named("concurrency_key", nullStringArg(p.ConcurrencyKey)),
+		sql.Named("claim_worker", claimWorker),
+		sql.Named("lease_until", leaseUntil))
 	created, err := scanRun(row)
 	if err != nil {
 		if isConstraint(err) {
@@ -130,7 +136,7 @@ func (b *Backend) createRun(ctx context.Context, tx *txn, now time.Time, ev *eve
 			return nil, err
 		}
 	}
-	if !hold && !availableAt.After(now) {
+	if !hold && !availableAt.After(now) && created.WorkerID == nil {
 		ev.workAvailable(b.ns)
 	}
 	return created, nil

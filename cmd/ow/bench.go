@@ -42,6 +42,9 @@ ow_bench_<random> created through the admin connection
 ` + bench.DefaultPostgresURL + `; the user needs
 CREATEDB) and dropped afterwards, on SQLite a new file in WAL mode. Every
 run's output is verified: a wrong or missing one fails the workload.
+With OW_BENCH_LOG_STATEMENTS set, each PostgreSQL database logs every
+statement to the server's log (log_min_duration_statement 0; the user
+must be a superuser): the trace of a run, statement by statement.
 
 Progress goes to stderr, results to stdout (--json: one object per line).
 --compare-openworkflow-ts also runs the same workloads on the TypeScript

@@ -18,3 +18,10 @@ var Tick func(ctx context.Context, worker any) (int, error)
 // moment it chooses (a pause announced before the run's pass began).
 // Package openworkflow sets it.
 var Deliver func(worker any, e backend.Event)
+
+// Idle reports whether worker (an *openworkflow.Worker) could take a run
+// its own process starts in the start's transaction now: started, with a
+// free slot, and its last claim found no more runs than free slots (the
+// crash tests wait for it before such a start). Package openworkflow sets
+// it.
+var Idle func(worker any) bool

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	ow "github.com/openworkflow-go/openworkflow"
 	"github.com/openworkflow-go/openworkflow/backend"
 )
 
@@ -30,7 +31,11 @@ func TestWorkerProcessKilledAfterEachStepWrite(t *testing.T) {
 		for k := range l3Steps {
 			t.Run(tc.name+" after the write of "+l3Steps[k], func(t *testing.T) {
 				t.Parallel()
-				testKilledAfterStepWrite(t, tc.target(t), k)
+				testKilledAfterStepWrite(t, tc.target(t), k, false)
+			})
+			t.Run(tc.name+" after the write of "+l3Steps[k]+" of a run its own process started and claimed in the start", func(t *testing.T) {
+				t.Parallel()
+				testKilledAfterStepWrite(t, tc.target(t), k, true)
 			})
 		}
 	}
@@ -39,8 +44,10 @@ func TestWorkerProcessKilledAfterEachStepWrite(t *testing.T) {
 // testKilledAfterStepWrite runs the L3 workflow on a worker process that
 // holds, once the batch finishing step k applied, before the pass goes
 // on; kills it with SIGKILL there; and lets a second worker process finish
-// the run.
-func testKilledAfterStepWrite(t *testing.T, tg target, k int) {
+// the run. With startHere the first worker process starts the run itself,
+// and the start claims it for that process's worker (no claim, no
+// wake-up: worker_startclaim.go); otherwise the test's client starts it.
+func testKilledAfterStepWrite(t *testing.T, tg target, k int, startHere bool) {
 	client := tg.open(t)
 	dir := t.TempDir()
 	stepLog, commitLog := filepath.Join(dir, "steps.log"), filepath.Join(dir, "commits.log")
@@ -55,16 +62,26 @@ func testKilledAfterStepWrite(t *testing.T, tg target, k int) {
 	if tg.kind == "postgres" {
 		holding.DSN = withApplicationName(t, tg.dsn, session)
 	}
+	const input = 7
+	if startHere {
+		in := input
+		holding.StartL3 = &in
+	}
 	first := startWorkerProcess(t, holding)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	const input = 7
-	h, err := l3Workflow.Start(ctx, client, input)
-	if err != nil {
-		t.Fatalf("start run: %v", err)
+	var h *ow.Handle[int]
+	if !startHere {
+		var err error
+		if h, err = l3Workflow.Start(ctx, client, input); err != nil {
+			t.Fatalf("start run: %v", err)
+		}
 	}
 	applied := waitCommitEvent(t, commitLog, commitApplied, first, "the first worker to commit "+l3Steps[k])
+	if startHere {
+		h = runOfStartClaimedStep(t, client, applied, l3Steps[k])
+	}
 	state, err := first.signalAndWait(syscall.SIGKILL, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +191,11 @@ func TestWorkerProcessLosingItsLeaseMidRunCommitsNothingFurther(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			testLeaseLostMidRun(t, tc.target(t))
+			testLeaseLostMidRun(t, tc.target(t), false)
+		})
+		t.Run(tc.name+", a run its own process started and claimed in the start", func(t *testing.T) {
+			t.Parallel()
+			testLeaseLostMidRun(t, tc.target(t), true)
 		})
 	}
 }
@@ -183,7 +204,7 @@ func TestWorkerProcessLosingItsLeaseMidRunCommitsNothingFurther(t *testing.T) {
 // process right after its write of the L3 workflow's first step committed,
 // until its lease expired and a second worker process finished the run;
 // then resumes it. Nothing it sends afterwards may change the run.
-func testLeaseLostMidRun(t *testing.T, tg target) {
+func testLeaseLostMidRun(t *testing.T, tg target, startHere bool) {
 	client := tg.open(t)
 	dir := t.TempDir()
 	stepLog, commitLog, releaseFirst := filepath.Join(dir, "steps.log"), filepath.Join(dir, "commits.log"), filepath.Join(dir, "release-first")
@@ -194,16 +215,26 @@ func testLeaseLostMidRun(t *testing.T, tg target) {
 	stale := base
 	stale.LeaseDuration, stale.HeartbeatInterval = staleLease, staleHeartbeat
 	stale.HoldCommit = &commitHold{Step: l3Steps[0], Log: commitLog, Release: releaseFirst, After: true}
+	const input = 3
+	if startHere {
+		in := input
+		stale.StartL3 = &in
+	}
 	first := startWorkerProcess(t, stale)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	const input = 3
-	h, err := l3Workflow.Start(ctx, client, input)
-	if err != nil {
-		t.Fatalf("start run: %v", err)
+	var h *ow.Handle[int]
+	if !startHere {
+		var err error
+		if h, err = l3Workflow.Start(ctx, client, input); err != nil {
+			t.Fatalf("start run: %v", err)
+		}
 	}
-	waitCommitEvent(t, commitLog, commitApplied, first, "the first worker to commit "+l3Steps[0])
+	applied := waitCommitEvent(t, commitLog, commitApplied, first, "the first worker to commit "+l3Steps[0])
+	if startHere {
+		h = runOfStartClaimedStep(t, client, applied, l3Steps[0])
+	}
 	if err := first.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatalf("pause the first worker: %v", err)
 	}
@@ -299,4 +330,34 @@ func testLeaseLostMidRun(t *testing.T, tg target) {
 			t.Errorf("step %s executed %v, want once by process %d", l3Steps[0], got, first.pid())
 		}
 	})
+}
+
+// runOfStep is the handle of the L3 run whose write of step the applied
+// batch carries.
+func runOfStep(t *testing.T, client *ow.Client, applied commitEvent, step string) *ow.Handle[int] {
+	t.Helper()
+	for _, w := range applied.Writes {
+		if w.Step == step && w.Kind == backend.WriteInsertStep.String() {
+			return &ow.Handle[int]{RunHandle: client.Handle(w.RunID)}
+		}
+	}
+	t.Fatalf("batch %v has no insert of step %s", applied.Writes, step)
+	return nil
+}
+
+// runOfStartClaimedStep is runOfStep for a run the worker process started
+// itself, checked to have been claimed by its start: started when it was
+// created, in one attempt (a claim is a later statement).
+func runOfStartClaimedStep(t *testing.T, client *ow.Client, applied commitEvent, step string) *ow.Handle[int] {
+	t.Helper()
+	h := runOfStep(t, client, applied, step)
+	run, err := client.GetRun(context.Background(), h.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.StartedAt == nil || !run.StartedAt.Equal(run.CreatedAt) || run.Attempts != 1 {
+		t.Fatalf("run %s created %v, started %v, attempts %d: want started at its creation (claimed by its start), attempt 1",
+			run.ID, run.CreatedAt, run.StartedAt, run.Attempts)
+	}
+	return h
 }

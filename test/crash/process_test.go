@@ -20,6 +20,7 @@ import (
 	"github.com/openworkflow-go/openworkflow/backend"
 	"github.com/openworkflow-go/openworkflow/backend/postgres"
 	"github.com/openworkflow-go/openworkflow/backend/sqlite"
+	"github.com/openworkflow-go/openworkflow/internal/testhooks"
 )
 
 // workerEnv is the environment variable that turns the test binary into a
@@ -69,6 +70,10 @@ type workerConfig struct {
 	// RegistryInterval is the worker's WorkerOptions.RegistryInterval
 	// (0: the default).
 	RegistryInterval time.Duration `json:"registryInterval,omitempty"`
+	// StartL3, if set, is the input of one L3 run the process starts
+	// itself once its worker is ready, through a client on the worker's
+	// backend: the start claims its own run (latency_test.go).
+	StartL3 *int `json:"startL3,omitempty"`
 }
 
 // workerIDPrefix is the prefix of the worker ids a worker process writes
@@ -157,6 +162,19 @@ func runWorkerProcess(cfg workerConfig) error {
 	}
 	if err := steps.ready(); err != nil {
 		return errors.Join(err, w.Stop(context.Background()))
+	}
+	if cfg.StartL3 != nil {
+		// The worker takes its process's starts once its first claim
+		// found nothing waiting.
+		for deadline := time.Now().Add(time.Minute); !testhooks.Idle(w); {
+			if time.Now().After(deadline) {
+				return errors.Join(errors.New("the worker did not become idle within a minute"), w.Stop(context.Background()))
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if _, err := l3Workflow.Start(ctx, ow.NewClient(b), *cfg.StartL3); err != nil {
+			return errors.Join(fmt.Errorf("start the L3 run: %w", err), w.Stop(context.Background()))
+		}
 	}
 	logger.Info("crashtest worker ready", "pid", os.Getpid(), "backend", cfg.Backend, "namespace", cfg.Namespace)
 	<-ctx.Done()

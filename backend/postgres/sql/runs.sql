@@ -26,26 +26,35 @@ LIMIT 1
 -- $14 its concurrency key. A run of a workflow with stored limits (one
 -- primary-key probe of workflow_limits) waits for admission instead: its
 -- available_at is NULL, which no claim but an admitting one takes, and
--- go_queued_at holds the time it may be admitted from. A run claimable or
--- admissible at once is announced.
+-- go_queued_at holds the time it may be admitted from. With a worker id
+-- $16 (backend.CreateClaim) a run that does not wait for admission is
+-- inserted claimed, as claim_runs would lease it: running, attempts 1,
+-- worker_id $16, a lease of $17 ms. A run claimable or admissible at once
+-- and not claimed is announced.
 WITH inserted AS (
   INSERT INTO {{schema}}."workflow_runs" AS wr (
     "namespace_id", "id", "workflow_name", "version", "status", "idempotency_key",
     "config", "context", "input", "attempts",
     "parent_step_attempt_namespace_id", "parent_step_attempt_id",
     "available_at", "deadline_at", "created_at", "updated_at",
-    "go_priority", "go_concurrency_key", "go_queued_at"
+    "go_priority", "go_concurrency_key", "go_queued_at", "worker_id", "started_at"
   )
   SELECT
-    $1, $2, $3, $4, 'pending', $5,
-    $6, $7, $8, 0,
+    $1, $2, $3, $4, CASE WHEN lim."claimed" THEN 'running' ELSE 'pending' END, $5,
+    $6, $7, $8, CASE WHEN lim."claimed" THEN 1 ELSE 0 END,
     $9, $10,
-    CASE WHEN lim."limited" THEN NULL ELSE COALESCE($11::timestamptz, {{now($15)}}) END,
+    CASE WHEN lim."limited" THEN NULL
+         WHEN lim."claimed" THEN {{now($15)}} + $17::bigint * INTERVAL '1 millisecond'
+         ELSE COALESCE($11::timestamptz, {{now($15)}}) END,
     $12, {{now($15)}}, {{now($15)}},
     $13, CASE WHEN lim."limited" THEN COALESCE($14::text, '') ELSE $14::text END,
-    CASE WHEN lim."limited" THEN COALESCE($11::timestamptz, {{now($15)}}) END
-  FROM (SELECT {{limited($1, $3)}} AS "limited") AS lim
-  RETURNING wr.*, CASE WHEN COALESCE(wr."available_at", wr."go_queued_at") <= {{clock($15)}} THEN {{notify('work')}} END AS notified
+    CASE WHEN lim."limited" THEN COALESCE($11::timestamptz, {{now($15)}}) END,
+    CASE WHEN lim."claimed" THEN $16::text END,
+    CASE WHEN lim."claimed" THEN {{now($15)}} END
+  FROM (SELECT l."limited", $16::text IS NOT NULL AND NOT l."limited" AS "claimed"
+        FROM (SELECT {{limited($1, $3)}} AS "limited") AS l) AS lim
+  RETURNING wr.*, CASE WHEN wr."worker_id" IS NULL AND COALESCE(wr."available_at", wr."go_queued_at") <= {{clock($15)}}
+                       THEN {{notify('work')}} END AS notified
 )
 SELECT {{run_columns}} FROM inserted AS wr
 

@@ -185,6 +185,14 @@ RETURNING wr."id"
 -- One notification on the backend's channel ($1: the payload).
 SELECT pg_notify('openworkflow', $1)
 
+-- name: notify_finished_inline
+-- The finished notification of run $3 of namespace $2 ($1: the payload),
+-- sent inside the transaction that ended it, if it did (a lone group's
+-- batch: see ApplyWrites); delivered at that commit.
+SELECT pg_notify('openworkflow', $1)
+FROM {{schema}}."workflow_runs" AS wr
+WHERE wr."namespace_id" = $2 AND wr."id" = $3 AND wr."status" IN ('completed', 'failed')
+
 -- name: async_commit
 -- Makes the current (implicit) transaction commit without waiting for its
 -- WAL flush; queued before writes whose loss in a crash is harmless

@@ -18,23 +18,29 @@ LIMIT 1
 -- :concurrency_key. A run of a workflow with stored limits (one
 -- primary-key probe of workflow_limits) waits for admission instead:
 -- available_at NULL, go_queued_at :available_at, and its concurrency key
--- '' when none was given (see PostgreSQL's insert_run).
+-- '' when none was given (see PostgreSQL's insert_run). With a
+-- :claim_worker (backend.CreateClaim) a run that does not wait for
+-- admission is inserted claimed, as the claim would lease it: running,
+-- attempts 1, worker_id :claim_worker, leased until :lease_until.
 INSERT INTO "workflow_runs" (
   "namespace_id", "id", "workflow_name", "version", "status",
   "idempotency_key", "config", "context", "input", "attempts",
   "parent_step_attempt_namespace_id", "parent_step_attempt_id",
   "available_at", "deadline_at", "created_at", "updated_at",
-  "go_priority", "go_concurrency_key", "go_queued_at"
+  "go_priority", "go_concurrency_key", "go_queued_at", "worker_id", "started_at"
 )
 SELECT
-  :ns, :id, :workflow_name, :version, 'pending',
-  :idempotency_key, :config, :context, :input, 0,
+  :ns, :id, :workflow_name, :version, CASE WHEN lim."claimed" THEN 'running' ELSE 'pending' END,
+  :idempotency_key, :config, :context, :input, CASE WHEN lim."claimed" THEN 1 ELSE 0 END,
   :parent_ns, :parent_id,
-  CASE WHEN lim."limited" THEN NULL ELSE :available_at END, :deadline_at, :now, :now,
+  CASE WHEN lim."limited" THEN NULL WHEN lim."claimed" THEN :lease_until ELSE :available_at END, :deadline_at, :now, :now,
   :priority, CASE WHEN lim."limited" THEN COALESCE(:concurrency_key, '') ELSE :concurrency_key END,
-  CASE WHEN lim."limited" THEN :available_at END
-FROM (SELECT EXISTS (SELECT 1 FROM "workflow_limits" AS l
-                     WHERE l."namespace_id" = :ns AND l."workflow_name" = :workflow_name) AS "limited") AS lim
+  CASE WHEN lim."limited" THEN :available_at END,
+  CASE WHEN lim."claimed" THEN :claim_worker END,
+  CASE WHEN lim."claimed" THEN :now END
+FROM (SELECT l."limited", :claim_worker IS NOT NULL AND NOT l."limited" AS "claimed"
+      FROM (SELECT EXISTS (SELECT 1 FROM "workflow_limits" AS l
+                           WHERE l."namespace_id" = :ns AND l."workflow_name" = :workflow_name) AS "limited") AS l) AS lim
 RETURNING {{run_columns}}
 
 -- name: get_run

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"sync"
 	"time"
 
@@ -70,13 +71,20 @@ func (a *pgAdmin) serverVersion(ctx context.Context) (string, error) {
 	return v, err
 }
 
-// createDB creates an empty database named prefix+random.
+// createDB creates an empty database named prefix+random; with
+// OW_BENCH_LOG_STATEMENTS set, one that logs every statement (the trace
+// of docs/benchmarks.md).
 func (a *pgAdmin) createDB(ctx context.Context, prefix string) (string, error) {
 	name := prefix + randomHex(6)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if _, err := a.conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
 		return "", fmt.Errorf("create database %s (the bench user needs CREATEDB): %w", name, err)
+	}
+	if os.Getenv("OW_BENCH_LOG_STATEMENTS") != "" {
+		if _, err := a.conn.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{name}.Sanitize()+" SET log_min_duration_statement = 0"); err != nil {
+			return "", fmt.Errorf("log the statements of database %s: %w", name, err)
+		}
 	}
 	return name, nil
 }
