@@ -62,9 +62,9 @@ func (b *Backend) CreateWorkflowRuns(ctx context.Context, ps []backend.CreateWor
 		batch.Queue(b.q.InsertRunsUnread, append(args, at)...)
 		batch.Queue(b.q.NotifyWorkIfDue, b.namespace, earliestAvailable(ps, plain), at)
 		recorded := b.queueRecord(batch, &esc)
-		fairIDs, fairKeys, fairWeights, fair := fairArrays(ids, ps, plain)
-		if fair {
-			batch.Queue(b.q.SetFairness, b.namespace, fairIDs, fairKeys, fairWeights, at)
+		var fair int
+		if fairIDs, fairKeys, fairWeights, ok := fairArrays(ids, ps, plain); ok {
+			fair = queueSetFairness(batch, b.q.SetFairness, b.namespace, fairIDs, fairKeys, fairWeights, at)
 		}
 		br := b.pool.SendBatch(ctx, batch)
 		var inserted int
@@ -80,8 +80,10 @@ func (b *Backend) CreateWorkflowRuns(ctx context.Context, ps []backend.CreateWor
 		if err == nil && recorded {
 			_, err = br.Exec()
 		}
-		if err == nil && fair {
-			_, err = br.Exec()
+		for range fair {
+			if err == nil {
+				_, err = br.Exec()
+			}
 		}
 		if cerr := br.Close(); err == nil {
 			err = cerr
@@ -168,7 +170,9 @@ func (b *Backend) CreateWorkflowRuns(ctx context.Context, ps []backend.CreateWor
 			insertedIDs[k] = runs[i].ID
 		}
 		if fairIDs, keys, weights, ok := fairArrays(insertedIDs, ps, inserted); ok {
-			if _, err := tx.Exec(ctx, b.q.SetFairness, b.namespace, fairIDs, keys, weights, b.at()); err != nil {
+			batch := &pgx.Batch{}
+			queueSetFairness(batch, b.q.SetFairness, b.namespace, fairIDs, keys, weights, b.at())
+			if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 				return err
 			}
 		}

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -21,6 +22,33 @@ func fairArrays(ids []string, ps []backend.CreateWorkflowRunParams, idx []int) (
 		}
 	}
 	return fairIDs, keys, weights, len(fairIDs) > 0
+}
+
+// queueSetFairness queues set_fairness on batch once per run of
+// fairArrays' result, ordered by key then id, and returns how many
+// statements it queued. One statement per run, because the enqueue
+// trigger gives each row the next pass of its key in the order the
+// UPDATE happens to visit the rows, which a multi-row UPDATE does not fix
+// (a hash join visits them in any order): run by run, a key's runs get
+// increasing passes in id order, so a burst started in one call is
+// claimed first started first. Ordered by key, concurrent starts lock
+// the keys' rows in one order and cannot deadlock on them. The batch is
+// still one round trip.
+func queueSetFairness(batch *pgx.Batch, stmt, ns string, ids, keys []string, weights []float64, at any) int {
+	order := make([]int, len(ids))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(a, c int) bool {
+		if keys[order[a]] != keys[order[c]] {
+			return keys[order[a]] < keys[order[c]]
+		}
+		return ids[order[a]] < ids[order[c]]
+	})
+	for _, i := range order {
+		batch.Queue(stmt, ns, ids[i:i+1], keys[i:i+1], weights[i:i+1], at)
+	}
+	return len(order)
 }
 
 // markFair puts the just inserted run of p under its fairness (set_fairness,

@@ -9,8 +9,11 @@
 -- its key's row and holds it out of OpenWorkflow's claim (available_at
 -- NULL, its due time in go_fair_due_at); a run waiting for admission, or
 -- held by a singleton queue, is only marked (its admission or release
--- enqueues it). Runs are marked in id order, so concurrent starts take
--- the rows of their keys in one order. Only starts with fairness pay this
+-- enqueues it). A multi-row UPDATE visits its rows in an order of the
+-- plan's choosing, and the trigger gives passes in that order, so the
+-- backend runs it once per run, by key then id (queueSetFairness): a
+-- key's runs get passes in start order, and concurrent starts take the
+-- rows of their keys in one order. Only starts with fairness pay this
 -- statement. Returns the runs as they now are.
 WITH f AS (
   SELECT f."id", f."key", f."weight"
