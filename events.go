@@ -182,6 +182,9 @@ type EventTrigger struct {
 // checkEventTriggers compiles the triggers and cancelOn declarations of
 // s, naming the workflow, the declaration and the CEL issue on error.
 func checkEventTriggers(s Spec) error {
+	if len(s.Triggers) > 0 && s.Singleton != nil && s.Batch != nil {
+		return fmt.Errorf("workflow %s: Spec.Triggers with both Spec.Singleton and Spec.Batch: a triggered event is batched or starts a singleton run, not both: %w", s, backend.ErrInvalidArgument)
+	}
 	for _, d := range []struct {
 		what string
 		ts   []EventTrigger
@@ -204,11 +207,14 @@ func checkEventTriggers(s Spec) error {
 	return nil
 }
 
-// storedTriggers are the declarations of s as a backend stores them.
+// storedTriggers are the declarations of s as a backend stores them: a
+// trigger carries the workflow's Spec.Batch or Spec.Singleton, so that
+// every publisher applies them to the runs it starts.
 func storedTriggers(s Spec) []backend.EventTrigger {
 	var out []backend.EventTrigger
 	for _, t := range s.Triggers {
-		out = append(out, backend.EventTrigger{WorkflowName: s.Name, Version: versionPtr(s.Version), Kind: backend.TriggerStart, EventName: t.Event, Condition: t.If})
+		out = append(out, backend.EventTrigger{WorkflowName: s.Name, Version: versionPtr(s.Version), Kind: backend.TriggerStart, EventName: t.Event, Condition: t.If,
+			Singleton: s.Singleton, Batch: s.Batch})
 	}
 	for _, t := range s.CancelOn {
 		out = append(out, backend.EventTrigger{WorkflowName: s.Name, Version: versionPtr(s.Version), Kind: backend.TriggerCancel, EventName: t.Event, Condition: t.If})

@@ -219,6 +219,7 @@ type queries struct {
 	ClearEventIdempotencyKey string `sql:"clear_event_idempotency_key"`
 	InsertEvent              string `sql:"insert_event"`
 	InsertEvents             string `sql:"insert_events"`
+	InsertUnobservedEvents   string `sql:"insert_unobserved_events"`
 	EventTriggersByName      string `sql:"event_triggers_by_name"`
 	ActiveRunsOfWorkflow     string `sql:"active_runs_of_workflow"`
 	InsertEventEffects       string `sql:"insert_event_effects"`

@@ -51,7 +51,7 @@ func (l *effectLog) add(eventID string, e backend.EventEffect) {
 // storedTrigger is a declaration as publish reads it.
 type storedTrigger struct {
 	workflow, kind, eventName, condition string
-	version                              *string
+	version, flow                        *string
 }
 
 // PublishEvents implements [backend.EventStore] in one BEGIN IMMEDIATE
@@ -141,12 +141,15 @@ func (b *Backend) triggersOn(ctx context.Context, tx *txn, name string) ([]store
 	var out []storedTrigger
 	for rows.Next() {
 		var t storedTrigger
-		var version sql.NullString
-		if err := rows.Scan(&t.workflow, &version, &t.kind, &t.eventName, &t.condition); err != nil {
+		var version, flow sql.NullString
+		if err := rows.Scan(&t.workflow, &version, &t.kind, &t.eventName, &t.condition, &flow); err != nil {
 			return nil, err
 		}
 		if version.Valid {
 			t.version = &version.String
+		}
+		if flow.Valid {
+			t.flow = &flow.String
 		}
 		out = append(out, t)
 	}
@@ -164,16 +167,11 @@ func (b *Backend) reactToEvent(ctx context.Context, tx *txn, now time.Time, evs 
 				continue
 			}
 			started[t.workflow] = true
-			p := backend.TriggeredRunParams(t.workflow, t.version, ev)
-			args, err := newCreateArgs(&p)
+			effect, err := b.startTriggered(ctx, tx, now, evs, t, ev)
 			if err != nil {
 				return fmt.Errorf("start workflow %q for event %s: %w", t.workflow, ev.ID, err)
 			}
-			run, err := b.createRun(ctx, tx, now, evs, &p, &args)
-			if err != nil {
-				return fmt.Errorf("start workflow %q for event %s: %w", t.workflow, ev.ID, err)
-			}
-			log.add(ev.ID, backend.EventEffect{Kind: backend.EffectStarted, WorkflowName: t.workflow, WorkflowRunID: &run.ID})
+			log.add(ev.ID, effect)
 		case backend.TriggerCancel:
 			if err := b.cancelOnEvent(ctx, tx, now, evs, m, t, ev, log); err != nil {
 				return fmt.Errorf("cancel runs of workflow %q for event %s: %w", t.workflow, ev.ID, err)
@@ -181,6 +179,49 @@ func (b *Backend) reactToEvent(ctx context.Context, tx *txn, now time.Time, evs 
 		}
 	}
 	return b.deliverEvent(ctx, tx, now, evs, ev, m, log)
+}
+
+// startTriggered does in tx what trigger t does for event ev, and
+// returns the effect to record: with its flow control's batch, append
+// ev to the workflow's batch (appendBatchItem, which may flush it); else
+// create the run (createRun, a singleton start with its singleton:
+// skipped, held or canceling as the key's mode says).
+func (b *Backend) startTriggered(ctx context.Context, tx *txn, now time.Time, evs *events, t storedTrigger, ev *backend.EventRecord) (backend.EventEffect, error) {
+	effect := backend.EventEffect{Kind: backend.EffectStarted, WorkflowName: t.workflow}
+	d := backend.EventTrigger{WorkflowName: t.workflow, EventName: t.eventName}
+	if err := d.ParseTriggerFlow(t.flow); err != nil {
+		return effect, err
+	}
+	if d.Batch != nil {
+		p, err := backend.TriggeredBatchItem(t.workflow, t.version, *d.Batch, ev).Validate()
+		if err != nil {
+			return effect, err
+		}
+		added, err := b.appendBatchItem(ctx, tx, now, evs, p)
+		if err != nil {
+			return effect, err
+		}
+		effect.Kind = backend.EffectBatched
+		if n := len(added.Flushed); n > 0 {
+			effect.WorkflowRunID = &added.Flushed[n-1].ID
+		}
+		return effect, nil
+	}
+	p := backend.TriggeredRunParams(t.workflow, t.version, ev)
+	p.Singleton = d.Singleton
+	args, err := newCreateArgs(&p)
+	if err != nil {
+		return effect, err
+	}
+	run, err := b.createRun(ctx, tx, now, evs, &p, &args)
+	if err != nil {
+		return effect, err
+	}
+	if run.SingletonSkipped {
+		effect.Kind = backend.EffectSkipped
+	}
+	effect.WorkflowRunID = &run.ID
+	return effect, nil
 }
 
 // match evaluates t's condition on ev (and a run's input), recording an
@@ -361,11 +402,11 @@ func (b *Backend) PutEventTriggers(ctx context.Context, workflowName string, ts 
 		if _, err := tx.ExecContext(ctx, b.q.DeleteEventTriggers, sql.Named("ns", b.ns), sql.Named("workflow_name", workflowName)); err != nil {
 			return err
 		}
-		kinds, pos, names, conds := backend.EventTriggerArrays(ts)
+		kinds, pos, names, conds, flows := backend.EventTriggerArrays(ts)
 		for i := range ts {
 			if _, err := tx.ExecContext(ctx, b.q.InsertEventTrigger, sql.Named("ns", b.ns), sql.Named("workflow_name", workflowName),
 				sql.Named("kind", kinds[i]), sql.Named("position", pos[i]), sql.Named("event_name", names[i]),
-				sql.Named("condition", conds[i]), sql.Named("version", nullStringArg(ts[i].Version)),
+				sql.Named("condition", conds[i]), sql.Named("flow", nullStringArg(flows[i])), sql.Named("version", nullStringArg(ts[i].Version)),
 				sql.Named("declared_by", declaredBy), sql.Named("now", timeArg(now))); err != nil {
 				return err
 			}
@@ -405,8 +446,15 @@ func (b *Backend) listTriggers(ctx context.Context, query func(context.Context, 
 	for rows.Next() {
 		var t backend.EventTrigger
 		var kind, updated string
-		var version sql.NullString
-		if err := rows.Scan(&t.WorkflowName, &version, &kind, &t.EventName, &t.Condition, &t.DeclaredBy, &updated); err != nil {
+		var version, flow sql.NullString
+		if err := rows.Scan(&t.WorkflowName, &version, &kind, &t.EventName, &t.Condition, &t.DeclaredBy, &updated, &flow); err != nil {
+			return nil, err
+		}
+		var flowText *string
+		if flow.Valid {
+			flowText = &flow.String
+		}
+		if err := t.ParseTriggerFlow(flowText); err != nil {
 			return nil, err
 		}
 		t.Kind = backend.EventTriggerKind(kind)

@@ -29,7 +29,7 @@ RETURNING "seq"
 -- name: event_triggers_by_name
 -- The declarations of namespace :ns on event name :name, by workflow,
 -- kind and position (go_event_triggers_event_idx).
-SELECT "workflow_name", "version", "kind", "event_name", "condition"
+SELECT "workflow_name", "version", "kind", "event_name", "condition", "flow"
 FROM "go_event_triggers"
 WHERE "namespace_id" = :ns AND "event_name" = :name
 ORDER BY "workflow_name", "kind", "position"
@@ -75,7 +75,7 @@ LIMIT :limit
 -- The declarations of namespace :ns, of workflow :workflow_name when not
 -- NULL.
 SELECT "workflow_name", "version", "kind", "event_name", "condition",
-  "declared_by", "updated_at"
+  "declared_by", "updated_at", "flow"
 FROM "go_event_triggers"
 WHERE "namespace_id" = :ns AND (:workflow_name IS NULL OR "workflow_name" = :workflow_name)
 ORDER BY "workflow_name", "kind", "position"
@@ -86,10 +86,11 @@ DELETE FROM "go_event_triggers"
 WHERE "namespace_id" = :ns AND "workflow_name" = :workflow_name
 
 -- name: insert_event_trigger
--- Inserts one declaration of workflow :workflow_name.
+-- Inserts one declaration of workflow :workflow_name (:flow its flow
+-- control's JSON, NULL for none).
 INSERT INTO "go_event_triggers"
-  ("namespace_id", "workflow_name", "kind", "position", "event_name", "condition", "version", "declared_by", "updated_at")
-VALUES (:ns, :workflow_name, :kind, :position, :event_name, :condition, :version, :declared_by, :now)
+  ("namespace_id", "workflow_name", "kind", "position", "event_name", "condition", "flow", "version", "declared_by", "updated_at")
+VALUES (:ns, :workflow_name, :kind, :position, :event_name, :condition, :flow, :version, :declared_by, :now)
 
 -- name: prune_event_effects
 -- Deletes the effects of the up to :limit events of namespace :ns created
