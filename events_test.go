@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	ow "github.com/openworkflow-go/openworkflow"
 	"github.com/openworkflow-go/openworkflow/backend"
+	"github.com/openworkflow-go/openworkflow/eventexpr"
 )
 
 func TestPublishedEventsAreStoredListedNewestFirstAndDeduplicatedByIdempotencyKey(t *testing.T) {
@@ -473,5 +475,81 @@ func TestATriggerDeclarationCannotBeBatchedAndSingletonAtOnce(t *testing.T) {
 	err = backend.ValidateEventTriggers("w", []backend.EventTrigger{{Kind: backend.TriggerCancel, EventName: "x", Singleton: &backend.Singleton{Mode: backend.SingletonSkip}}})
 	if !errors.Is(err, backend.ErrInvalidArgument) {
 		t.Fatalf("a cancelOn declaration with a singleton: %v, want refused", err)
+	}
+}
+
+// countingMatcher evaluates conditions as the client's matcher does
+// (package eventexpr), counting the evaluations.
+type countingMatcher struct{ n atomic.Int64 }
+
+func (m *countingMatcher) Match(ctx context.Context, condition string, ev *backend.EventRecord, input json.RawMessage) (bool, error) {
+	m.n.Add(1)
+	x, err := eventexpr.Compile(condition)
+	if err != nil {
+		return false, err
+	}
+	xe, err := backend.ExprEvent(ev)
+	if err != nil {
+		return false, err
+	}
+	var in any
+	if len(input) > 0 {
+		if err := json.Unmarshal(input, &in); err != nil {
+			return false, err
+		}
+	}
+	return x.Match(ctx, xe, in)
+}
+
+func TestCancelOnWithAnInputEqualityEvaluatesOnlyTheRunsWhoseInputHoldsTheEventsValue(t *testing.T) {
+	e := newEnv(t)
+	es := e.b.(backend.EventStore)
+	const runs = 300
+	ps := make([]backend.CreateWorkflowRunParams, runs)
+	later := time.Now().Add(time.Hour) // not claimed meanwhile
+	for i := range ps {
+		in := fmt.Sprintf(`{"orderId":"o-%d","n":%d}`, i, i)
+		ps[i] = backend.CreateWorkflowRunParams{WorkflowName: "orders", Input: json.RawMessage(in), AvailableAt: &later}
+	}
+	created, err := e.b.CreateWorkflowRuns(e.ctx, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	declare := func(condition string) {
+		t.Helper()
+		if _, err := es.PutEventTriggers(e.ctx, "orders", []backend.EventTrigger{{Kind: backend.TriggerCancel, EventName: "order.canceled", Condition: condition}}, "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publish := func(data string) (*backend.PublishedEvent, int64) {
+		t.Helper()
+		m := &countingMatcher{}
+		out, err := es.PublishEvents(e.ctx, backend.PublishEventsParams{Events: []backend.PublishEventParams{{Name: "order.canceled", Data: json.RawMessage(data)}}, Matcher: m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &out[0], m.n.Load()
+	}
+
+	declare(`event.data.orderId == input.orderId && event.data.reason != ""`)
+	out, evaluated := publish(`{"orderId":"o-7","reason":"fraud"}`)
+	if len(out.Canceled) != 1 || out.Canceled[0] != created[7].ID || evaluated != 1 {
+		t.Fatalf("canceled %v after %d evaluations, want run 7 (%s) after 1: the runs are looked up by their input", out.Canceled, evaluated, created[7].ID)
+	}
+	declare(`input.n == event.data.n`)
+	out, evaluated = publish(`{"n":9.0}`)
+	if len(out.Canceled) != 1 || out.Canceled[0] != created[9].ID || evaluated != 1 {
+		t.Fatalf("by number: canceled %v after %d evaluations, want run 9 after 1 (9.0 == 9)", out.Canceled, evaluated)
+	}
+	out, evaluated = publish(`{"n":"9"}`)
+	if len(out.Canceled) != 0 || evaluated != 0 {
+		t.Fatalf("a string for a number: canceled %v after %d evaluations, want none after 0", out.Canceled, evaluated)
+	}
+	// Without an input equality every unfinished run is evaluated (up to
+	// backend.MaxUnindexedCancelRunsPerPublish).
+	declare(`input.orderId.endsWith(event.data.suffix)`)
+	out, evaluated = publish(`{"suffix":"-11"}`)
+	if len(out.Canceled) != 1 || out.Canceled[0] != created[11].ID || evaluated != runs-2 {
+		t.Fatalf("no equality: canceled %v after %d evaluations, want run 11 after %d (the unfinished runs)", out.Canceled, evaluated, runs-2)
 	}
 }

@@ -222,13 +222,27 @@ func (h *Handler) getEvent(w http.ResponseWriter, r *http.Request) error {
 // EventTrigger is a stored trigger (kind start) or cancelOn declaration
 // (kind cancel) of a workflow.
 type EventTrigger struct {
-	WorkflowName string    `json:"workflowName"`
-	Version      *string   `json:"version"`
-	Kind         string    `json:"kind"`
-	EventName    string    `json:"eventName"`
-	Condition    string    `json:"condition"`
-	DeclaredBy   string    `json:"declaredBy"`
-	UpdatedAt    time.Time `json:"updatedAt"`
+	WorkflowName string  `json:"workflowName"`
+	Version      *string `json:"version"`
+	Kind         string  `json:"kind"`
+	EventName    string  `json:"eventName"`
+	Condition    string  `json:"condition"`
+	// Singleton is the singleton start each triggered run is (the
+	// workflow's Spec.Singleton); absent: none.
+	Singleton *backend.Singleton `json:"singleton,omitempty"`
+	// Batch is the batch a matching event is appended to instead of
+	// starting a run (the workflow's Spec.Batch); absent: none.
+	Batch      *TriggerBatch `json:"batch,omitempty"`
+	DeclaredBy string        `json:"declaredBy"`
+	UpdatedAt  time.Time     `json:"updatedAt"`
+}
+
+// TriggerBatch is a batched trigger's backend.BatchOptions in the API's
+// terms (as POST /v1/batches takes them): the timeout in seconds.
+type TriggerBatch struct {
+	MaxSize        int     `json:"maxSize"`
+	TimeoutSeconds float64 `json:"timeoutSeconds"`
+	MaxBytes       int     `json:"maxBytes"`
 }
 
 // listEventTriggers serves GET /v1/event-triggers (?workflow= filters).
@@ -243,8 +257,12 @@ func (h *Handler) listEventTriggers(w http.ResponseWriter, r *http.Request) erro
 	}
 	out := List[EventTrigger]{Data: make([]EventTrigger, 0, len(ts))}
 	for _, t := range ts {
-		out.Data = append(out.Data, EventTrigger{WorkflowName: t.WorkflowName, Version: t.Version, Kind: string(t.Kind), EventName: t.EventName,
-			Condition: t.Condition, DeclaredBy: t.DeclaredBy, UpdatedAt: t.UpdatedAt})
+		et := EventTrigger{WorkflowName: t.WorkflowName, Version: t.Version, Kind: string(t.Kind), EventName: t.EventName,
+			Condition: t.Condition, Singleton: t.Singleton, DeclaredBy: t.DeclaredBy, UpdatedAt: t.UpdatedAt}
+		if t.Batch != nil {
+			et.Batch = &TriggerBatch{MaxSize: t.Batch.MaxSize, TimeoutSeconds: t.Batch.Timeout.Seconds(), MaxBytes: t.Batch.MaxBytes}
+		}
+		out.Data = append(out.Data, et)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

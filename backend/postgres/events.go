@@ -358,9 +358,22 @@ func (b *Backend) startTriggered(ctx context.Context, tx pgx.Tx, t storedTrigger
 }
 
 // cancelOnEvent cancels the active runs of t's workflow whose input
-// matches t's condition with ev.
+// matches t's condition with ev. With an equality event.<path> ==
+// input.<path> in the condition (backend.CancelOnLookup) the condition is
+// evaluated only on the runs whose input holds ev's value there
+// (active_runs_of_workflow_by_input); without one, on the oldest
+// backend.MaxUnindexedCancelRunsPerPublish unfinished runs.
 func (b *Backend) cancelOnEvent(ctx context.Context, tx pgx.Tx, m backend.EventMatcher, t storedTrigger, ev *backend.EventRecord, log *effectLog) error {
-	rows, err := tx.Query(ctx, b.q.ActiveRunsOfWorkflow, b.namespace, t.workflow)
+	xe, err := backend.ExprEvent(ev)
+	if err != nil {
+		return err
+	}
+	var rows pgx.Rows
+	if path, value, ok := backend.CancelOnLookup(t.condition, xe); ok {
+		rows, err = tx.Query(ctx, b.q.ActiveRunsOfWorkflowByInput, b.namespace, t.workflow, path, string(value))
+	} else {
+		rows, err = tx.Query(ctx, b.q.ActiveRunsOfWorkflow, b.namespace, t.workflow, backend.MaxUnindexedCancelRunsPerPublish)
+	}
 	if err != nil {
 		return err
 	}

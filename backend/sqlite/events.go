@@ -3,11 +3,14 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/openworkflow-go/openworkflow/backend"
+	"github.com/openworkflow-go/openworkflow/eventexpr"
 	"github.com/openworkflow-go/openworkflow/internal/id"
 )
 
@@ -237,9 +240,24 @@ func match(ctx context.Context, m backend.EventMatcher, t storedTrigger, ev *bac
 }
 
 // cancelOnEvent cancels the active runs of t's workflow whose input
-// matches t's condition with ev, as CancelWorkflowRun does.
+// matches t's condition with ev, as CancelWorkflowRun does. With an
+// equality event.<path> == input.<path> in the condition
+// (backend.CancelOnLookup) the condition is evaluated only on the runs
+// whose input holds ev's value there; without one, on the oldest
+// backend.MaxUnindexedCancelRunsPerPublish unfinished runs.
 func (b *Backend) cancelOnEvent(ctx context.Context, tx *txn, now time.Time, evs *events, m backend.EventMatcher, t storedTrigger, ev *backend.EventRecord, log *effectLog) error {
-	rows, err := tx.QueryContext(ctx, b.q.ActiveRunsOfWorkflow, sql.Named("ns", b.ns), sql.Named("workflow_name", t.workflow))
+	xe, err := backend.ExprEvent(ev)
+	if err != nil {
+		return err
+	}
+	var rows *sql.Rows
+	if path, value, ok := cancelOnLookup(t.condition, xe); ok {
+		rows, err = tx.QueryContext(ctx, b.q.ActiveRunsOfWorkflowByInput, sql.Named("ns", b.ns), sql.Named("workflow_name", t.workflow),
+			sql.Named("path", path), sql.Named("value", value))
+	} else {
+		rows, err = tx.QueryContext(ctx, b.q.ActiveRunsOfWorkflow, sql.Named("ns", b.ns), sql.Named("workflow_name", t.workflow),
+			sql.Named("limit", backend.MaxUnindexedCancelRunsPerPublish))
+	}
 	if err != nil {
 		return err
 	}
@@ -274,6 +292,35 @@ func (b *Backend) cancelOnEvent(ctx context.Context, tx *txn, now time.Time, evs
 		log.add(ev.ID, backend.EventEffect{Kind: backend.EffectCanceled, WorkflowName: t.workflow, WorkflowRunID: &run.ID})
 	}
 	return nil
+}
+
+// cancelOnLookup is backend.CancelOnLookup in json_extract's terms: the
+// JSON path ($."a"."b") and the value as json_extract gives it (a string,
+// a float64, 1 or 0 for a bool). ok is false without a lookup, or for a
+// path segment that would need escaping in a JSON path.
+func cancelOnLookup(condition string, ev eventexpr.Event) (path string, value any, ok bool) {
+	segs, raw, ok := backend.CancelOnLookup(condition, ev)
+	if !ok {
+		return "", nil, false
+	}
+	var sb strings.Builder
+	sb.WriteString("$")
+	for _, s := range segs {
+		if strings.ContainsAny(s, "\"\\") {
+			return "", nil, false
+		}
+		sb.WriteString(`."` + s + `"`)
+	}
+	if err := json.Unmarshal(raw, &value); err != nil {
+		return "", nil, false
+	}
+	if b, isBool := value.(bool); isBool {
+		value = 0
+		if b {
+			value = 1
+		}
+	}
+	return sb.String(), value, true
 }
 
 // scanEvent reads event_columns.

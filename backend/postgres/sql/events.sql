@@ -88,14 +88,31 @@ WHERE t."namespace_id" = $1 AND t."event_name" = ANY($2::text[])
 ORDER BY t."workflow_name", t."kind", t."position"
 
 -- name: active_runs_of_workflow
--- The runs of workflow $2 of namespace $1 not finished, which a cancelOn
--- declaration of that workflow may cancel (OpenWorkflow's
+-- The oldest $3 runs of workflow $2 of namespace $1 not finished, which a
+-- cancelOn declaration of that workflow without an input equality
+-- evaluates (backend.MaxUnindexedCancelRunsPerPublish; OpenWorkflow's
 -- (namespace_id, workflow_name, ...) reads are not indexed for this: the
 -- status index narrows it to unfinished runs).
 SELECT {{run_columns}}
 FROM {{schema}}."workflow_runs" AS wr
 WHERE wr."namespace_id" = $1 AND wr."workflow_name" = $2
   AND wr."status" IN ('pending', 'running', 'sleeping')
+ORDER BY wr."created_at", wr."id"
+LIMIT $3
+
+-- name: active_runs_of_workflow_by_input
+-- The runs of workflow $2 of namespace $1 not finished whose input holds
+-- JSON value $4 at path $3 (jsonb equality: 5 = 5.0), the candidates of a
+-- cancelOn condition with the equality event.<path> == input.<$3>
+-- (backend.CancelOnLookup): the condition is evaluated on these only.
+-- A run whose input was stored escaped (openworkflow_go_escaped_json: a
+-- string holding U+0000) is found only if the escape left the value at
+-- the path as it is.
+SELECT {{run_columns}}
+FROM {{schema}}."workflow_runs" AS wr
+WHERE wr."namespace_id" = $1 AND wr."workflow_name" = $2
+  AND wr."status" IN ('pending', 'running', 'sleeping')
+  AND wr."input" #> $3::text[] = $4::jsonb
 ORDER BY wr."created_at", wr."id"
 
 -- name: insert_event_effects

@@ -35,11 +35,25 @@ WHERE "namespace_id" = :ns AND "event_name" = :name
 ORDER BY "workflow_name", "kind", "position"
 
 -- name: active_runs_of_workflow
--- The runs of workflow :workflow_name of namespace :ns not finished, which
--- a cancelOn declaration of that workflow may cancel.
+-- The oldest :limit runs of workflow :workflow_name of namespace :ns not
+-- finished, which a cancelOn declaration of that workflow without an
+-- input equality evaluates (backend.MaxUnindexedCancelRunsPerPublish).
 SELECT {{run_columns}} FROM "workflow_runs"
 WHERE "namespace_id" = :ns AND "workflow_name" = :workflow_name
   AND "status" IN ('pending', 'running', 'sleeping')
+ORDER BY "created_at", "id"
+LIMIT :limit
+
+-- name: active_runs_of_workflow_by_input
+-- The runs of workflow :workflow_name of namespace :ns not finished whose
+-- input holds :value at JSON path :path (json_extract's SQL value: a
+-- string as text, a number as a number, so 5 = 5.0; a bool as 1 or 0),
+-- the candidates of a cancelOn condition with an equality
+-- event.<path> == input.<path> (backend.CancelOnLookup).
+SELECT {{run_columns}} FROM "workflow_runs"
+WHERE "namespace_id" = :ns AND "workflow_name" = :workflow_name
+  AND "status" IN ('pending', 'running', 'sleeping')
+  AND json_extract("input", :path) = :value
 ORDER BY "created_at", "id"
 
 -- name: insert_event_effect
