@@ -202,6 +202,7 @@ type queries struct {
 	// eventwaits.sql
 	InsertEventWait      string `sql:"insert_event_wait"`
 	GetEventWait         string `sql:"get_event_wait"`
+	OpenEventWait        string `sql:"open_event_wait"`
 	ListEventWaits       string `sql:"list_event_waits"`
 	LookbackEvents       string `sql:"lookback_events"`
 	EventWaitPaths       string `sql:"event_wait_paths"`
