@@ -262,6 +262,29 @@ func (w *Worker) startTriggers(ctx context.Context) error {
 	return nil
 }
 
+// DeclareEventTriggers stores the triggers and cancelOn declarations of
+// workflowName (runs started with version; "" unversioned) as a worker
+// registering a workflow with [Spec.Triggers] and [Spec.CancelOn] stores
+// them, replacing the stored set, for a workflow no Go worker of this
+// process registers: one executed by TypeScript workers, or by an
+// interpreter of stored definitions (DAG, OpenFlow). The conditions are
+// compiled first: an error wraps backend.ErrInvalidArgument and names the
+// declaration (Triggers[i] or CancelOn[i]), its event, and the CEL issue's
+// line:column, and nothing is stored. A Go worker registering the workflow
+// with other declarations replaces these at its start. It reports whether
+// the stored set changed.
+func (c *Client) DeclareEventTriggers(ctx context.Context, workflowName, version string, triggers, cancelOn []EventTrigger) (bool, error) {
+	es, err := c.eventStore("declare event triggers")
+	if err != nil {
+		return false, err
+	}
+	s := Spec{Name: workflowName, Version: version, Triggers: triggers, CancelOn: cancelOn}
+	if err := checkEventTriggers(s); err != nil {
+		return false, fmt.Errorf("declare event triggers: %w", err)
+	}
+	return es.PutEventTriggers(ctx, workflowName, storedTriggers(s), "api")
+}
+
 // DeleteEventTriggers removes the stored triggers and cancelOn
 // declarations of workflowName (a worker registering it with
 // declarations stores them again at its start). It reports whether there
