@@ -217,6 +217,18 @@ func FuzzPutSchedule(f *testing.F) {
 // FuzzPublishEvents: whatever the body, POST /v1/events answers below
 // 500, and stores events only when it answers 200, exactly those it
 // answers (never a half-stored request).
+// newestEventSeq is the seq of c's newest event, 0 for none.
+func newestEventSeq(t *testing.T, c *ow.Client) int64 {
+	page, err := c.ListEvents(context.Background(), backend.ListEventsParams{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Data) == 0 {
+		return 0
+	}
+	return page.Data[0].Seq
+}
+
 func FuzzPublishEvents(f *testing.F) {
 	for _, s := range []string{`{"name":"a","data":{"x":1}}`, `[{"name":"a"},{"name":"b","key":"k","idempotencyKey":"i"}]`, `[]`, `{"name":""}`,
 		`[{"name":"a"},{"name":"\u0000"}]`, `{"name":"a","data":1e999999}`, `{"name":"a","data":"\ud800"}`, `{"name":"a","idempotencyKey":"k"}`, `[{"name":"a"},1]`, `nul`} {
@@ -225,16 +237,7 @@ func FuzzPublishEvents(f *testing.F) {
 	b := backends[0].open(f)
 	c := ow.NewClient(b)
 	h := api.New(c, api.Options{MaxBodyBytes: 64 << 10})
-	newest := func(t *testing.T) int64 {
-		page, err := c.ListEvents(context.Background(), backend.ListEventsParams{Limit: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(page.Data) == 0 {
-			return 0
-		}
-		return page.Data[0].Seq
-	}
+	newest := func(t *testing.T) int64 { return newestEventSeq(t, c) }
 	f.Fuzz(func(t *testing.T, body string) {
 		before := newest(t)
 		req := newRequest("POST", "/v1/events", body)
@@ -311,16 +314,7 @@ func FuzzDeclareTriggersAndPublish(f *testing.F) {
 		}
 		return ts
 	}
-	newest := func(t *testing.T) int64 {
-		page, err := c.ListEvents(context.Background(), backend.ListEventsParams{Limit: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(page.Data) == 0 {
-			return 0
-		}
-		return page.Data[0].Seq
-	}
+	newest := func(t *testing.T) int64 { return newestEventSeq(t, c) }
 	f.Fuzz(func(t *testing.T, condition, payload string) {
 		decl := map[string]any{"event": "fuzz.e", "if": condition}
 		body, err := json.Marshal(map[string]any{"triggers": []any{decl}, "cancelOn": []any{decl}})

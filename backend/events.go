@@ -557,3 +557,37 @@ func SortEventTriggers(ts []EventTrigger) []EventTrigger {
 	slices.SortStableFunc(out, func(a, b EventTrigger) int { return strings.Compare(string(a.Kind), string(b.Kind)) })
 	return out
 }
+
+// PlanTriggeredStart says what a start declaration of workflow (runs of
+// version) whose stored flow control is flowText (go_event_triggers.flow)
+// does for the new event ev, in the publish's transaction: with a batch,
+// append item (non-nil, validated, its defaults applied) to the batch of
+// the event's key; else create p, the triggered run (TriggeredRunParams),
+// a singleton start when the declaration has a singleton.
+func PlanTriggeredStart(workflow string, version, flowText *string, ev *EventRecord) (item *AppendBatchItemParams, p CreateWorkflowRunParams, err error) {
+	d := EventTrigger{WorkflowName: workflow, EventName: ev.Name}
+	if err := d.ParseTriggerFlow(flowText); err != nil {
+		return nil, p, err
+	}
+	if d.Batch != nil {
+		it, err := TriggeredBatchItem(workflow, version, *d.Batch, ev).Validate()
+		if err != nil {
+			return nil, p, err
+		}
+		return &it, p, nil
+	}
+	p = TriggeredRunParams(workflow, version, ev)
+	p.Singleton = d.Singleton
+	return nil, p, nil
+}
+
+// BatchedEffect is the effect of a batched trigger's append: batched,
+// with the run the append flushed the batch into (the last, when it
+// flushed two), if any.
+func BatchedEffect(workflow string, added *BatchAppend) EventEffect {
+	e := EventEffect{Kind: EffectBatched, WorkflowName: workflow}
+	if n := len(added.Flushed); n > 0 {
+		e.WorkflowRunID = &added.Flushed[n-1].ID
+	}
+	return e
+}

@@ -311,27 +311,17 @@ func match(ctx context.Context, m backend.EventMatcher, t storedTrigger, ev *bac
 // idempotency key and no lookup is needed).
 func (b *Backend) startTriggered(ctx context.Context, tx pgx.Tx, t storedTrigger, ev *backend.EventRecord) (backend.EventEffect, error) {
 	effect := backend.EventEffect{Kind: backend.EffectStarted, WorkflowName: t.workflow}
-	d := backend.EventTrigger{WorkflowName: t.workflow, EventName: t.eventName}
-	if err := d.ParseTriggerFlow(t.flow); err != nil {
+	item, p, err := backend.PlanTriggeredStart(t.workflow, t.version, t.flow, ev)
+	if err != nil {
 		return effect, err
 	}
-	if d.Batch != nil {
-		p, err := backend.TriggeredBatchItem(t.workflow, t.version, *d.Batch, ev).Validate()
+	if item != nil {
+		added, err := b.appendInTx(ctx, tx, *item)
 		if err != nil {
 			return effect, err
 		}
-		added, err := b.appendInTx(ctx, tx, p)
-		if err != nil {
-			return effect, err
-		}
-		effect.Kind = backend.EffectBatched
-		if n := len(added.Flushed); n > 0 {
-			effect.WorkflowRunID = &added.Flushed[n-1].ID
-		}
-		return effect, nil
+		return backend.BatchedEffect(t.workflow, added), nil
 	}
-	p := backend.TriggeredRunParams(t.workflow, t.version, ev)
-	p.Singleton = d.Singleton
 	if err := validateCreate(p); err != nil {
 		return effect, err
 	}

@@ -191,27 +191,17 @@ func (b *Backend) reactToEvent(ctx context.Context, tx *txn, now time.Time, evs 
 // skipped, held or canceling as the key's mode says).
 func (b *Backend) startTriggered(ctx context.Context, tx *txn, now time.Time, evs *events, t storedTrigger, ev *backend.EventRecord) (backend.EventEffect, error) {
 	effect := backend.EventEffect{Kind: backend.EffectStarted, WorkflowName: t.workflow}
-	d := backend.EventTrigger{WorkflowName: t.workflow, EventName: t.eventName}
-	if err := d.ParseTriggerFlow(t.flow); err != nil {
+	item, p, err := backend.PlanTriggeredStart(t.workflow, t.version, t.flow, ev)
+	if err != nil {
 		return effect, err
 	}
-	if d.Batch != nil {
-		p, err := backend.TriggeredBatchItem(t.workflow, t.version, *d.Batch, ev).Validate()
+	if item != nil {
+		added, err := b.appendBatchItem(ctx, tx, now, evs, *item)
 		if err != nil {
 			return effect, err
 		}
-		added, err := b.appendBatchItem(ctx, tx, now, evs, p)
-		if err != nil {
-			return effect, err
-		}
-		effect.Kind = backend.EffectBatched
-		if n := len(added.Flushed); n > 0 {
-			effect.WorkflowRunID = &added.Flushed[n-1].ID
-		}
-		return effect, nil
+		return backend.BatchedEffect(t.workflow, added), nil
 	}
-	p := backend.TriggeredRunParams(t.workflow, t.version, ev)
-	p.Singleton = d.Singleton
 	args, err := newCreateArgs(&p)
 	if err != nil {
 		return effect, err
