@@ -182,6 +182,9 @@ type EventTrigger struct {
 // checkEventTriggers compiles the triggers and cancelOn declarations of
 // s, naming the workflow, the declaration and the CEL issue on error.
 func checkEventTriggers(s Spec) error {
+	if len(s.Triggers) > 0 && s.Singleton != nil && s.Batch != nil {
+		return fmt.Errorf("workflow %s: Spec.Triggers with both Spec.Singleton and Spec.Batch: a triggered event is batched or starts a singleton run, not both: %w", s, backend.ErrInvalidArgument)
+	}
 	for _, d := range []struct {
 		what string
 		ts   []EventTrigger
@@ -204,11 +207,14 @@ func checkEventTriggers(s Spec) error {
 	return nil
 }
 
-// storedTriggers are the declarations of s as a backend stores them.
+// storedTriggers are the declarations of s as a backend stores them: a
+// trigger carries the workflow's Spec.Batch or Spec.Singleton, so that
+// every publisher applies them to the runs it starts.
 func storedTriggers(s Spec) []backend.EventTrigger {
 	var out []backend.EventTrigger
 	for _, t := range s.Triggers {
-		out = append(out, backend.EventTrigger{WorkflowName: s.Name, Version: versionPtr(s.Version), Kind: backend.TriggerStart, EventName: t.Event, Condition: t.If})
+		out = append(out, backend.EventTrigger{WorkflowName: s.Name, Version: versionPtr(s.Version), Kind: backend.TriggerStart, EventName: t.Event, Condition: t.If,
+			Singleton: s.Singleton, Batch: s.Batch})
 	}
 	for _, t := range s.CancelOn {
 		out = append(out, backend.EventTrigger{WorkflowName: s.Name, Version: versionPtr(s.Version), Kind: backend.TriggerCancel, EventName: t.Event, Condition: t.If})
@@ -254,6 +260,29 @@ func (w *Worker) startTriggers(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// DeclareEventTriggers stores the triggers and cancelOn declarations of
+// workflowName (runs started with version; "" unversioned) as a worker
+// registering a workflow with [Spec.Triggers] and [Spec.CancelOn] stores
+// them, replacing the stored set, for a workflow no Go worker of this
+// process registers: one executed by TypeScript workers, or by an
+// interpreter of stored definitions (DAG, OpenFlow). The conditions are
+// compiled first: an error wraps backend.ErrInvalidArgument and names the
+// declaration (Triggers[i] or CancelOn[i]), its event, and the CEL issue's
+// line:column, and nothing is stored. A Go worker registering the workflow
+// with other declarations replaces these at its start. It reports whether
+// the stored set changed.
+func (c *Client) DeclareEventTriggers(ctx context.Context, workflowName, version string, triggers, cancelOn []EventTrigger) (bool, error) {
+	es, err := c.eventStore("declare event triggers")
+	if err != nil {
+		return false, err
+	}
+	s := Spec{Name: workflowName, Version: version, Triggers: triggers, CancelOn: cancelOn}
+	if err := checkEventTriggers(s); err != nil {
+		return false, fmt.Errorf("declare event triggers: %w", err)
+	}
+	return es.PutEventTriggers(ctx, workflowName, storedTriggers(s), "api")
 }
 
 // DeleteEventTriggers removes the stored triggers and cancelOn

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	ow "github.com/openworkflow-go/openworkflow"
 	"github.com/openworkflow-go/openworkflow/backend"
+	"github.com/openworkflow-go/openworkflow/eventexpr"
 )
 
 func TestPublishedEventsAreStoredListedNewestFirstAndDeduplicatedByIdempotencyKey(t *testing.T) {
@@ -350,5 +352,204 @@ func TestConcurrentBatchesOfTheSameKeysInOppositeOrdersStoreEachEventOnce(t *tes
 	}
 	if len(page.Data) != n {
 		t.Fatalf("%d events stored, want %d", len(page.Data), n)
+	}
+}
+
+func TestATriggeredRunOfASingletonWorkflowIsASingletonStartDecidedInThePublish(t *testing.T) {
+	e := newEnv(t)
+	wf := ow.Define(ow.Spec{Name: "one-report", Singleton: &ow.Singleton{Key: "report", Mode: ow.SingletonSkip},
+		Triggers: []ow.EventTrigger{{Event: "report.asked"}}},
+		func(ctx ow.Context, in triggeredInput) (string, error) { return in.ID, nil })
+	e.register(wf)
+	e.tick() // stores the triggers with the workflow's singleton
+
+	ts, err := e.client.ListEventTriggers(e.ctx, "one-report")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ts) != 1 || ts[0].Singleton == nil || *ts[0].Singleton != (ow.Singleton{Key: "report", Mode: ow.SingletonSkip}) || ts[0].Batch != nil {
+		t.Fatalf("stored triggers %+v, want one carrying the workflow's singleton", ts)
+	}
+	first, err := e.client.PublishEvent(e.ctx, "report.asked", nil, ow.PublishOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := e.client.PublishEvent(e.ctx, "report.asked", nil, ow.PublishOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first.Started) != 1 || len(second.Started) != 0 {
+		t.Fatalf("started %v then %v, want one run, then none (the key has an active run)", first.Started, second.Started)
+	}
+	ev, err := e.client.GetEvent(e.ctx, second.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ev.Effects) != 1 || ev.Effects[0].Kind != backend.EffectSkipped || ev.Effects[0].WorkflowRunID == nil || *ev.Effects[0].WorkflowRunID != first.Started[0] {
+		t.Fatalf("the second event's effects %+v, want skipped naming the active run %s", ev.Effects, first.Started[0])
+	}
+	e.drain()
+	if got := output[string](e, first.Started[0]); got != first.ID {
+		t.Fatalf("the run's output %q, want its event %s", got, first.ID)
+	}
+	third, err := e.client.PublishEvent(e.ctx, "report.asked", nil, ow.PublishOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(third.Started) != 1 {
+		t.Fatalf("after the run ended, an event started %v, want a new run", third.Started)
+	}
+}
+
+func TestATriggerOfABatchedWorkflowAppendsTheEventToTheBatchOfItsKey(t *testing.T) {
+	e := newEnv(t)
+	wf := ow.Define(ow.Spec{Name: "order-digest", Batch: &ow.BatchOptions{MaxSize: 3, Timeout: time.Hour},
+		Triggers: []ow.EventTrigger{{Event: "order.created", If: "event.data.amount > 0.0"}}},
+		func(ctx ow.Context, in []triggeredInput) ([]string, error) {
+			var ids []string
+			for _, x := range in {
+				ids = append(ids, x.Data.OrderID)
+			}
+			return ids, nil
+		})
+	e.register(wf)
+	e.tick()
+
+	var last *backend.PublishedEvent
+	for i, key := range []string{"a", "b", "a", "a", "a"} {
+		var err error
+		if last, err = e.client.PublishEvent(e.ctx, "order.created", order{OrderID: fmt.Sprintf("o-%d", i), Amount: 1}, ow.PublishOptions{Key: key}); err != nil {
+			t.Fatal(err)
+		}
+		if len(last.Started) != 0 {
+			t.Fatalf("event %d started %v: a batched trigger starts no run of its own", i, last.Started)
+		}
+	}
+	// Key "a" got items 0, 2, 3 (flushed by the third) and 4 (open); "b" got 1 (open).
+	batches, err := e.b.(backend.BatchStore).ListOpenBatches(e.ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := map[string]int{}
+	for _, b := range batches {
+		open[b.Key] = b.Count
+	}
+	if len(open) != 2 || open["a"] != 1 || open["b"] != 1 {
+		t.Fatalf("open batches %+v, want one item each of keys a and b", batches)
+	}
+	page, err := e.client.ListEvents(e.ctx, backend.ListEventsParams{Name: "order.created", Limit: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flushed []string
+	for _, ev := range page.Data {
+		full, err := e.client.GetEvent(e.ctx, ev.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(full.Effects) != 1 || full.Effects[0].Kind != backend.EffectBatched {
+			t.Fatalf("event %s effects %+v, want one batched", ev.ID, full.Effects)
+		}
+		if id := full.Effects[0].WorkflowRunID; id != nil {
+			flushed = append(flushed, *id)
+		}
+	}
+	if len(flushed) != 1 {
+		t.Fatalf("runs flushed %v, want one (key a's third event)", flushed)
+	}
+	e.drain()
+	if got := output[[]string](e, flushed[0]); strings.Join(got, ",") != "o-0,o-2,o-3" {
+		t.Fatalf("the batch's run got %v, want key a's first three events in order", got)
+	}
+}
+
+func TestATriggerDeclarationCannotBeBatchedAndSingletonAtOnce(t *testing.T) {
+	wf := ow.Define(ow.Spec{Name: "both", Singleton: &ow.Singleton{Mode: ow.SingletonSkip}, Batch: &ow.BatchOptions{MaxSize: 2, Timeout: time.Minute},
+		Triggers: []ow.EventTrigger{{Event: "x"}}},
+		func(ctx ow.Context, in []triggeredInput) (int, error) { return len(in), nil })
+	e := newEnv(t)
+	err := e.worker.Register(wf)
+	if !errors.Is(err, backend.ErrInvalidArgument) || !strings.Contains(err.Error(), "both") {
+		t.Fatalf("register = %v, want an invalid-argument error naming the workflow", err)
+	}
+	err = backend.ValidateEventTriggers("w", []backend.EventTrigger{{Kind: backend.TriggerCancel, EventName: "x", Singleton: &backend.Singleton{Mode: backend.SingletonSkip}}})
+	if !errors.Is(err, backend.ErrInvalidArgument) {
+		t.Fatalf("a cancelOn declaration with a singleton: %v, want refused", err)
+	}
+}
+
+// countingMatcher evaluates conditions as the client's matcher does
+// (package eventexpr), counting the evaluations.
+type countingMatcher struct{ n atomic.Int64 }
+
+func (m *countingMatcher) Match(ctx context.Context, condition string, ev *backend.EventRecord, input json.RawMessage) (bool, error) {
+	m.n.Add(1)
+	x, err := eventexpr.Compile(condition)
+	if err != nil {
+		return false, err
+	}
+	xe, err := backend.ExprEvent(ev)
+	if err != nil {
+		return false, err
+	}
+	var in any
+	if len(input) > 0 {
+		if err := json.Unmarshal(input, &in); err != nil {
+			return false, err
+		}
+	}
+	return x.Match(ctx, xe, in)
+}
+
+func TestCancelOnWithAnInputEqualityEvaluatesOnlyTheRunsWhoseInputHoldsTheEventsValue(t *testing.T) {
+	e := newEnv(t)
+	es := e.b.(backend.EventStore)
+	const runs = 300
+	ps := make([]backend.CreateWorkflowRunParams, runs)
+	later := time.Now().Add(time.Hour) // not claimed meanwhile
+	for i := range ps {
+		in := fmt.Sprintf(`{"orderId":"o-%d","n":%d}`, i, i)
+		ps[i] = backend.CreateWorkflowRunParams{WorkflowName: "orders", Input: json.RawMessage(in), AvailableAt: &later}
+	}
+	created, err := e.b.CreateWorkflowRuns(e.ctx, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	declare := func(condition string) {
+		t.Helper()
+		if _, err := es.PutEventTriggers(e.ctx, "orders", []backend.EventTrigger{{Kind: backend.TriggerCancel, EventName: "order.canceled", Condition: condition}}, "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publish := func(data string) (*backend.PublishedEvent, int64) {
+		t.Helper()
+		m := &countingMatcher{}
+		out, err := es.PublishEvents(e.ctx, backend.PublishEventsParams{Events: []backend.PublishEventParams{{Name: "order.canceled", Data: json.RawMessage(data)}}, Matcher: m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &out[0], m.n.Load()
+	}
+
+	declare(`event.data.orderId == input.orderId && event.data.reason != ""`)
+	out, evaluated := publish(`{"orderId":"o-7","reason":"fraud"}`)
+	if len(out.Canceled) != 1 || out.Canceled[0] != created[7].ID || evaluated != 1 {
+		t.Fatalf("canceled %v after %d evaluations, want run 7 (%s) after 1: the runs are looked up by their input", out.Canceled, evaluated, created[7].ID)
+	}
+	declare(`input.n == event.data.n`)
+	out, evaluated = publish(`{"n":9.0}`)
+	if len(out.Canceled) != 1 || out.Canceled[0] != created[9].ID || evaluated != 1 {
+		t.Fatalf("by number: canceled %v after %d evaluations, want run 9 after 1 (9.0 == 9)", out.Canceled, evaluated)
+	}
+	out, evaluated = publish(`{"n":"9"}`)
+	if len(out.Canceled) != 0 || evaluated != 0 {
+		t.Fatalf("a string for a number: canceled %v after %d evaluations, want none after 0", out.Canceled, evaluated)
+	}
+	// Without an input equality every unfinished run is evaluated (up to
+	// backend.MaxUnindexedCancelRunsPerPublish).
+	declare(`input.orderId.endsWith(event.data.suffix)`)
+	out, evaluated = publish(`{"suffix":"-11"}`)
+	if len(out.Canceled) != 1 || out.Canceled[0] != created[11].ID || evaluated != runs-2 {
+		t.Fatalf("no equality: canceled %v after %d evaluations, want run 11 after %d (the unfinished runs)", out.Canceled, evaluated, runs-2)
 	}
 }

@@ -55,7 +55,12 @@ type Spec struct {
 	// event's key as concurrency key. Workers that register the workflow
 	// store them at start, so any publisher of the namespace sees them.
 	// At most 10 (backend.MaxEventTriggersPerWorkflow); a run is started
-	// once per event however many triggers match.
+	// once per event however many triggers match. The workflow's
+	// Singleton and Batch apply to triggered runs too, in the publish's
+	// transaction (stored with the triggers): with Singleton, each
+	// triggered run is a singleton start of its key; with Batch, a
+	// matching event is appended to the batch of the event's key instead
+	// of starting a run. Not both.
 	Triggers []EventTrigger
 	// CancelOn are events that cancel the workflow's active runs: a
 	// published event whose CEL condition over event and input (the

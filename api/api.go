@@ -229,6 +229,7 @@ var routeTable = []Route{
 	{"GET", "/v1/events", "listEvents", read, (*Handler).listEvents},
 	{"GET", "/v1/events/{id}", "getEvent", read, (*Handler).getEvent},
 	{"GET", "/v1/event-triggers", "listEventTriggers", read, (*Handler).listEventTriggers},
+	{"PUT", "/v1/event-triggers/{workflow}", "putEventTriggers", write, (*Handler).putEventTriggers},
 	{"GET", "/v1/debounced-runs", "listDebouncedRuns", read, (*Handler).listDebouncedRuns},
 	{"GET", "/v1/fair-queues", "listFairQueues", read, (*Handler).listFairQueues},
 	{"POST", "/v1/batches", "enqueueBatchItem", write, (*Handler).enqueueBatchItem},

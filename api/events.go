@@ -10,6 +10,7 @@ import (
 
 	ow "github.com/openworkflow-go/openworkflow"
 	"github.com/openworkflow-go/openworkflow/backend"
+	"github.com/openworkflow-go/openworkflow/eventexpr"
 )
 
 // publishEventRequest is one event of POST /v1/events.
@@ -222,13 +223,129 @@ func (h *Handler) getEvent(w http.ResponseWriter, r *http.Request) error {
 // EventTrigger is a stored trigger (kind start) or cancelOn declaration
 // (kind cancel) of a workflow.
 type EventTrigger struct {
-	WorkflowName string    `json:"workflowName"`
-	Version      *string   `json:"version"`
-	Kind         string    `json:"kind"`
-	EventName    string    `json:"eventName"`
-	Condition    string    `json:"condition"`
-	DeclaredBy   string    `json:"declaredBy"`
-	UpdatedAt    time.Time `json:"updatedAt"`
+	WorkflowName string  `json:"workflowName"`
+	Version      *string `json:"version"`
+	Kind         string  `json:"kind"`
+	EventName    string  `json:"eventName"`
+	Condition    string  `json:"condition"`
+	// Singleton is the singleton start each triggered run is (the
+	// workflow's Spec.Singleton); absent: none.
+	Singleton *backend.Singleton `json:"singleton,omitempty"`
+	// Batch is the batch a matching event is appended to instead of
+	// starting a run (the workflow's Spec.Batch); absent: none.
+	Batch      *TriggerBatch `json:"batch,omitempty"`
+	DeclaredBy string        `json:"declaredBy"`
+	UpdatedAt  time.Time     `json:"updatedAt"`
+}
+
+// TriggerBatch is a batched trigger's backend.BatchOptions in the API's
+// terms (as POST /v1/batches takes them): the timeout in seconds.
+type TriggerBatch struct {
+	MaxSize        int     `json:"maxSize"`
+	TimeoutSeconds float64 `json:"timeoutSeconds"`
+	MaxBytes       int     `json:"maxBytes"`
+}
+
+// EventTriggersRequest is the body of PUT /v1/event-triggers/{workflow}:
+// the workflow's triggers and cancelOn declarations, replacing the stored
+// ones ([ow.Client.DeclareEventTriggers]).
+type EventTriggersRequest struct {
+	// Version is the version triggered runs start with (absent:
+	// unversioned).
+	Version string `json:"version"`
+	// Triggers start a run per matching event; CancelOn cancel the
+	// active runs whose input matches. At most 10 each.
+	Triggers []TriggerDeclaration `json:"triggers"`
+	CancelOn []TriggerDeclaration `json:"cancelOn"`
+}
+
+// TriggerDeclaration is one trigger or cancelOn declaration: the event
+// name and an optional CEL condition ([ow.EventTrigger]).
+type TriggerDeclaration struct {
+	Event string `json:"event"`
+	If    string `json:"if"`
+}
+
+// EventTriggersResult is the answer of PUT /v1/event-triggers/{workflow}:
+// whether the stored set changed, and the workflow's declarations as
+// stored.
+type EventTriggersResult struct {
+	Changed bool           `json:"changed"`
+	Data    []EventTrigger `json:"data"`
+}
+
+// putEventTriggers serves PUT /v1/event-triggers/{workflow}: each
+// declaration's event name and CEL condition are checked first, a bad one
+// answered 400 naming it (field triggers[i].if, the CEL issue's
+// line:column in the message), and nothing is stored.
+func (h *Handler) putEventTriggers(w http.ResponseWriter, r *http.Request) error {
+	if err := noQuery(r); err != nil {
+		return err
+	}
+	workflow, err := pathID(r, "workflow")
+	if err != nil {
+		return err
+	}
+	var req EventTriggersRequest
+	if err := decodeBody(r, &req, false); err != nil {
+		return err
+	}
+	if req.Version != "" && (len(req.Version) > backend.MaxVersionLength || !backend.ValidText(req.Version)) {
+		return badField("version", "version must be at most %d bytes of text", backend.MaxVersionLength)
+	}
+	conv := func(what string, ds []TriggerDeclaration) ([]ow.EventTrigger, error) {
+		if len(ds) > backend.MaxEventTriggersPerWorkflow {
+			return nil, badField(what, "%d declarations, above the limit of %d", len(ds), backend.MaxEventTriggersPerWorkflow)
+		}
+		out := make([]ow.EventTrigger, len(ds))
+		for i, d := range ds {
+			if err := (backend.PublishEventParams{Name: d.Event}).Validate(); err != nil {
+				return nil, badField(fmt.Sprintf("%s[%d].event", what, i), "event must be 1 to %d bytes of text", backend.MaxEventNameLength)
+			}
+			if d.If != "" {
+				if len(d.If) > backend.MaxEventConditionLength || !backend.ValidText(d.If) {
+					return nil, badField(fmt.Sprintf("%s[%d].if", what, i), "the condition must be at most %d bytes of text", backend.MaxEventConditionLength)
+				}
+				if _, err := eventexpr.Compile(d.If); err != nil {
+					return nil, badField(fmt.Sprintf("%s[%d].if", what, i), "%s[%d] on event %q: the condition does not compile: %v", what, i, d.Event, err)
+				}
+			}
+			out[i] = ow.EventTrigger{Event: d.Event, If: d.If}
+		}
+		return out, nil
+	}
+	triggers, err := conv("triggers", req.Triggers)
+	if err != nil {
+		return err
+	}
+	cancelOn, err := conv("cancelOn", req.CancelOn)
+	if err != nil {
+		return err
+	}
+	changed, err := h.c.DeclareEventTriggers(r.Context(), workflow, req.Version, triggers, cancelOn)
+	if err != nil {
+		return asAPIError(err, "")
+	}
+	ts, err := h.c.ListEventTriggers(r.Context(), workflow)
+	if err != nil {
+		return asAPIError(err, "")
+	}
+	writeJSON(w, http.StatusOK, EventTriggersResult{Changed: changed, Data: apiTriggers(ts)})
+	return nil
+}
+
+// apiTriggers are stored declarations as the API shows them.
+func apiTriggers(ts []backend.EventTrigger) []EventTrigger {
+	out := make([]EventTrigger, 0, len(ts))
+	for _, t := range ts {
+		et := EventTrigger{WorkflowName: t.WorkflowName, Version: t.Version, Kind: string(t.Kind), EventName: t.EventName,
+			Condition: t.Condition, Singleton: t.Singleton, DeclaredBy: t.DeclaredBy, UpdatedAt: t.UpdatedAt}
+		if t.Batch != nil {
+			et.Batch = &TriggerBatch{MaxSize: t.Batch.MaxSize, TimeoutSeconds: t.Batch.Timeout.Seconds(), MaxBytes: t.Batch.MaxBytes}
+		}
+		out = append(out, et)
+	}
+	return out
 }
 
 // listEventTriggers serves GET /v1/event-triggers (?workflow= filters).
@@ -241,11 +358,7 @@ func (h *Handler) listEventTriggers(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return asAPIError(err, "")
 	}
-	out := List[EventTrigger]{Data: make([]EventTrigger, 0, len(ts))}
-	for _, t := range ts {
-		out.Data = append(out.Data, EventTrigger{WorkflowName: t.WorkflowName, Version: t.Version, Kind: string(t.Kind), EventName: t.EventName,
-			Condition: t.Condition, DeclaredBy: t.DeclaredBy, UpdatedAt: t.UpdatedAt})
-	}
+	out := List[EventTrigger]{Data: apiTriggers(ts)}
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }

@@ -117,3 +117,41 @@ func TestABadEventRequestIsRefusedNamingWhatAndStoresNothing(t *testing.T) {
 		}
 	})
 }
+
+func TestEventTriggersAreDeclaredThroughTheAPIWithTheirCELCheckedFirst(t *testing.T) {
+	eachBackend(t, api.Options{}, func(t *testing.T, s *server) {
+		for _, bad := range []struct {
+			body        string
+			field, want string
+		}{
+			{`{"triggers":[{"event":"order.created","if":"event.data.amount >"}]}`, "triggers[0].if", "1:"},
+			{`{"triggers":[{"event":"a"}],"cancelOn":[{"event":"b","if":"input.x == evnt.data.x"}]}`, "cancelOn[0].if", "1:"},
+			{`{"triggers":[{"event":"a","if":"event.data.x + 1"}]}`, "triggers[0].if", "bool"},
+			{`{"triggers":[{"event":""}]}`, "triggers[0].event", "event"},
+		} {
+			e := s.must(http.StatusBadRequest, "PUT", "/v1/event-triggers/echo", bad.body).apiError(t)
+			if e.Field != bad.field || !strings.Contains(e.Message, bad.want) {
+				t.Errorf("PUT %s answered field %q, %q; want field %q naming %q", bad.body, e.Field, e.Message, bad.field, bad.want)
+			}
+		}
+		var none api.List[api.EventTrigger]
+		s.must(http.StatusOK, "GET", "/v1/event-triggers?workflow=echo", nil).decode(t, &none)
+		if len(none.Data) != 0 {
+			t.Fatalf("refused declarations stored %+v", none.Data)
+		}
+		var res api.EventTriggersResult
+		s.must(http.StatusOK, "PUT", "/v1/event-triggers/echo", `{"triggers":[{"event":"order.created","if":"event.data.amount > 100.0"}]}`).decode(t, &res)
+		if !res.Changed || len(res.Data) != 1 || res.Data[0].Condition != "event.data.amount > 100.0" || res.Data[0].DeclaredBy != "api" {
+			t.Fatalf("declared: %+v", res)
+		}
+		var pub api.PublishEventsResult
+		s.must(http.StatusOK, "POST", "/v1/events", `{"name":"order.created","data":{"amount":500}}`).decode(t, &pub)
+		if len(pub.Events[0].Started) != 1 {
+			t.Fatalf("the declared trigger started %v, want one run", pub.Events[0].Started)
+		}
+		s.must(http.StatusOK, "PUT", "/v1/event-triggers/echo", `{"triggers":[{"event":"order.created","if":"event.data.amount > 100.0"}]}`).decode(t, &res)
+		if res.Changed {
+			t.Fatalf("the same declarations again: changed %+v", res)
+		}
+	})
+}

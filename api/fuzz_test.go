@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	ow "github.com/openworkflow-go/openworkflow"
@@ -216,6 +217,18 @@ func FuzzPutSchedule(f *testing.F) {
 // FuzzPublishEvents: whatever the body, POST /v1/events answers below
 // 500, and stores events only when it answers 200, exactly those it
 // answers (never a half-stored request).
+// newestEventSeq is the seq of c's newest event, 0 for none.
+func newestEventSeq(t *testing.T, c *ow.Client) int64 {
+	page, err := c.ListEvents(context.Background(), backend.ListEventsParams{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Data) == 0 {
+		return 0
+	}
+	return page.Data[0].Seq
+}
+
 func FuzzPublishEvents(f *testing.F) {
 	for _, s := range []string{`{"name":"a","data":{"x":1}}`, `[{"name":"a"},{"name":"b","key":"k","idempotencyKey":"i"}]`, `[]`, `{"name":""}`,
 		`[{"name":"a"},{"name":"\u0000"}]`, `{"name":"a","data":1e999999}`, `{"name":"a","data":"\ud800"}`, `{"name":"a","idempotencyKey":"k"}`, `[{"name":"a"},1]`, `nul`} {
@@ -224,16 +237,7 @@ func FuzzPublishEvents(f *testing.F) {
 	b := backends[0].open(f)
 	c := ow.NewClient(b)
 	h := api.New(c, api.Options{MaxBodyBytes: 64 << 10})
-	newest := func(t *testing.T) int64 {
-		page, err := c.ListEvents(context.Background(), backend.ListEventsParams{Limit: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(page.Data) == 0 {
-			return 0
-		}
-		return page.Data[0].Seq
-	}
+	newest := func(t *testing.T) int64 { return newestEventSeq(t, c) }
 	f.Fuzz(func(t *testing.T, body string) {
 		before := newest(t)
 		req := newRequest("POST", "/v1/events", body)
@@ -269,6 +273,84 @@ func FuzzPublishEvents(f *testing.F) {
 		}
 		if n != stored {
 			t.Fatalf("answered %d new events, stored %d", stored, n)
+		}
+	})
+}
+
+// FuzzDeclareTriggersAndPublish declares, through PUT
+// /v1/event-triggers/{workflow}, a trigger and a cancelOn declaration with
+// a fuzzed CEL condition, then publishes, through POST /v1/events, an
+// event with a fuzzed payload that the declarations (when stored) evaluate
+// against the event and against a waiting run's input: no answer is a
+// 5xx, a refused declaration leaves the stored ones as they were, an
+// accepted one stores the condition as given, and a refused publish stores
+// no event.
+func FuzzDeclareTriggersAndPublish(f *testing.F) {
+	for _, s := range [][2]string{
+		{`event.data.amount > 100.0`, `{"amount":500}`},
+		{`event.data.orderId == input.orderId`, `{"orderId":"o-1"}`},
+		{`input.n == event.data.n && event.data.n > 0`, `{"n":1.0}`},
+		{`event.data.x.y.z == 1`, `{"x":[1,2]}`},
+		{`event.data.amount >`, `{}`},
+		{`size(event.data.s) > 3 || event.key == "k"`, `"\ud800"`},
+		{`[1,2,3].all(x, x > 0) && event.name == "fuzz.e"`, `1e999999`},
+		{`event.data`, `null`},
+		{"\x00", `{"a":`},
+	} {
+		f.Add(s[0], s[1])
+	}
+	b := backends[0].open(f)
+	c := ow.NewClient(b)
+	h := api.New(c, api.Options{MaxBodyBytes: 64 << 10})
+	later := time.Now().Add(24 * time.Hour)
+	if _, err := b.CreateWorkflowRun(context.Background(), backend.CreateWorkflowRunParams{WorkflowName: "fuzzed",
+		Input: json.RawMessage(`{"orderId":"o-1","n":1}`), AvailableAt: &later}); err != nil {
+		f.Fatal(err)
+	}
+	stored := func(t *testing.T) []backend.EventTrigger {
+		ts, err := c.ListEventTriggers(context.Background(), "fuzzed")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ts
+	}
+	newest := func(t *testing.T) int64 { return newestEventSeq(t, c) }
+	f.Fuzz(func(t *testing.T, condition, payload string) {
+		decl := map[string]any{"event": "fuzz.e", "if": condition}
+		body, err := json.Marshal(map[string]any{"triggers": []any{decl}, "cancelOn": []any{decl}})
+		if err != nil {
+			t.Skip()
+		}
+		before := stored(t)
+		req := newRequest("PUT", "/v1/event-triggers/fuzzed", string(body))
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		serveFuzzAnswer(t, req, rec)
+		after := stored(t)
+		if rec.Code != http.StatusOK {
+			if !backend.SameEventTriggers(before, after) {
+				t.Fatalf("answered %d but the stored declarations changed: %+v → %+v", rec.Code, before, after)
+			}
+		} else {
+			// json.Marshal made the condition valid UTF-8; that is what was sent.
+			var sent struct{ Triggers []struct{ If string } }
+			if err := json.Unmarshal(body, &sent); err != nil {
+				t.Fatal(err)
+			}
+			if len(after) != 2 || after[0].Condition != sent.Triggers[0].If || after[1].Condition != sent.Triggers[0].If {
+				t.Fatalf("answered 200 for condition %q, stored %+v", sent.Triggers[0].If, after)
+			}
+		}
+		seq := newest(t)
+		req = newRequest("POST", "/v1/events", `{"name":"fuzz.e","data":`+payload+`}`)
+		if req == nil {
+			return
+		}
+		rec = httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		serveFuzzAnswer(t, req, rec)
+		if rec.Code != http.StatusOK && newest(t) != seq {
+			t.Fatalf("publish answered %d but stored an event", rec.Code)
 		}
 	})
 }

@@ -80,6 +80,15 @@ const (
 	// EffectError: a condition failed to evaluate on the event (a runtime
 	// CEL error), which counts as no match; Message says why.
 	EffectError EventEffectKind = "error"
+	// EffectBatched: a trigger of a batched workflow
+	// ([EventTrigger.Batch]) appended the event to the workflow's open
+	// batch of the event's key; WorkflowRunID is the run the append
+	// flushed the batch into, nil while the batch stays open.
+	EffectBatched EventEffectKind = "batched"
+	// EffectSkipped: a trigger of a singleton workflow in mode skip
+	// ([EventTrigger.Singleton]) found the key's active run, whose id
+	// WorkflowRunID is, and started nothing.
+	EffectSkipped EventEffectKind = "skipped"
 )
 
 // EventEffect is one thing an event did, stored in go_event_effects.
@@ -228,6 +237,19 @@ type EventTrigger struct {
 	// Condition is a CEL expression over event (and, for cancel, input);
 	// "" always matches.
 	Condition string `json:"condition,omitempty"`
+	// Singleton, on a start declaration, makes each run it starts a
+	// singleton start ([Singleton]), decided in the publish's transaction
+	// as [Backend.CreateWorkflowRun] decides it: the workflow's
+	// Spec.Singleton, stored with the declaration so that every publisher
+	// applies it. Nil: none.
+	Singleton *Singleton `json:"singleton,omitempty"`
+	// Batch, on a start declaration, makes a matching event an item of
+	// the workflow's open batch of the event's key ("" without one)
+	// instead of a run of its own ([BatchStore]): the item is the event
+	// as a triggered run's input would be, appended in the publish's
+	// transaction. The workflow's Spec.Batch. Nil: one run per event.
+	// Not with Singleton.
+	Batch *BatchOptions `json:"batch,omitempty"`
 	// DeclaredBy names who stored it (a worker id and its workflows).
 	DeclaredBy string `json:"declaredBy,omitempty"`
 	// UpdatedAt is when it was stored (UTC, milliseconds).
@@ -262,6 +284,9 @@ func ValidateEventTriggers(workflowName string, ts []EventTrigger) error {
 		}
 		if err := checkText("trigger condition", t.Condition); err != nil {
 			return err
+		}
+		if err := t.validateFlow(); err != nil {
+			return fmt.Errorf("workflow %q, %s trigger on %q: %w", workflowName, t.Kind, t.EventName, err)
 		}
 	}
 	return nil
@@ -414,7 +439,8 @@ func SameEventTriggers(old, ts []EventTrigger) bool {
 	}
 	for i := range old {
 		a, b := old[i], ts[i]
-		if a.Kind != b.Kind || a.EventName != b.EventName || a.Condition != b.Condition || !samePtr(a.Version, b.Version) {
+		if a.Kind != b.Kind || a.EventName != b.EventName || a.Condition != b.Condition || !samePtr(a.Version, b.Version) ||
+			!samePtr(a.FlowText(), b.FlowText()) {
 			return false
 		}
 	}
@@ -426,14 +452,102 @@ func samePtr(a, b *string) bool { return (a == nil) == (b == nil) && (a == nil |
 // EventTriggerArrays are the columns of ts for one insert: kinds,
 // positions (per kind, from 0), event names and conditions. ts must be
 // ordered start triggers first, as stores list them (kind order).
-func EventTriggerArrays(ts []EventTrigger) (kinds []string, pos []int32, names, conds []string) {
+func EventTriggerArrays(ts []EventTrigger) (kinds []string, pos []int32, names, conds []string, flows []*string) {
 	n := map[EventTriggerKind]int32{}
 	for _, t := range ts {
 		kinds, pos = append(kinds, string(t.Kind)), append(pos, n[t.Kind])
 		n[t.Kind]++
-		names, conds = append(names, t.EventName), append(conds, t.Condition)
+		names, conds, flows = append(names, t.EventName), append(conds, t.Condition), append(flows, t.FlowText())
 	}
-	return kinds, pos, names, conds
+	return kinds, pos, names, conds, flows
+}
+
+// triggerFlow is the stored form of a declaration's flow control
+// (go_event_triggers.flow, go migration 23): JSON text, NULL when the
+// declaration has none.
+type triggerFlow struct {
+	Singleton *Singleton   `json:"singleton,omitempty"`
+	Batch     *storedBatch `json:"batch,omitempty"`
+}
+
+// storedBatch is BatchOptions in triggerFlow, the timeout in
+// milliseconds.
+type storedBatch struct {
+	MaxSize   int   `json:"maxSize"`
+	TimeoutMs int64 `json:"timeoutMs"`
+	MaxBytes  int   `json:"maxBytes,omitempty"`
+}
+
+// validateFlow checks t's Singleton and Batch: only on a start
+// declaration, not both, each valid.
+func (t EventTrigger) validateFlow() error {
+	if t.Singleton == nil && t.Batch == nil {
+		return nil
+	}
+	if t.Kind != TriggerStart {
+		return fmt.Errorf("%w: a %s declaration takes no singleton or batch", ErrInvalidArgument, t.Kind)
+	}
+	if t.Singleton != nil && t.Batch != nil {
+		return fmt.Errorf("%w: a trigger is batched or a singleton, not both (a batch's run is started by its flush)", ErrInvalidArgument)
+	}
+	if t.Singleton != nil {
+		if err := t.Singleton.Validate(); err != nil {
+			return fmt.Errorf("singleton: %w", err)
+		}
+	}
+	if t.Batch != nil {
+		if _, err := t.Batch.Validate(); err != nil {
+			return fmt.Errorf("batch: %w", err)
+		}
+	}
+	return nil
+}
+
+// FlowText is t's Singleton and Batch as go_event_triggers.flow stores
+// them: JSON text, nil when t has neither.
+func (t EventTrigger) FlowText() *string {
+	if t.Singleton == nil && t.Batch == nil {
+		return nil
+	}
+	f := triggerFlow{Singleton: t.Singleton}
+	if t.Batch != nil {
+		f.Batch = &storedBatch{t.Batch.MaxSize, t.Batch.Timeout.Milliseconds(), t.Batch.MaxBytes}
+	}
+	raw, err := json.Marshal(f)
+	if err != nil {
+		panic(err) // strings and numbers only
+	}
+	s := string(raw)
+	return &s
+}
+
+// ParseTriggerFlow reads go_event_triggers.flow (FlowText) into t's
+// Singleton and Batch; nil text sets neither.
+func (t *EventTrigger) ParseTriggerFlow(text *string) error {
+	t.Singleton, t.Batch = nil, nil
+	if text == nil {
+		return nil
+	}
+	var f triggerFlow
+	if err := json.Unmarshal([]byte(*text), &f); err != nil {
+		return fmt.Errorf("the stored flow control %q of workflow %q's trigger on %q: %w", *text, t.WorkflowName, t.EventName, err)
+	}
+	t.Singleton = f.Singleton
+	if f.Batch != nil {
+		t.Batch = &BatchOptions{MaxSize: f.Batch.MaxSize, Timeout: time.Duration(f.Batch.TimeoutMs) * time.Millisecond, MaxBytes: f.Batch.MaxBytes}
+	}
+	return nil
+}
+
+// TriggeredBatchItem is what a batched trigger ([EventTrigger.Batch]) of
+// workflow (version) appends for event ev: the event, as a triggered
+// run's input is, to the batch of the event's key.
+func TriggeredBatchItem(workflow string, version *string, opts BatchOptions, ev *EventRecord) AppendBatchItemParams {
+	p := AppendBatchItemParams{WorkflowName: workflow, Version: version, Item: TriggeredRunInput(ev), Options: opts}
+	if ev.Key != nil {
+		p.Key = *ev.Key
+	}
+	return p
 }
 
 // SortEventTriggers returns ts ordered as the stores list them: by kind
@@ -442,4 +556,38 @@ func SortEventTriggers(ts []EventTrigger) []EventTrigger {
 	out := slices.Clone(ts)
 	slices.SortStableFunc(out, func(a, b EventTrigger) int { return strings.Compare(string(a.Kind), string(b.Kind)) })
 	return out
+}
+
+// PlanTriggeredStart says what a start declaration of workflow (runs of
+// version) whose stored flow control is flowText (go_event_triggers.flow)
+// does for the new event ev, in the publish's transaction: with a batch,
+// append item (non-nil, validated, its defaults applied) to the batch of
+// the event's key; else create p, the triggered run (TriggeredRunParams),
+// a singleton start when the declaration has a singleton.
+func PlanTriggeredStart(workflow string, version, flowText *string, ev *EventRecord) (item *AppendBatchItemParams, p CreateWorkflowRunParams, err error) {
+	d := EventTrigger{WorkflowName: workflow, EventName: ev.Name}
+	if err := d.ParseTriggerFlow(flowText); err != nil {
+		return nil, p, err
+	}
+	if d.Batch != nil {
+		it, err := TriggeredBatchItem(workflow, version, *d.Batch, ev).Validate()
+		if err != nil {
+			return nil, p, err
+		}
+		return &it, p, nil
+	}
+	p = TriggeredRunParams(workflow, version, ev)
+	p.Singleton = d.Singleton
+	return nil, p, nil
+}
+
+// BatchedEffect is the effect of a batched trigger's append: batched,
+// with the run the append flushed the batch into (the last, when it
+// flushed two), if any.
+func BatchedEffect(workflow string, added *BatchAppend) EventEffect {
+	e := EventEffect{Kind: EffectBatched, WorkflowName: workflow}
+	if n := len(added.Flushed); n > 0 {
+		e.WorkflowRunID = &added.Flushed[n-1].ID
+	}
+	return e
 }

@@ -38,3 +38,46 @@ func EventWaitKeys(e eventexpr.Event, paths []string) (pathKeys, values []string
 	}
 	return pathKeys, values
 }
+
+// MaxUnindexedCancelRunsPerPublish bounds the unfinished runs of a
+// workflow a cancelOn declaration without an input equality (see
+// [CancelOnLookup]) evaluates per published event, oldest first: 1,000.
+// Beyond it an event can cancel only the oldest 1,000 of them; give such a
+// condition an equality event.<path> == input.<path> to look runs up by
+// their input instead.
+const MaxUnindexedCancelRunsPerPublish = 1000
+
+// CancelOnLookup finds in a cancelOn condition the equality a publish
+// looks runs up by instead of evaluating the condition on each unfinished
+// run of the workflow: the first top-level conjunct event.<path> ==
+// input.<inputPath> (eventexpr.IndexKey with an InputPath) whose value in
+// ev is a scalar other than null. It returns the input path and that
+// value as JSON: a run can match only if its input holds a JSON value
+// equal to it at the path (the lookup finds candidates; the condition
+// still decides). ok is false when there is no such conjunct (or the
+// condition does not compile); the publish then evaluates the condition
+// on at most [MaxUnindexedCancelRunsPerPublish] runs.
+func CancelOnLookup(condition string, ev eventexpr.Event) (inputPath []string, value json.RawMessage, ok bool) {
+	if condition == "" {
+		return nil, nil, false
+	}
+	x, err := eventexpr.Compile(condition)
+	if err != nil {
+		return nil, nil, false
+	}
+	for _, k := range x.IndexKeys() {
+		if k.InputPath == nil {
+			continue
+		}
+		v, ok := eventexpr.PathScalar(ev, k.Path)
+		if !ok || v == nil {
+			continue
+		}
+		raw, err := json.Marshal(v)
+		if err != nil {
+			continue
+		}
+		return k.InputPath, raw, true
+	}
+	return nil, nil, false
+}

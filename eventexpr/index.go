@@ -28,7 +28,12 @@ type IndexKey struct {
 	Path []string
 	// RHS is the right-hand side as CEL source, e.g. "input.orderId".
 	RHS string
-	prg cel.Program
+	// InputPath is the field path under input when RHS is nothing but a
+	// selection of it (input.orderId: ["orderId"]), so that a backend
+	// can look up the inputs equal to an event's value instead of
+	// evaluating RHS per input (cancelOn); nil for any other RHS.
+	InputPath []string
+	prg       cel.Program
 }
 
 // PathKey is Path encoded as a JSON array, the form stored with a wait,
@@ -96,12 +101,16 @@ func extractKeys(a *cel.Ast) []IndexKey {
 
 // eventPath returns the path of event.a.b / event["a"]["b"], and false for
 // anything else (including presence tests and optional selections).
-func eventPath(e ast.Expr) ([]string, bool) {
+func eventPath(e ast.Expr) ([]string, bool) { return selectionPath("event", e) }
+
+// selectionPath returns the path of root.a.b / root["a"]["b"], and false
+// for anything else.
+func selectionPath(root string, e ast.Expr) ([]string, bool) {
 	var rev []string
 	for {
 		switch e.Kind() {
 		case ast.IdentKind:
-			if e.AsIdent() != "event" || len(rev) == 0 {
+			if e.AsIdent() != root || len(rev) == 0 {
 				return nil, false
 			}
 			path := make([]string, len(rev))
@@ -149,7 +158,11 @@ func rhsKey(path []string, rhs ast.Expr, info *ast.SourceInfo) (IndexKey, bool) 
 	if err != nil {
 		return IndexKey{}, false
 	}
-	return IndexKey{Path: path, RHS: src, prg: prg}, true
+	k := IndexKey{Path: path, RHS: src, prg: prg}
+	if in, ok := selectionPath("input", rhs); ok {
+		k.InputPath = in
+	}
+	return k, true
 }
 
 // Canonical returns the index form of a scalar CEL value, such that two
@@ -192,8 +205,20 @@ func number(f float64) (string, bool) {
 // at path (an [IndexKey.Path]), and false when the path is missing or the
 // value is not a scalar.
 func PathValue(event Event, path []string) (string, bool) {
-	if len(path) == 0 {
+	v, ok := PathScalar(event, path)
+	if !ok {
 		return "", false
+	}
+	return Canonical(types.DefaultTypeAdapter.NativeToValue(v))
+}
+
+// PathScalar returns event's value at path (an [IndexKey.Path]) as Go
+// holds it — a string, a JSON number (float64, or json.Number), a bool
+// or nil — and false when the path is missing or the value is a map, a
+// list or a time.
+func PathScalar(event Event, path []string) (any, bool) {
+	if len(path) == 0 {
+		return nil, false
 	}
 	var v any
 	switch path[0] {
@@ -208,22 +233,22 @@ func PathValue(event Event, path []string) (string, bool) {
 	case "data":
 		v = event.Data
 	default:
-		return "", false
+		return nil, false
 	}
 	for _, p := range path[1:] {
 		m, ok := v.(map[string]any)
 		if !ok {
-			return "", false
+			return nil, false
 		}
 		if v, ok = m[p]; !ok {
-			return "", false
+			return nil, false
 		}
 	}
 	switch v.(type) {
 	case map[string]any, []any, time.Time:
-		return "", false
+		return nil, false
 	}
-	return Canonical(types.DefaultTypeAdapter.NativeToValue(v))
+	return v, true
 }
 
 // ParsePathKey decodes an [IndexKey.PathKey].

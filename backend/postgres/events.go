@@ -54,7 +54,7 @@ func (l *effectLog) add(eventID string, e backend.EventEffect) {
 // storedTrigger is a declaration as publish reads it.
 type storedTrigger struct {
 	workflow, kind, eventName, condition string
-	version                              *string
+	version, flow                        *string
 }
 
 // PublishEvents implements [backend.EventStore] in one transaction (see
@@ -69,6 +69,12 @@ type storedTrigger struct {
 func (b *Backend) PublishEvents(ctx context.Context, p backend.PublishEventsParams) ([]backend.PublishedEvent, error) {
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("publish events: %w", err)
+	}
+	if out, ok, err := b.publishUnobserved(ctx, p.Events); ok || err != nil {
+		if err != nil {
+			return nil, fmt.Errorf("publish events: %w", err)
+		}
+		return out, nil
 	}
 	var out []backend.PublishedEvent
 	var log effectLog
@@ -102,6 +108,47 @@ func (b *Backend) PublishEvents(ctx context.Context, p backend.PublishEventsPara
 		werr = errors.Join(werr, b.wakeParent(ctx, run))
 	}
 	return out, werr
+}
+
+// publishUnobserved publishes ps by one statement outside a transaction
+// (insert_unobserved_events) when none has an idempotency key and no
+// declaration or open wait is on any of their names, so that nothing is
+// to react to them; ok is false, with nothing stored, when one has a key
+// or a name is observed: the caller then publishes them in a transaction
+// that reacts.
+func (b *Backend) publishUnobserved(ctx context.Context, ps []backend.PublishEventParams) (out []backend.PublishedEvent, ok bool, err error) {
+	ids, names, data, keys := make([]string, len(ps)), make([]string, len(ps)), make([]string, len(ps)), make([]*string, len(ps))
+	for i, p := range ps {
+		if p.IdempotencyKey != nil {
+			return nil, false, nil
+		}
+		ids[i], names[i], data[i], keys[i] = id.New(id.PrefixEvent), p.Name, string(p.DataOrEmpty()), p.Key
+	}
+	rows, err := b.pool.Query(ctx, b.q.InsertUnobservedEvents, b.namespace, ids, names, data, keys, b.at())
+	if err != nil {
+		return nil, false, fmt.Errorf("insert events: %w", err)
+	}
+	var evID *string
+	var seq *int64
+	var at *time.Time
+	n := 0
+	_, err = pgx.ForEachRow(rows, []any{&evID, &seq, &at}, func() error {
+		if evID != nil {
+			n++
+		}
+		return nil
+	})
+	if err != nil || n == 0 {
+		return nil, false, err
+	}
+	if n != len(ps) {
+		return nil, false, fmt.Errorf("insert events: %d of %d inserted", n, len(ps))
+	}
+	out = make([]backend.PublishedEvent, len(ps))
+	for i := range out {
+		out[i].ID = ids[i]
+	}
+	return out, true, nil
 }
 
 // insertEvents inserts the events of ps (out gets their ids) and returns
@@ -209,7 +256,7 @@ func (b *Backend) reactToEvents(ctx context.Context, tx pgx.Tx, evs []*backend.E
 	}
 	byName := map[string][]storedTrigger{}
 	var t storedTrigger
-	_, err = pgx.ForEachRow(rows, []any{&t.workflow, &t.version, &t.kind, &t.eventName, &t.condition}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&t.workflow, &t.version, &t.kind, &t.eventName, &t.condition, &t.flow}, func() error {
 		byName[t.eventName] = append(byName[t.eventName], t)
 		return nil
 	})
@@ -225,11 +272,11 @@ func (b *Backend) reactToEvents(ctx context.Context, tx pgx.Tx, evs []*backend.E
 					continue
 				}
 				started[t.workflow] = true
-				run, err := b.startTriggered(ctx, tx, t, ev)
+				effect, err := b.startTriggered(ctx, tx, t, ev)
 				if err != nil {
 					return fmt.Errorf("start workflow %q for event %s: %w", t.workflow, ev.ID, err)
 				}
-				log.add(ev.ID, backend.EventEffect{Kind: backend.EffectStarted, WorkflowName: t.workflow, WorkflowRunID: &run.ID})
+				log.add(ev.ID, effect)
 			case backend.TriggerCancel:
 				if err := b.cancelOnEvent(ctx, tx, m, t, ev, log); err != nil {
 					return fmt.Errorf("cancel runs of workflow %q for event %s: %w", t.workflow, ev.ID, err)
@@ -255,25 +302,68 @@ func match(ctx context.Context, m backend.EventMatcher, t storedTrigger, ev *bac
 	return ok
 }
 
-// startTriggered inserts the run event ev starts for trigger t.
-func (b *Backend) startTriggered(ctx context.Context, tx pgx.Tx, t storedTrigger, ev *backend.EventRecord) (*backend.WorkflowRun, error) {
-	p := backend.TriggeredRunParams(t.workflow, t.version, ev)
+// startTriggered does in tx what trigger t does for event ev, and
+// returns the effect to record: with its flow control's batch, append
+// ev to the workflow's batch (appendInTx, which may flush it); with its
+// singleton, create the run as a singleton start (createInTx: skipped,
+// held or canceling as the key's mode says); else insert the run
+// (insert_run: the event id is new, so no earlier run can hold the run's
+// idempotency key and no lookup is needed).
+func (b *Backend) startTriggered(ctx context.Context, tx pgx.Tx, t storedTrigger, ev *backend.EventRecord) (backend.EventEffect, error) {
+	effect := backend.EventEffect{Kind: backend.EffectStarted, WorkflowName: t.workflow}
+	item, p, err := backend.PlanTriggeredStart(t.workflow, t.version, t.flow, ev)
+	if err != nil {
+		return effect, err
+	}
+	if item != nil {
+		added, err := b.appendInTx(ctx, tx, *item)
+		if err != nil {
+			return effect, err
+		}
+		return backend.BatchedEffect(t.workflow, added), nil
+	}
 	if err := validateCreate(p); err != nil {
-		return nil, err
+		return effect, err
 	}
 	runID := id.New(id.PrefixRun)
 	var esc escapes
-	run, err := queryRun(ctx, tx, b.q.InsertRun, b.insertRunArgs(runID, p, &esc)...)
-	if err != nil {
-		return nil, err
+	args := b.insertRunArgs(runID, p, &esc)
+	if p.Singleton != nil {
+		run, existed, err := b.createInTx(ctx, tx, p, &esc, args)
+		if err != nil {
+			return effect, err
+		}
+		if existed {
+			effect.Kind = backend.EffectSkipped
+		}
+		effect.WorkflowRunID = &run.ID
+		return effect, nil
 	}
-	return run, b.recordEscapes(ctx, tx, &esc)
+	run, err := queryRun(ctx, tx, b.q.InsertRun, args...)
+	if err != nil {
+		return effect, err
+	}
+	effect.WorkflowRunID = &run.ID
+	return effect, b.recordEscapes(ctx, tx, &esc)
 }
 
 // cancelOnEvent cancels the active runs of t's workflow whose input
-// matches t's condition with ev.
+// matches t's condition with ev. With an equality event.<path> ==
+// input.<path> in the condition (backend.CancelOnLookup) the condition is
+// evaluated only on the runs whose input holds ev's value there
+// (active_runs_of_workflow_by_input); without one, on the oldest
+// backend.MaxUnindexedCancelRunsPerPublish unfinished runs.
 func (b *Backend) cancelOnEvent(ctx context.Context, tx pgx.Tx, m backend.EventMatcher, t storedTrigger, ev *backend.EventRecord, log *effectLog) error {
-	rows, err := tx.Query(ctx, b.q.ActiveRunsOfWorkflow, b.namespace, t.workflow)
+	xe, err := backend.ExprEvent(ev)
+	if err != nil {
+		return err
+	}
+	var rows pgx.Rows
+	if path, value, ok := backend.CancelOnLookup(t.condition, xe); ok {
+		rows, err = tx.Query(ctx, b.q.ActiveRunsOfWorkflowByInput, b.namespace, t.workflow, path, string(value))
+	} else {
+		rows, err = tx.Query(ctx, b.q.ActiveRunsOfWorkflow, b.namespace, t.workflow, backend.MaxUnindexedCancelRunsPerPublish)
+	}
 	if err != nil {
 		return err
 	}
@@ -401,8 +491,8 @@ func (b *Backend) PutEventTriggers(ctx context.Context, workflowName string, ts 
 		if len(ts) == 0 {
 			return nil
 		}
-		kinds, pos, names, conds := backend.EventTriggerArrays(ts)
-		_, err = tx.Exec(ctx, b.q.InsertEventTriggers, b.namespace, workflowName, kinds, pos, names, conds, ts[0].Version, declaredBy, b.at())
+		kinds, pos, names, conds, flows := backend.EventTriggerArrays(ts)
+		_, err = tx.Exec(ctx, b.q.InsertEventTriggers, b.namespace, workflowName, kinds, pos, names, conds, flows, ts[0].Version, declaredBy, b.at())
 		return err
 	})
 	if err != nil {
@@ -432,8 +522,12 @@ func (b *Backend) listTriggers(ctx context.Context, q querier, workflowName *str
 	out := []backend.EventTrigger{}
 	var t backend.EventTrigger
 	var kind string
-	_, err = pgx.ForEachRow(rows, []any{&t.WorkflowName, &t.Version, &kind, &t.EventName, &t.Condition, &t.DeclaredBy, &t.UpdatedAt}, func() error {
+	var flow *string
+	_, err = pgx.ForEachRow(rows, []any{&t.WorkflowName, &t.Version, &kind, &t.EventName, &t.Condition, &t.DeclaredBy, &t.UpdatedAt, &flow}, func() error {
 		t.Kind, t.UpdatedAt = backend.EventTriggerKind(kind), t.UpdatedAt.UTC()
+		if err := t.ParseTriggerFlow(flow); err != nil {
+			return err
+		}
 		out = append(out, t)
 		return nil
 	})

@@ -16,13 +16,28 @@ import (
 
 var _ backend.EventWaiter = (*Backend)(nil)
 
-// OpenEventWait implements [backend.EventWaiter] in one READ COMMITTED
-// transaction (sql/eventwaits.sql): store the wait unless stored, and for
-// a new wait with a look-back deliver it the oldest stored matching event
+// OpenEventWait implements [backend.EventWaiter] (sql/eventwaits.sql):
+// without a look-back, by one statement (open_event_wait: store the wait
+// unless stored, and return it), which is one round trip on the woken
+// run's path; with one, in a READ COMMITTED transaction that stores the
+// wait and, for a new wait, delivers it the oldest stored matching event
 // of its window.
 func (b *Backend) OpenEventWait(ctx context.Context, p backend.OpenEventWaitParams) (*backend.EventWait, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
+	}
+	var input *string
+	if len(p.Input) > 0 {
+		s := string(p.Input)
+		input = &s
+	}
+	if p.Lookback <= 0 {
+		w, err := scanEventWait(b.pool.QueryRow(ctx, b.q.OpenEventWait, b.namespace, p.StepAttemptID, p.WorkflowRunID, p.WorkflowName,
+			p.StepName, p.EventName, p.Match, input, p.IndexPath, p.IndexValue, ms(p.TimeoutAt), b.at()))
+		if err != nil {
+			return nil, fmt.Errorf("open the wait of step attempt %s for event %q: %w", p.StepAttemptID, p.EventName, err)
+		}
+		return w, nil
 	}
 	var out *backend.EventWait
 	err := b.inTx(ctx, func(tx pgx.Tx) error {
@@ -30,11 +45,6 @@ func (b *Backend) OpenEventWait(ctx context.Context, p backend.OpenEventWaitPara
 		if p.Lookback > 0 {
 			ms := p.Lookback.Milliseconds()
 			lookback = &ms
-		}
-		var input *string
-		if len(p.Input) > 0 {
-			s := string(p.Input)
-			input = &s
 		}
 		var afterSeq int64
 		var sinceAt *time.Time

@@ -114,7 +114,7 @@ const LatestMigrationVersion = 5
 // LatestGoMigrationVersion is the version of the newest migration of this
 // SDK's own line, the value MAX(version) of openworkflow_go_migrations has
 // after [Migrate].
-const LatestGoMigrationVersion = 22
+const LatestGoMigrationVersion = 23
 
 // GoMigrationVersions returns the versions of this SDK's own migration
 // line embedded in this build, ascending: the versions

@@ -207,6 +207,7 @@ type queries struct {
 	// eventwaits.sql
 	InsertEventWait      string `sql:"insert_event_wait"`
 	GetEventWait         string `sql:"get_event_wait"`
+	OpenEventWait        string `sql:"open_event_wait"`
 	ListEventWaits       string `sql:"list_event_waits"`
 	LookbackEvents       string `sql:"lookback_events"`
 	EventWaitPaths       string `sql:"event_wait_paths"`
@@ -219,22 +220,24 @@ type queries struct {
 	CloseEventWait       string `sql:"close_event_wait"`
 	WakeEventWaiter      string `sql:"wake_event_waiter"`
 	// events.sql
-	LockEventKey             string `sql:"lock_event_key"`
-	EventByIdempotencyKey    string `sql:"event_by_idempotency_key"`
-	ClearEventIdempotencyKey string `sql:"clear_event_idempotency_key"`
-	InsertEvent              string `sql:"insert_event"`
-	InsertEvents             string `sql:"insert_events"`
-	EventTriggersByName      string `sql:"event_triggers_by_name"`
-	ActiveRunsOfWorkflow     string `sql:"active_runs_of_workflow"`
-	InsertEventEffects       string `sql:"insert_event_effects"`
-	GetEvent                 string `sql:"get_event"`
-	EventEffects             string `sql:"event_effects"`
-	ListEvents               string `sql:"list_events"`
-	LockEventTriggers        string `sql:"lock_event_triggers"`
-	ListEventTriggers        string `sql:"list_event_triggers"`
-	DeleteEventTriggers      string `sql:"delete_event_triggers"`
-	InsertEventTriggers      string `sql:"insert_event_triggers"`
-	PruneEvents              string `sql:"prune_events"`
+	LockEventKey                string `sql:"lock_event_key"`
+	EventByIdempotencyKey       string `sql:"event_by_idempotency_key"`
+	ClearEventIdempotencyKey    string `sql:"clear_event_idempotency_key"`
+	InsertEvent                 string `sql:"insert_event"`
+	InsertEvents                string `sql:"insert_events"`
+	InsertUnobservedEvents      string `sql:"insert_unobserved_events"`
+	EventTriggersByName         string `sql:"event_triggers_by_name"`
+	ActiveRunsOfWorkflow        string `sql:"active_runs_of_workflow"`
+	ActiveRunsOfWorkflowByInput string `sql:"active_runs_of_workflow_by_input"`
+	InsertEventEffects          string `sql:"insert_event_effects"`
+	GetEvent                    string `sql:"get_event"`
+	EventEffects                string `sql:"event_effects"`
+	ListEvents                  string `sql:"list_events"`
+	LockEventTriggers           string `sql:"lock_event_triggers"`
+	ListEventTriggers           string `sql:"list_event_triggers"`
+	DeleteEventTriggers         string `sql:"delete_event_triggers"`
+	InsertEventTriggers         string `sql:"insert_event_triggers"`
+	PruneEvents                 string `sql:"prune_events"`
 	// debounce.sql
 	DebounceExtend    string `sql:"debounce_extend"`
 	DebounceMark      string `sql:"debounce_mark"`

@@ -3,11 +3,14 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/openworkflow-go/openworkflow/backend"
+	"github.com/openworkflow-go/openworkflow/eventexpr"
 	"github.com/openworkflow-go/openworkflow/internal/id"
 )
 
@@ -51,7 +54,7 @@ func (l *effectLog) add(eventID string, e backend.EventEffect) {
 // storedTrigger is a declaration as publish reads it.
 type storedTrigger struct {
 	workflow, kind, eventName, condition string
-	version                              *string
+	version, flow                        *string
 }
 
 // PublishEvents implements [backend.EventStore] in one BEGIN IMMEDIATE
@@ -141,12 +144,15 @@ func (b *Backend) triggersOn(ctx context.Context, tx *txn, name string) ([]store
 	var out []storedTrigger
 	for rows.Next() {
 		var t storedTrigger
-		var version sql.NullString
-		if err := rows.Scan(&t.workflow, &version, &t.kind, &t.eventName, &t.condition); err != nil {
+		var version, flow sql.NullString
+		if err := rows.Scan(&t.workflow, &version, &t.kind, &t.eventName, &t.condition, &flow); err != nil {
 			return nil, err
 		}
 		if version.Valid {
 			t.version = &version.String
+		}
+		if flow.Valid {
+			t.flow = &flow.String
 		}
 		out = append(out, t)
 	}
@@ -164,16 +170,11 @@ func (b *Backend) reactToEvent(ctx context.Context, tx *txn, now time.Time, evs 
 				continue
 			}
 			started[t.workflow] = true
-			p := backend.TriggeredRunParams(t.workflow, t.version, ev)
-			args, err := newCreateArgs(&p)
+			effect, err := b.startTriggered(ctx, tx, now, evs, t, ev)
 			if err != nil {
 				return fmt.Errorf("start workflow %q for event %s: %w", t.workflow, ev.ID, err)
 			}
-			run, err := b.createRun(ctx, tx, now, evs, &p, &args)
-			if err != nil {
-				return fmt.Errorf("start workflow %q for event %s: %w", t.workflow, ev.ID, err)
-			}
-			log.add(ev.ID, backend.EventEffect{Kind: backend.EffectStarted, WorkflowName: t.workflow, WorkflowRunID: &run.ID})
+			log.add(ev.ID, effect)
 		case backend.TriggerCancel:
 			if err := b.cancelOnEvent(ctx, tx, now, evs, m, t, ev, log); err != nil {
 				return fmt.Errorf("cancel runs of workflow %q for event %s: %w", t.workflow, ev.ID, err)
@@ -181,6 +182,39 @@ func (b *Backend) reactToEvent(ctx context.Context, tx *txn, now time.Time, evs 
 		}
 	}
 	return b.deliverEvent(ctx, tx, now, evs, ev, m, log)
+}
+
+// startTriggered does in tx what trigger t does for event ev, and
+// returns the effect to record: with its flow control's batch, append
+// ev to the workflow's batch (appendBatchItem, which may flush it); else
+// create the run (createRun, a singleton start with its singleton:
+// skipped, held or canceling as the key's mode says).
+func (b *Backend) startTriggered(ctx context.Context, tx *txn, now time.Time, evs *events, t storedTrigger, ev *backend.EventRecord) (backend.EventEffect, error) {
+	effect := backend.EventEffect{Kind: backend.EffectStarted, WorkflowName: t.workflow}
+	item, p, err := backend.PlanTriggeredStart(t.workflow, t.version, t.flow, ev)
+	if err != nil {
+		return effect, err
+	}
+	if item != nil {
+		added, err := b.appendBatchItem(ctx, tx, now, evs, *item)
+		if err != nil {
+			return effect, err
+		}
+		return backend.BatchedEffect(t.workflow, added), nil
+	}
+	args, err := newCreateArgs(&p)
+	if err != nil {
+		return effect, err
+	}
+	run, err := b.createRun(ctx, tx, now, evs, &p, &args)
+	if err != nil {
+		return effect, err
+	}
+	if run.SingletonSkipped {
+		effect.Kind = backend.EffectSkipped
+	}
+	effect.WorkflowRunID = &run.ID
+	return effect, nil
 }
 
 // match evaluates t's condition on ev (and a run's input), recording an
@@ -196,9 +230,24 @@ func match(ctx context.Context, m backend.EventMatcher, t storedTrigger, ev *bac
 }
 
 // cancelOnEvent cancels the active runs of t's workflow whose input
-// matches t's condition with ev, as CancelWorkflowRun does.
+// matches t's condition with ev, as CancelWorkflowRun does. With an
+// equality event.<path> == input.<path> in the condition
+// (backend.CancelOnLookup) the condition is evaluated only on the runs
+// whose input holds ev's value there; without one, on the oldest
+// backend.MaxUnindexedCancelRunsPerPublish unfinished runs.
 func (b *Backend) cancelOnEvent(ctx context.Context, tx *txn, now time.Time, evs *events, m backend.EventMatcher, t storedTrigger, ev *backend.EventRecord, log *effectLog) error {
-	rows, err := tx.QueryContext(ctx, b.q.ActiveRunsOfWorkflow, sql.Named("ns", b.ns), sql.Named("workflow_name", t.workflow))
+	xe, err := backend.ExprEvent(ev)
+	if err != nil {
+		return err
+	}
+	var rows *sql.Rows
+	if path, value, ok := cancelOnLookup(t.condition, xe); ok {
+		rows, err = tx.QueryContext(ctx, b.q.ActiveRunsOfWorkflowByInput, sql.Named("ns", b.ns), sql.Named("workflow_name", t.workflow),
+			sql.Named("path", path), sql.Named("value", value))
+	} else {
+		rows, err = tx.QueryContext(ctx, b.q.ActiveRunsOfWorkflow, sql.Named("ns", b.ns), sql.Named("workflow_name", t.workflow),
+			sql.Named("limit", backend.MaxUnindexedCancelRunsPerPublish))
+	}
 	if err != nil {
 		return err
 	}
@@ -233,6 +282,35 @@ func (b *Backend) cancelOnEvent(ctx context.Context, tx *txn, now time.Time, evs
 		log.add(ev.ID, backend.EventEffect{Kind: backend.EffectCanceled, WorkflowName: t.workflow, WorkflowRunID: &run.ID})
 	}
 	return nil
+}
+
+// cancelOnLookup is backend.CancelOnLookup in json_extract's terms: the
+// JSON path ($."a"."b") and the value as json_extract gives it (a string,
+// a float64, 1 or 0 for a bool). ok is false without a lookup, or for a
+// path segment that would need escaping in a JSON path.
+func cancelOnLookup(condition string, ev eventexpr.Event) (path string, value any, ok bool) {
+	segs, raw, ok := backend.CancelOnLookup(condition, ev)
+	if !ok {
+		return "", nil, false
+	}
+	var sb strings.Builder
+	sb.WriteString("$")
+	for _, s := range segs {
+		if strings.ContainsAny(s, "\"\\") {
+			return "", nil, false
+		}
+		sb.WriteString(`."` + s + `"`)
+	}
+	if err := json.Unmarshal(raw, &value); err != nil {
+		return "", nil, false
+	}
+	if b, isBool := value.(bool); isBool {
+		value = 0
+		if b {
+			value = 1
+		}
+	}
+	return sb.String(), value, true
 }
 
 // scanEvent reads event_columns.
@@ -361,11 +439,11 @@ func (b *Backend) PutEventTriggers(ctx context.Context, workflowName string, ts 
 		if _, err := tx.ExecContext(ctx, b.q.DeleteEventTriggers, sql.Named("ns", b.ns), sql.Named("workflow_name", workflowName)); err != nil {
 			return err
 		}
-		kinds, pos, names, conds := backend.EventTriggerArrays(ts)
+		kinds, pos, names, conds, flows := backend.EventTriggerArrays(ts)
 		for i := range ts {
 			if _, err := tx.ExecContext(ctx, b.q.InsertEventTrigger, sql.Named("ns", b.ns), sql.Named("workflow_name", workflowName),
 				sql.Named("kind", kinds[i]), sql.Named("position", pos[i]), sql.Named("event_name", names[i]),
-				sql.Named("condition", conds[i]), sql.Named("version", nullStringArg(ts[i].Version)),
+				sql.Named("condition", conds[i]), sql.Named("flow", nullStringArg(flows[i])), sql.Named("version", nullStringArg(ts[i].Version)),
 				sql.Named("declared_by", declaredBy), sql.Named("now", timeArg(now))); err != nil {
 				return err
 			}
@@ -405,8 +483,15 @@ func (b *Backend) listTriggers(ctx context.Context, query func(context.Context, 
 	for rows.Next() {
 		var t backend.EventTrigger
 		var kind, updated string
-		var version sql.NullString
-		if err := rows.Scan(&t.WorkflowName, &version, &kind, &t.EventName, &t.Condition, &t.DeclaredBy, &updated); err != nil {
+		var version, flow sql.NullString
+		if err := rows.Scan(&t.WorkflowName, &version, &kind, &t.EventName, &t.Condition, &t.DeclaredBy, &updated, &flow); err != nil {
+			return nil, err
+		}
+		var flowText *string
+		if flow.Valid {
+			flowText = &flow.String
+		}
+		if err := t.ParseTriggerFlow(flowText); err != nil {
 			return nil, err
 		}
 		t.Kind = backend.EventTriggerKind(kind)

@@ -231,20 +231,21 @@ type queries struct {
 	SaveScheduleState     string `sql:"save_schedule_state"`
 	RecordScheduleFailure string `sql:"record_schedule_failure"`
 	// events.sql
-	EventByIdempotencyKey    string `sql:"event_by_idempotency_key"`
-	ClearEventIdempotencyKey string `sql:"clear_event_idempotency_key"`
-	InsertEvent              string `sql:"insert_event"`
-	EventTriggersByName      string `sql:"event_triggers_by_name"`
-	ActiveRunsOfWorkflow     string `sql:"active_runs_of_workflow"`
-	InsertEventEffect        string `sql:"insert_event_effect"`
-	GetEvent                 string `sql:"get_event"`
-	EventEffects             string `sql:"event_effects"`
-	ListEvents               string `sql:"list_events"`
-	ListEventTriggers        string `sql:"list_event_triggers"`
-	DeleteEventTriggers      string `sql:"delete_event_triggers"`
-	InsertEventTrigger       string `sql:"insert_event_trigger"`
-	PruneEventEffects        string `sql:"prune_event_effects"`
-	PruneEvents              string `sql:"prune_events"`
+	EventByIdempotencyKey       string `sql:"event_by_idempotency_key"`
+	ClearEventIdempotencyKey    string `sql:"clear_event_idempotency_key"`
+	InsertEvent                 string `sql:"insert_event"`
+	EventTriggersByName         string `sql:"event_triggers_by_name"`
+	ActiveRunsOfWorkflow        string `sql:"active_runs_of_workflow"`
+	ActiveRunsOfWorkflowByInput string `sql:"active_runs_of_workflow_by_input"`
+	InsertEventEffect           string `sql:"insert_event_effect"`
+	GetEvent                    string `sql:"get_event"`
+	EventEffects                string `sql:"event_effects"`
+	ListEvents                  string `sql:"list_events"`
+	ListEventTriggers           string `sql:"list_event_triggers"`
+	DeleteEventTriggers         string `sql:"delete_event_triggers"`
+	InsertEventTrigger          string `sql:"insert_event_trigger"`
+	PruneEventEffects           string `sql:"prune_event_effects"`
+	PruneEvents                 string `sql:"prune_events"`
 }
 
 // hot returns the statements of the worker's and client's hot paths,

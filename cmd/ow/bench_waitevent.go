@@ -157,18 +157,8 @@ func measureWaitEvent(ctx context.Context, b backend.Backend, n, samples int, pr
 		bg, ins = append(bg, hs...), ins[k:]
 	}
 	fmt.Fprintf(progress, "waitevent: %d runs started, waiting for them to park\n", n)
-	for i := 0; i < len(bg); {
-		ws, err := ew.ListEventWaits(ctx, bg[i].ID)
-		if err != nil {
-			return nil, err
-		}
-		if len(ws) == 0 {
-			if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		i++
+	if err := awaitParked(ctx, b, ew, bg, progress); err != nil {
+		return nil, err
 	}
 	var lat, pub []time.Duration
 	for s := range samples {
@@ -177,13 +167,16 @@ func measureWaitEvent(ctx context.Context, b backend.Backend, n, samples int, pr
 		if err != nil {
 			return nil, err
 		}
-		for {
+		for parkBy := time.Now().Add(30 * time.Second); ; {
 			ws, err := ew.ListEventWaits(ctx, h.ID)
 			if err != nil {
 				return nil, err
 			}
 			if len(ws) > 0 {
 				break
+			}
+			if time.Now().After(parkBy) {
+				return nil, fmt.Errorf("sample %d: run %s stored no wait within 30 s", s, h.ID)
 			}
 			if err := sleepCtx(ctx, time.Millisecond); err != nil {
 				return nil, err
@@ -210,6 +203,47 @@ func measureWaitEvent(ctx context.Context, b backend.Backend, n, samples int, pr
 	slices.Sort(pub)
 	fmt.Fprintf(progress, "waitevent: the publish alone (its transaction, delivery included): p50 %.2fms\n", benchMs(pub[len(pub)/2]))
 	return lat, nil
+}
+
+// parkTimeout bounds the wait for the background runs to park: a run
+// that never parks (its worker failed it, say) must end the measurement
+// with an error, not leave it waiting.
+const parkTimeout = 10 * time.Minute
+
+// awaitParked waits until every run of hs has stored its event wait,
+// reporting progress every 10 s. A run that ends instead fails it,
+// naming the run and its error; so does parkTimeout.
+func awaitParked(ctx context.Context, b backend.Backend, ew backend.EventWaiter, hs []*ow.Handle[int64], progress interface{ Write([]byte) (int, error) }) error {
+	start, report := time.Now(), time.Now()
+	for i := 0; i < len(hs); {
+		ws, err := ew.ListEventWaits(ctx, hs[i].ID)
+		if err != nil {
+			return err
+		}
+		if len(ws) > 0 {
+			i++
+			continue
+		}
+		r, err := b.GetWorkflowRun(ctx, hs[i].ID)
+		if err != nil {
+			return err
+		}
+		if r.Status.Terminal() {
+			return fmt.Errorf("run %s ended %s before its wait was stored: %s", r.ID, r.Status, r.Error)
+		}
+		if time.Since(start) > parkTimeout {
+			return fmt.Errorf("%d of %d runs parked in %v; run %s is %s", i, len(hs), parkTimeout, r.ID, r.Status)
+		}
+		if time.Since(report) > 10*time.Second {
+			fmt.Fprintf(progress, "waitevent: %d of %d runs parked after %.0fs\n", i, len(hs), time.Since(start).Seconds())
+			report = time.Now()
+		}
+		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(progress, "waitevent: %d runs parked in %.1fs\n", len(hs), time.Since(start).Seconds())
+	return nil
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

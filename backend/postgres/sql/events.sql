@@ -43,23 +43,76 @@ FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS u
 ORDER BY u."n"
 RETURNING e."id", e."seq", e."created_at"
 
+-- name: insert_unobserved_events
+-- Inserts the events of arrays $2 (ids), $3 (names), $4 (data), $5 (keys),
+-- without idempotency keys, in array order, in one statement, only if no
+-- declaration (go_event_triggers_event_idx) and no open wait
+-- (go_event_waits_open_idx) is on any of their names: one probe of each
+-- per distinct name. Then nothing reacts to them, so the insert is the
+-- whole publish (one round trip, its own implicit transaction). The rows
+-- are the inserted events' ids, seqs and times; or one row of NULLs when a
+-- name is observed, and nothing is inserted: the caller publishes them in
+-- a transaction that reacts (insert_events, then the declarations and
+-- waits). A declaration or wait committed after this statement's snapshot
+-- misses the events, as it would miss them after that transaction's
+-- reads.
+WITH "observed" AS MATERIALIZED (
+  SELECT EXISTS (
+    SELECT 1 FROM (SELECT DISTINCT n."name" FROM unnest($3::text[]) AS n("name")) AS n
+    WHERE EXISTS (SELECT 1 FROM {{schema}}."go_event_triggers" AS t
+                  WHERE t."namespace_id" = $1 AND t."event_name" = n."name")
+       OR EXISTS (SELECT 1 FROM {{schema}}."go_event_waits" AS ew
+                  WHERE ew."namespace_id" = $1 AND ew."event_name" = n."name"
+                    AND ew."event_id" IS NULL AND ew."closed_at" IS NULL)
+  ) AS "yes"
+), "ins" AS (
+  INSERT INTO {{schema}}."go_events" AS e
+    ("namespace_id", "id", "name", "data", "key", "created_at")
+  SELECT $1, u."id", u."name", u."data", u."key", {{now($6)}}
+  FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS u("id", "name", "data", "key", "n"),
+    "observed"
+  WHERE NOT "observed"."yes"
+  ORDER BY u."n"
+  RETURNING e."id", e."seq", e."created_at"
+)
+SELECT "ins"."id", "ins"."seq", "ins"."created_at" FROM "ins"
+UNION ALL
+SELECT NULL, NULL, NULL FROM "observed" WHERE "observed"."yes"
+
 -- name: event_triggers_by_name
 -- The declarations of namespace $1 on event names $2, by workflow, kind
 -- and position (go_event_triggers_event_idx).
-SELECT t."workflow_name", t."version", t."kind", t."event_name", t."condition"
+SELECT t."workflow_name", t."version", t."kind", t."event_name", t."condition", t."flow"
 FROM {{schema}}."go_event_triggers" AS t
 WHERE t."namespace_id" = $1 AND t."event_name" = ANY($2::text[])
 ORDER BY t."workflow_name", t."kind", t."position"
 
 -- name: active_runs_of_workflow
--- The runs of workflow $2 of namespace $1 not finished, which a cancelOn
--- declaration of that workflow may cancel (OpenWorkflow's
+-- The oldest $3 runs of workflow $2 of namespace $1 not finished, which a
+-- cancelOn declaration of that workflow without an input equality
+-- evaluates (backend.MaxUnindexedCancelRunsPerPublish; OpenWorkflow's
 -- (namespace_id, workflow_name, ...) reads are not indexed for this: the
 -- status index narrows it to unfinished runs).
 SELECT {{run_columns}}
 FROM {{schema}}."workflow_runs" AS wr
 WHERE wr."namespace_id" = $1 AND wr."workflow_name" = $2
   AND wr."status" IN ('pending', 'running', 'sleeping')
+ORDER BY wr."created_at", wr."id"
+LIMIT $3
+
+-- name: active_runs_of_workflow_by_input
+-- The runs of workflow $2 of namespace $1 not finished whose input holds
+-- JSON value $4 at path $3 (jsonb equality: 5 = 5.0), the candidates of a
+-- cancelOn condition with the equality event.<path> == input.<$3>
+-- (backend.CancelOnLookup): the condition is evaluated on these only.
+-- A run whose input was stored escaped (openworkflow_go_escaped_json: a
+-- string holding U+0000) is found only if the escape left the value at
+-- the path as it is.
+SELECT {{run_columns}}
+FROM {{schema}}."workflow_runs" AS wr
+WHERE wr."namespace_id" = $1 AND wr."workflow_name" = $2
+  AND wr."status" IN ('pending', 'running', 'sleeping')
+  AND wr."input" #> $3::text[] = $4::jsonb
 ORDER BY wr."created_at", wr."id"
 
 -- name: insert_event_effects
@@ -104,7 +157,7 @@ SELECT pg_advisory_xact_lock(hashtextextended('go_event_triggers' || $1, 0))
 -- name: list_event_triggers
 -- The declarations of namespace $1, of workflow $2 when not NULL.
 SELECT t."workflow_name", t."version", t."kind", t."event_name", t."condition",
-  t."declared_by", t."updated_at"
+  t."declared_by", t."updated_at", t."flow"
 FROM {{schema}}."go_event_triggers" AS t
 WHERE t."namespace_id" = $1 AND ($2::text IS NULL OR t."workflow_name" = $2)
 ORDER BY t."workflow_name", t."kind", t."position"
@@ -116,11 +169,12 @@ WHERE "namespace_id" = $1 AND "workflow_name" = $2
 
 -- name: insert_event_triggers
 -- Inserts workflow $2's declarations: arrays $3 (kinds), $4 (positions),
--- $5 (event names), $6 (conditions); version $7, declarer $8.
+-- $5 (event names), $6 (conditions), $7 (flow controls, NULL for none);
+-- version $8, declarer $9.
 INSERT INTO {{schema}}."go_event_triggers"
-  ("namespace_id", "workflow_name", "kind", "position", "event_name", "condition", "version", "declared_by", "updated_at")
-SELECT $1, $2, u."kind", u."position", u."event_name", u."condition", $7, $8, {{now($9)}}
-FROM unnest($3::text[], $4::int[], $5::text[], $6::text[]) AS u("kind", "position", "event_name", "condition")
+  ("namespace_id", "workflow_name", "kind", "position", "event_name", "condition", "flow", "version", "declared_by", "updated_at")
+SELECT $1, $2, u."kind", u."position", u."event_name", u."condition", u."flow", $8, $9, {{now($10)}}
+FROM unnest($3::text[], $4::int[], $5::text[], $6::text[], $7::text[]) AS u("kind", "position", "event_name", "condition", "flow")
 
 -- name: prune_events
 -- Deletes up to $3 events of namespace $1 created before $2, oldest

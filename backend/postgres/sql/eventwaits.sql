@@ -25,6 +25,30 @@ SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
 ON CONFLICT ("namespace_id", "step_attempt_id") DO NOTHING
 RETURNING "after_seq", "since_at"
 
+-- name: open_event_wait
+-- A wait without a look-back in one statement and its own implicit
+-- transaction (OpenEventWait): stores it as insert_event_wait does unless
+-- stored, and returns it, the stored row when it was (a replay, the woken
+-- run's pass). A look-back wait uses insert_event_wait in a transaction
+-- instead, which delivers the window's event with the insert.
+WITH "ins" AS (
+  INSERT INTO {{schema}}."go_event_waits" AS ew (
+    "namespace_id", "step_attempt_id", "workflow_run_id", "workflow_name", "step_name",
+    "event_name", "match", "input", "index_path", "index_value",
+    "after_seq", "since_at", "timeout_at", "created_at"
+  )
+  SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
+    COALESCE((SELECT MAX(e."seq") FROM {{schema}}."go_events" AS e WHERE e."namespace_id" = $1), 0),
+    NULL, $11, {{now($12)}}
+  ON CONFLICT ("namespace_id", "step_attempt_id") DO NOTHING
+  RETURNING {{event_wait_columns}}
+)
+SELECT * FROM "ins"
+UNION ALL
+SELECT {{event_wait_columns}}
+FROM {{schema}}."go_event_waits" AS ew
+WHERE ew."namespace_id" = $1 AND ew."step_attempt_id" = $2 AND NOT EXISTS (SELECT 1 FROM "ins")
+
 -- name: get_event_wait
 SELECT {{event_wait_columns}}
 FROM {{schema}}."go_event_waits" AS ew

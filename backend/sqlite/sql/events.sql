@@ -29,17 +29,31 @@ RETURNING "seq"
 -- name: event_triggers_by_name
 -- The declarations of namespace :ns on event name :name, by workflow,
 -- kind and position (go_event_triggers_event_idx).
-SELECT "workflow_name", "version", "kind", "event_name", "condition"
+SELECT "workflow_name", "version", "kind", "event_name", "condition", "flow"
 FROM "go_event_triggers"
 WHERE "namespace_id" = :ns AND "event_name" = :name
 ORDER BY "workflow_name", "kind", "position"
 
 -- name: active_runs_of_workflow
--- The runs of workflow :workflow_name of namespace :ns not finished, which
--- a cancelOn declaration of that workflow may cancel.
+-- The oldest :limit runs of workflow :workflow_name of namespace :ns not
+-- finished, which a cancelOn declaration of that workflow without an
+-- input equality evaluates (backend.MaxUnindexedCancelRunsPerPublish).
 SELECT {{run_columns}} FROM "workflow_runs"
 WHERE "namespace_id" = :ns AND "workflow_name" = :workflow_name
   AND "status" IN ('pending', 'running', 'sleeping')
+ORDER BY "created_at", "id"
+LIMIT :limit
+
+-- name: active_runs_of_workflow_by_input
+-- The runs of workflow :workflow_name of namespace :ns not finished whose
+-- input holds :value at JSON path :path (json_extract's SQL value: a
+-- string as text, a number as a number, so 5 = 5.0; a bool as 1 or 0),
+-- the candidates of a cancelOn condition with an equality
+-- event.<path> == input.<path> (backend.CancelOnLookup).
+SELECT {{run_columns}} FROM "workflow_runs"
+WHERE "namespace_id" = :ns AND "workflow_name" = :workflow_name
+  AND "status" IN ('pending', 'running', 'sleeping')
+  AND json_extract("input", :path) = :value
 ORDER BY "created_at", "id"
 
 -- name: insert_event_effect
@@ -75,7 +89,7 @@ LIMIT :limit
 -- The declarations of namespace :ns, of workflow :workflow_name when not
 -- NULL.
 SELECT "workflow_name", "version", "kind", "event_name", "condition",
-  "declared_by", "updated_at"
+  "declared_by", "updated_at", "flow"
 FROM "go_event_triggers"
 WHERE "namespace_id" = :ns AND (:workflow_name IS NULL OR "workflow_name" = :workflow_name)
 ORDER BY "workflow_name", "kind", "position"
@@ -86,10 +100,11 @@ DELETE FROM "go_event_triggers"
 WHERE "namespace_id" = :ns AND "workflow_name" = :workflow_name
 
 -- name: insert_event_trigger
--- Inserts one declaration of workflow :workflow_name.
+-- Inserts one declaration of workflow :workflow_name (:flow its flow
+-- control's JSON, NULL for none).
 INSERT INTO "go_event_triggers"
-  ("namespace_id", "workflow_name", "kind", "position", "event_name", "condition", "version", "declared_by", "updated_at")
-VALUES (:ns, :workflow_name, :kind, :position, :event_name, :condition, :version, :declared_by, :now)
+  ("namespace_id", "workflow_name", "kind", "position", "event_name", "condition", "flow", "version", "declared_by", "updated_at")
+VALUES (:ns, :workflow_name, :kind, :position, :event_name, :condition, :flow, :version, :declared_by, :now)
 
 -- name: prune_event_effects
 -- Deletes the effects of the up to :limit events of namespace :ns created
