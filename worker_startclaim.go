@@ -136,6 +136,9 @@ func (c *startClaim) settle(run *backend.WorkflowRun, err error) bool {
 	switch {
 	case err == nil && run != nil && run.Status == backend.RunRunning && run.WorkerID != nil && *run.WorkerID == c.slot:
 		own := *run // the caller keeps run; the pass has its own
+		if w.m != nil {
+			w.m.ObserveClaim(time.Since(c.leased), 1, 1, nil)
+		}
 		w.beginPass(&own, nil, c.leased, nil, true, c.ended)
 		return true
 	case err != nil && !errors.Is(err, backend.ErrInvalidArgument):

@@ -123,8 +123,18 @@ func (b *tab) clickToLoad(css string) {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
 	defer cancel()
-	if _, err := chromedp.Run(ctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.CSS(css)))); err != nil {
-		b.t.Fatalf("click %s and wait for the next page: %v", css, err)
+	for attempt := 1; ; attempt++ {
+		_, err := chromedp.Run(ctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.CSS(css))))
+		// A page that updates itself (a run page follows its run) may
+		// replace the element between its lookup and the click, before
+		// anything was clicked: look it up again.
+		if err != nil && attempt < 5 && strings.Contains(err.Error(), "Could not find node with given id") {
+			continue
+		}
+		if err != nil {
+			b.t.Fatalf("click %s and wait for the next page: %v", css, err)
+		}
+		return
 	}
 }
 

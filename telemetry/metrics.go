@@ -17,7 +17,9 @@ type Metrics interface {
 	// backend took to answer, asked how many runs were asked for (the
 	// free slots), claimed how many were leased. err is the claim's error
 	// (claimed is then 0). The claim that only sweeps deadlines, made
-	// when no slot is free, is not reported.
+	// when no slot is free, is not reported. A start that claimed its own
+	// run for a worker of its process (the create's transaction leased
+	// it) is reported as a claim of one run, d the create's duration.
 	ObserveClaim(d time.Duration, asked, claimed int, err error)
 	// ObserveWorker reports a worker started (started true) or stopped,
 	// with its number of slots (WorkerOptions.Concurrency).
