@@ -82,6 +82,11 @@ chmod 755 "$WORK"
 # unless something failed (its logs are then kept) or OW_PGV_KEEP_LOGS=1.
 RUNNING_BIN=""
 cleanup() {
+  local rc=$?
+  if [ "$rc" != 0 ]; then
+    FAILED=1
+    echo "test/pgversions/run.sh: exit $rc; logs kept in $WORK" >&2
+  fi
   if [ -n "$RUNNING_BIN" ]; then
     cluster_down "$RUNNING_BIN"
   fi
@@ -215,14 +220,35 @@ cluster_up() {
   fi
   PGDATA_DIR="$WORK/pg$major"
   mkdir -p "$PGDATA_DIR" "$WORK/sock$major"
-  [ "$(id -u)" = 0 ] && chown postgres: "$PGDATA_DIR" "$WORK/sock$major"
+  : >"$WORK/pg$major-server.log"
+  [ "$(id -u)" = 0 ] && chown postgres: "$PGDATA_DIR" "$WORK/sock$major" "$WORK/pg$major-server.log"
   as_pg "$bin/initdb" -D "$PGDATA_DIR" -U postgres --auth=trust -E UTF8 --locale=C --no-sync >"$WORK/pg$major-initdb.log" 2>&1
   # fsync=off and no synchronous commit: a test cluster thrown away at the
   # end; max_connections: the suites run tests in parallel, each with a
   # pool of its own.
-  as_pg "$bin/pg_ctl" -D "$PGDATA_DIR" -l "$PGDATA_DIR/server.log" -w -t 60 \
-    -o "-p $PORT -k $WORK/sock$major -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" \
-    start >/dev/null
+  # A start that fails is tried once more on another port after its log is
+  # shown: CI once met "pg_ctl: could not start server" for one major with
+  # the log already deleted, so nothing said why (a port taken between the
+  # check above and the bind is the likeliest cause).
+  local try
+  for try in 1 2; do
+    if as_pg "$bin/pg_ctl" -D "$PGDATA_DIR" -l "$WORK/pg$major-server.log" -w -t 120 \
+      -o "-p $PORT -k $WORK/sock$major -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" \
+      start >/dev/null; then
+      break
+    fi
+    echo "   PostgreSQL $major did not start on port $PORT (try $try); the end of its log:" >&2
+    tail -n 20 "$WORK/pg$major-server.log" 2>/dev/null | sed 's/^/     /' >&2 || true
+    as_pg "$bin/pg_ctl" -D "$PGDATA_DIR" -m immediate -w -t 30 stop >/dev/null 2>&1 || true
+    if [ "$try" = 2 ]; then
+      FAILED=1
+      return 1
+    fi
+    PORT=$((PORT + 100))
+    while (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; do
+      PORT=$((PORT + 1))
+    done
+  done
   psql -w -X -q -h 127.0.0.1 -p "$PORT" -U postgres -d postgres -c 'CREATE DATABASE test'
   URL="postgres://postgres@127.0.0.1:$PORT/test?sslmode=disable"
 }
