@@ -11,8 +11,9 @@ import (
 // index, so the pages it reads do not grow with the number of open waits
 // on its name. 20,000 waits on one name, indexed by order, and 20,000
 // running runs are loaded into a schema never analyzed; the paths lookup
-// (a loose index scan) and the candidates lookup for one order must read
-// fewer than maxBuffers pages each.
+// (a loose index scan), the candidates lookup for one order and the
+// publish's first probe (is the name observed?) must read fewer than
+// maxBuffers pages each.
 func TestEventWaitLookupsReadFewPagesHoweverManyWaits(t *testing.T) {
 	const maxBuffers = 60
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -53,5 +54,13 @@ FROM generate_series(1, 20000) AS g;
 	pages, rows = explainBuffers(t, ctx, pool, q.UnindexedEventWaits, []any{"n", "order.paid", int64(1), 1000})
 	if rows != 0 || pages > maxBuffers {
 		t.Errorf("unindexed_event_waits read %d pages for %d waits, want none in at most %d pages", pages, rows, maxBuffers)
+	}
+	// A publish first asks whether anything observes its names: one row
+	// of NULLs (observed, nothing inserted) after a probe of a few pages.
+	pages, rows = explainBuffers(t, ctx, pool, q.InsertUnobservedEvents,
+		[]any{"n", []string{"e1", "e2"}, []string{"order.paid", "order.other"}, []string{"{}", "{}"}, []*string{nil, nil}, nil})
+	t.Logf("insert_unobserved_events (observed): %d pages", pages)
+	if rows != 1 || pages > maxBuffers {
+		t.Errorf("insert_unobserved_events read %d pages and returned %d rows, want the one observed row in at most %d pages", pages, rows, maxBuffers)
 	}
 }
