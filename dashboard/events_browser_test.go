@@ -11,7 +11,7 @@ import (
 // TestBrowserEvents: in a real browser, the events page lists published
 // events newest first with the triggers of each workflow, and one event's
 // page shows the run it started and the condition that failed to
-// evaluate on it. Screenshots under testdata/screenshots.
+// evaluate on it; a trigger of a singleton workflow shows its mode and key. Screenshots under testdata/screenshots.
 func TestBrowserEvents(t *testing.T) {
 	eachBackend(t, siteOptions{}, func(t *testing.T, s *site) {
 		name := strings.TrimPrefix(s.t.Name(), "TestBrowserEvents/")
@@ -24,6 +24,11 @@ func TestBrowserEvents(t *testing.T) {
 		}
 		if _, err := es.PutEventTriggers(s.ctx, "stuck", []backend.EventTrigger{
 			{Kind: backend.TriggerStart, EventName: "user.signed-up", Condition: "event.data.referrer == 'x'"},
+		}, "test"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := es.PutEventTriggers(s.ctx, "tally", []backend.EventTrigger{
+			{Kind: backend.TriggerStart, EventName: "order.placed", Singleton: &backend.Singleton{Key: "orders", Mode: backend.SingletonSkip}},
 		}, "test"); err != nil {
 			t.Fatal(err)
 		}
@@ -40,7 +45,8 @@ func TestBrowserEvents(t *testing.T) {
 			`document.querySelectorAll('#events-table tbody tr').length === 2 &&
 			 document.querySelector('#events-table tbody tr td').textContent === 'user.deleted' &&
 			 document.querySelector('#triggers-table tr[data-workflow="greet"]').textContent.includes("event.data.plan == 'pro'") &&
-			 document.querySelector('#triggers-table tr[data-workflow="greet"] td:nth-child(3)').textContent.includes('user.deleted')`)
+			 document.querySelector('#triggers-table tr[data-workflow="greet"] td:nth-child(3)').textContent.includes('user.deleted') &&
+			 document.querySelector('#triggers-table tr[data-workflow="tally"] [data-flow="singleton"]').textContent.includes('skip')`)
 		b.screenshot(name + "-events")
 
 		b.open("/events?name=user.signed-up")
