@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -14,7 +15,8 @@ import (
 // eventsCommand is 'ow events': publish and list events.
 func (a *app) eventsCommand() *cobra.Command {
 	return groupCommand("events", "Publish and list events (event-triggered workflows, cancelOn)",
-		a.eventsPublishCommand(), a.eventsListCommand(), a.eventsGetCommand())
+		a.eventsPublishCommand(), a.eventsListCommand(), a.eventsGetCommand(),
+		a.eventsTriggersCommand(), a.eventsDeclareCommand())
 }
 
 func (a *app) eventsPublishCommand() *cobra.Command {
@@ -153,4 +155,160 @@ func (a *app) eventsGetCommand() *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// eventsTriggersCommand is 'ow events triggers [workflow]': the stored
+// triggers and cancelOn declarations (GET /v1/event-triggers).
+func (a *app) eventsTriggersCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "triggers [workflow]",
+		Short: "List the stored event triggers and cancelOn declarations, of every workflow or of one",
+		Long: `List the declarations publishers apply: those the workers stored when
+they registered workflows with ow.Spec.Triggers and ow.Spec.CancelOn, and
+those declared with 'ow events declare' or PUT /v1/event-triggers. Each
+line is a workflow, start or cancel, the event name, its CEL condition,
+and the flow control its triggered runs get (Spec.Singleton or
+Spec.Batch).`,
+		Args:        cobra.MaximumNArgs(1),
+		Annotations: readsOnly(),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			workflow := ""
+			if len(args) == 1 {
+				workflow = args[0]
+			}
+			_, b, err := a.openBackend(cmd)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			ts, err := ow.NewClient(b).ListEventTriggers(cmd.Context(), workflow)
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				if ts == nil {
+					ts = []backend.EventTrigger{}
+				}
+				return a.printJSON(ts)
+			}
+			if len(ts) == 0 {
+				fmt.Fprintln(a.stdout, "no event triggers declared")
+				return nil
+			}
+			for _, t := range ts {
+				line := fmt.Sprintf("%-24s %-6s %s", t.WorkflowName, t.Kind, t.EventName)
+				if t.Condition != "" {
+					line += " if " + t.Condition
+				}
+				if t.Singleton != nil {
+					line += fmt.Sprintf("  [singleton %s, key %q]", t.Singleton.Mode, t.Singleton.Key)
+				}
+				if t.Batch != nil {
+					line += fmt.Sprintf("  [batched by %d or %s]", t.Batch.MaxSize, t.Batch.Timeout)
+				}
+				fmt.Fprintln(a.stdout, line)
+			}
+			return nil
+		},
+	}
+}
+
+// eventsDeclareCommand is 'ow events declare <workflow>':
+// Client.DeclareEventTriggers (PUT /v1/event-triggers/{workflow}).
+func (a *app) eventsDeclareCommand() *cobra.Command {
+	var triggers, cancelOn, version string
+	var none bool
+	cmd := &cobra.Command{
+		Use:   "declare <workflow>",
+		Short: "Store the event triggers and cancelOn declarations of a workflow no Go worker registers",
+		Long: `Store the triggers and cancelOn declarations of a workflow, replacing the
+stored ones, for a workflow that no Go worker declares itself: one that
+TypeScript workers execute, a DAG or an OpenFlow flow. --triggers and
+--cancel-on are JSON arrays of {"event": name, "if": CEL condition}, as in
+the body of PUT /v1/event-triggers/{workflow}. Every condition is compiled
+first; a bad one is refused naming it (triggers[i], with the CEL issue's
+line:column) and nothing is stored. --none removes the workflow's
+declarations. A Go worker that registers the workflow with declarations
+of its own replaces these when it starts.`,
+		Example: `  ow events declare ship --triggers '[{"event":"order.created","if":"event.data.amount > 100.0"}]'
+  ow events declare ship --cancel-on '[{"event":"order.canceled","if":"event.data.orderId == input.orderId"}]'
+  ow events declare ship --none`,
+		Args: exactArgs("workflow"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			parse := func(flag, text string) ([]ow.EventTrigger, error) {
+				if strings.TrimSpace(text) == "" {
+					return nil, nil
+				}
+				var ds []struct {
+					Event string `json:"event"`
+					If    string `json:"if"`
+				}
+				dec := json.NewDecoder(strings.NewReader(text))
+				dec.DisallowUnknownFields()
+				if err := dec.Decode(&ds); err != nil {
+					var ute *json.UnmarshalTypeError
+					switch {
+					case errors.As(err, &ute) && ute.Field != "":
+						err = fmt.Errorf("a JSON %s where a string was expected (field %q)", ute.Value, ute.Field)
+					case errors.As(err, &ute):
+						err = fmt.Errorf(`a JSON %s where a JSON array of {"event","if"} objects was expected`, ute.Value)
+					}
+					return nil, fmt.Errorf("invalid --%s: %v; give a JSON array, e.g. --%s '[{\"event\":\"order.created\",\"if\":\"event.data.amount > 100.0\"}]'", flag, err, flag)
+				}
+				out := make([]ow.EventTrigger, len(ds))
+				for i, d := range ds {
+					out[i] = ow.EventTrigger{Event: d.Event, If: d.If}
+				}
+				return out, nil
+			}
+			ts, err := parse("triggers", triggers)
+			if err != nil {
+				return err
+			}
+			cs, err := parse("cancel-on", cancelOn)
+			if err != nil {
+				return err
+			}
+			if none && (len(ts) > 0 || len(cs) > 0 || version != "") {
+				return fmt.Errorf("--none removes every declaration: give it alone, without --triggers, --cancel-on or --version")
+			}
+			if !none && len(ts) == 0 && len(cs) == 0 {
+				return fmt.Errorf("nothing to declare: give --triggers or --cancel-on (JSON arrays of {\"event\", \"if\"}), or --none to remove the declarations of %q", args[0])
+			}
+			_, b, err := a.openBackend(cmd)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			c := ow.NewClient(b)
+			var changed bool
+			if none {
+				changed, err = c.DeleteEventTriggers(cmd.Context(), args[0])
+			} else {
+				changed, err = c.DeclareEventTriggers(cmd.Context(), args[0], version, ts, cs)
+			}
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(map[string]any{"workflow": args[0], "changed": changed})
+			}
+			switch {
+			case none && changed:
+				fmt.Fprintf(a.stdout, "removed the event declarations of %s\n", args[0])
+			case none:
+				fmt.Fprintf(a.stdout, "%s had no event declarations\n", args[0])
+			case changed:
+				fmt.Fprintf(a.stdout, "stored %d trigger(s) and %d cancelOn declaration(s) of %s\n", len(ts), len(cs), args[0])
+			default:
+				fmt.Fprintf(a.stdout, "the declarations of %s were already these; nothing changed\n", args[0])
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&triggers, "triggers", "", `JSON array of {"event","if"}: each matching event starts a run`)
+	cmd.Flags().StringVar(&cancelOn, "cancel-on", "", `JSON array of {"event","if"}: each matching event cancels the active runs whose input it matches`)
+	cmd.Flags().StringVar(&version, "version", "", "the version triggered runs start with (default: unversioned)")
+	cmd.Flags().BoolVar(&none, "none", false, "remove the workflow's declarations")
+	return cmd
 }

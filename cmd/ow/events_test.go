@@ -35,3 +35,62 @@ func TestEventsPublishListAndGet(t *testing.T) {
 		t.Fatal("bad --cursor accepted")
 	}
 }
+
+// TestEventsDeclareAndTriggers: 'ow events declare' stores a workflow's
+// triggers and cancelOn declarations (a publish then starts its run),
+// refuses a bad condition naming it and storing nothing, and --none
+// removes them; 'ow events triggers' lists them with their conditions and
+// flow control.
+func TestEventsDeclareAndTriggers(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	mustContain(t, "declare", e.ok("events", "declare", "ship",
+		"--triggers", `[{"event":"order.created","if":"event.data.amount > 100.0"}]`,
+		"--cancel-on", `[{"event":"order.canceled","if":"event.data.orderId == input.orderId"}]`).stdout,
+		"stored 1 trigger(s) and 1 cancelOn declaration(s) of ship")
+	mustContain(t, "declare again", e.ok("events", "declare", "ship",
+		"--triggers", `[{"event":"order.created","if":"event.data.amount > 100.0"}]`,
+		"--cancel-on", `[{"event":"order.canceled","if":"event.data.orderId == input.orderId"}]`).stdout, "nothing changed")
+	if _, err := e.client().Backend().(backend.EventStore).PutEventTriggers(context.Background(), "tally", []backend.EventTrigger{
+		{Kind: backend.TriggerStart, EventName: "order.placed", Singleton: &backend.Singleton{Key: "orders", Mode: backend.SingletonSkip}},
+	}, "test"); err != nil {
+		t.Fatal(err)
+	}
+	out := e.ok("events", "triggers").stdout
+	mustContain(t, "triggers", out, "ship", "start", "order.created if event.data.amount > 100.0", "cancel", "order.canceled",
+		"tally", `[singleton skip, key "orders"]`)
+	ts := decode[[]backend.EventTrigger](t, e.ok("--json", "events", "triggers", "ship"))
+	if len(ts) != 2 {
+		t.Fatalf("ow events triggers ship: %+v, want its 2 declarations", ts)
+	}
+	p := decode[backend.PublishedEvent](t, e.ok("--json", "events", "publish", "order.created", "--data", `{"amount":150}`))
+	if len(p.Started) != 1 {
+		t.Fatalf("publish after declare: %+v, want one run started", p)
+	}
+
+	// A bad condition is refused with its place, and nothing is stored.
+	r := e.run("events", "declare", "ship", "--triggers", `[{"event":"order.created","if":"event.data.amount >"}]`)
+	if r.code == 0 {
+		t.Fatal("a condition that does not compile was accepted")
+	}
+	mustContain(t, "bad condition", r.stderr, "Triggers[0]", "order.created")
+	if got := decode[[]backend.EventTrigger](t, e.ok("--json", "events", "triggers", "ship")); len(got) != 2 || got[0].Condition != ts[0].Condition {
+		t.Fatalf("after a refused declare: %+v, want the 2 declarations as they were", got)
+	}
+	for _, bad := range [][]string{
+		{"events", "declare", "ship", "--triggers", `{"event":"x"}`},
+		{"events", "declare", "ship", "--triggers", `[{"name":"x"}]`},
+		{"events", "declare", "ship"},
+		{"events", "declare", "ship", "--none", "--triggers", `[{"event":"x"}]`},
+	} {
+		if r := e.run(bad...); r.code == 0 {
+			t.Fatalf("%v accepted", bad)
+		}
+	}
+
+	mustContain(t, "none", e.ok("events", "declare", "ship", "--none").stdout, "removed the event declarations of ship")
+	mustContain(t, "none again", e.ok("events", "declare", "ship", "--none").stdout, "ship had no event declarations")
+	if got := decode[[]backend.EventTrigger](t, e.ok("--json", "events", "triggers", "ship")); len(got) != 0 {
+		t.Fatalf("after --none: %+v, want none", got)
+	}
+}
