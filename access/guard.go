@@ -74,15 +74,16 @@ func (g *Guard) Handler(next http.Handler) http.Handler {
 }
 
 // LoopbackHost reports whether hostport (a Host header, with or without
-// a port) names a loopback address: localhost, a name under .localhost,
-// an IP of 127.0.0.0/8 or ::1.
+// a port) names a loopback address: localhost, a name under .localhost
+// (RFC 6761; not ".localhost" itself, whose first label is empty), an IP
+// of 127.0.0.0/8 or ::1.
 func LoopbackHost(hostport string) bool {
 	host := hostport
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
 		host = h
 	}
 	host = trimHost(host)
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+	if host == "localhost" || (strings.HasSuffix(host, ".localhost") && len(host) > len(".localhost")) {
 		return true
 	}
 	ip := net.ParseIP(host)
