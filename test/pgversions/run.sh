@@ -36,7 +36,11 @@
 #                     postgres user cannot enter /root), else
 #                     ${XDG_CACHE_HOME:-$HOME/.cache}/openworkflow-pgversions
 #   OW_PGV_PORT_BASE  the cluster of major M listens on OW_PGV_PORT_BASE+M,
-#                     default 55300 (so 55313 .. 55318)
+#                     default 25300 (so 25313 .. 25318): below Linux's
+#                     ephemeral range (32768-60999 by default), so no
+#                     client connection of the tests can hold it (CI once
+#                     lost 55312 and 55412 that way: bind "Address already
+#                     in use" with nothing listening)
 #   OW_PGV_RUN        a go test -run pattern to narrow both suites (for
 #                     rehearsals; CI runs everything)
 #   OW_PGV_PARALLEL   1 (default) runs a version's two suites at once, 0
@@ -71,7 +75,7 @@ if [ "$(id -u)" = 0 ]; then
 else
   CACHE="${OW_PGV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/openworkflow-pgversions}"
 fi
-PORT_BASE="${OW_PGV_PORT_BASE:-55300}"
+PORT_BASE="${OW_PGV_PORT_BASE:-25300}"
 RUN_PATTERN="${OW_PGV_RUN:-}"
 PARALLEL="${OW_PGV_PARALLEL:-1}"
 
@@ -209,12 +213,27 @@ run_suite() {
   return 1
 }
 
+# port_free PORT: whether a listening socket can bind 127.0.0.1:PORT now
+# (with SO_REUSEADDR, as the postmaster binds): a connect test misses a
+# port that a client connection holds.
+port_free() {
+  python3 -c '
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+try:
+    s.bind(("127.0.0.1", int(sys.argv[1])))
+except OSError:
+    sys.exit(1)
+' "$1"
+}
+
 # cluster_up MAJOR BIN: initdb and start MAJOR's cluster; sets PGDATA_DIR,
 # PORT and URL.
 cluster_up() {
   local major="$1" bin="$2"
   PORT=$((PORT_BASE + major))
-  if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
+  if ! port_free "$PORT"; then
     echo "port $PORT is in use (set OW_PGV_PORT_BASE)" >&2
     return 1
   fi
@@ -245,7 +264,7 @@ cluster_up() {
       return 1
     fi
     PORT=$((PORT + 100))
-    while (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; do
+    while ! port_free "$PORT"; do
       PORT=$((PORT + 1))
     done
   done
