@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	ow "github.com/openworkflow-go/openworkflow"
+	"github.com/openworkflow-go/openworkflow/api"
 	"github.com/openworkflow-go/openworkflow/backend"
 )
 
@@ -239,10 +240,7 @@ of its own replaces these when it starts.`,
 				if strings.TrimSpace(text) == "" {
 					return nil, nil
 				}
-				var ds []struct {
-					Event string `json:"event"`
-					If    string `json:"if"`
-				}
+				var ds []api.TriggerDeclaration // the body's shape of PUT /v1/event-triggers
 				dec := json.NewDecoder(strings.NewReader(text))
 				dec.DisallowUnknownFields()
 				if err := dec.Decode(&ds); err != nil {
