@@ -41,24 +41,24 @@ FROM generate_series(1, 20000) AS g;
 		t.Fatal(err)
 	}
 	q := mustLoadQueries(t, schema)
-	pages, rows := explainBuffers(t, ctx, pool, q.EventWaitPaths, []any{"n", "order.paid"})
+	pages, rows := explainBuffers(t, ctx, pool, q.EventWaitPaths, []any{"n", "order.paid"}, false)
 	t.Logf("event_wait_paths: %d pages", pages)
 	if rows != 1 || pages > maxBuffers {
 		t.Errorf("event_wait_paths read %d pages for %d paths, want 1 path in at most %d pages", pages, rows, maxBuffers)
 	}
-	pages, rows = explainBuffers(t, ctx, pool, q.EventWaitCandidates, []any{"n", "order.paid", `["data","orderId"]`, "s:o-777", int64(1)})
+	pages, rows = explainBuffers(t, ctx, pool, q.EventWaitCandidates, []any{"n", "order.paid", `["data","orderId"]`, "s:o-777", int64(1)}, false)
 	t.Logf("event_wait_candidates: %d pages", pages)
 	if rows != 1 || pages > maxBuffers {
 		t.Errorf("event_wait_candidates read %d pages for %d waits, want 1 wait in at most %d pages", pages, rows, maxBuffers)
 	}
-	pages, rows = explainBuffers(t, ctx, pool, q.UnindexedEventWaits, []any{"n", "order.paid", int64(1), 1000})
+	pages, rows = explainBuffers(t, ctx, pool, q.UnindexedEventWaits, []any{"n", "order.paid", int64(1), 1000}, false)
 	if rows != 0 || pages > maxBuffers {
 		t.Errorf("unindexed_event_waits read %d pages for %d waits, want none in at most %d pages", pages, rows, maxBuffers)
 	}
 	// A publish first asks whether anything observes its names: one row
 	// of NULLs (observed, nothing inserted) after a probe of a few pages.
 	pages, rows = explainBuffers(t, ctx, pool, q.InsertUnobservedEvents,
-		[]any{"n", []string{"e1", "e2"}, []string{"order.paid", "order.other"}, []string{"{}", "{}"}, []*string{nil, nil}, nil})
+		[]any{"n", []string{"e1", "e2"}, []string{"order.paid", "order.other"}, []string{"{}", "{}"}, []*string{nil, nil}, nil}, false)
 	t.Logf("insert_unobserved_events (observed): %d pages", pages)
 	if rows != 1 || pages > maxBuffers {
 		t.Errorf("insert_unobserved_events read %d pages and returned %d rows, want the one observed row in at most %d pages", pages, rows, maxBuffers)

@@ -23,7 +23,8 @@ import (
 // (a fresh database, as every benchmark and every new deployment starts
 // with). 20,000 running runs are loaded into a new schema that is never
 // analyzed; each statement, given 2 runs, must read fewer than
-// maxBuffers pages. Testing the status as a plain condition made the
+// maxBuffers pages, planned for its arguments and as the generic plan a
+// pooled connection runs it with after five executions. Testing the status as a plain condition made the
 // planner walk the status index over all 20,000 running runs (hundreds of
 // pages); a condition on the namespace alone, the whole namespace.
 func TestLookupsByIDProbeWithoutStatistics(t *testing.T) {
@@ -198,16 +199,22 @@ FROM generate_series(1, 20000) AS g, generate_series(1, 3) AS s`, schema)); err 
 		{"read stream", q.ReadStream, []any{"n", "r8", "out", int64(0), 100}, 3},
 		{"list streams", q.ListStreams, []any{"n", "r8"}, 1},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			pages, rows := explainBuffers(t, ctx, pool, c.sql, c.args)
-			t.Logf("%d pages", pages)
-			if c.want >= 0 && rows != c.want {
-				t.Errorf("the statement returned %d rows, want %d", rows, c.want)
+		for _, generic := range []bool{false, true} {
+			name := c.name
+			if generic {
+				name += ", generic plan"
 			}
-			if pages >= maxBuffers {
-				t.Errorf("read %d pages for at most 2 runs (limit %d): it scans the namespace instead of probing the primary key", pages, maxBuffers)
-			}
-		})
+			t.Run(name, func(t *testing.T) {
+				pages, rows := explainBuffers(t, ctx, pool, c.sql, c.args, generic)
+				t.Logf("%d pages", pages)
+				if c.want >= 0 && rows != c.want {
+					t.Errorf("the statement returned %d rows, want %d", rows, c.want)
+				}
+				if pages >= maxBuffers {
+					t.Errorf("read %d pages for at most 2 runs (limit %d): it scans the namespace instead of probing the primary key", pages, maxBuffers)
+				}
+			})
+		}
 	}
 }
 
@@ -247,18 +254,16 @@ func scratchSchema(t testing.TB, prefix string) (*pgxpool.Pool, string) {
 
 // explainBuffers runs sql under EXPLAIN (ANALYZE, BUFFERS) in a transaction
 // it rolls back, and returns the pages the statement read (shared hits and
-// reads, its CTEs included) and the rows its top node returned.
-func explainBuffers(t *testing.T, ctx context.Context, pool *pgxpool.Pool, sql string, args []any) (pages, rows int) {
+// reads, its CTEs included) and the rows its top node returned; with
+// generic, those of its generic plan (explainJSON).
+func explainBuffers(t *testing.T, ctx context.Context, pool *pgxpool.Pool, sql string, args []any, generic bool) (pages, rows int) {
 	t.Helper()
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	var out []byte
-	if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+sql, args...).Scan(&out); err != nil {
-		t.Fatal(err)
-	}
+	out := explainJSON(t, ctx, tx, sql, args, generic)
 	var plans []struct {
 		Plan struct {
 			Hit  int     `json:"Shared Hit Blocks"`
@@ -308,7 +313,8 @@ func TestPlanKeepsAStepsWritesInOrder(t *testing.T) {
 // TestClaimOrderIsIndexed checks the plans of the claim's statements
 // (claim.sql's claim_candidates: priority, then due time, for pending,
 // handed-back and woken runs alike) with 100,000 live runs, before any
-// ANALYZE and after one: every candidate part reads an index in claim
+// ANALYZE and after one, each planned for its arguments and as a generic
+// plan: every candidate part reads an index in claim
 // order and stops at the claim's size, so no node sorts more than a few
 // times the claim's size (the merge of the parts), none reads
 // workflow_runs sequentially, and the statement reads a few hundred pages
@@ -385,48 +391,50 @@ FROM generate_series(1, 20100) AS g`, schema)); err != nil {
 			}
 		}
 		for _, c := range cases {
-			t.Run(fmt.Sprintf("%s, analyzed %v", c.name, analyzed), func(t *testing.T) {
-				plan := explainPlan(t, ctx, pool, c.sql, c.args)
-				var sorted, seq []string
-				var pages int
-				indexes := map[string]bool{}
-				walkPlan(plan, func(node map[string]any) {
-					rows, _ := node["Actual Rows"].(float64)
-					if name, ok := node["Index Name"].(string); ok {
-						indexes[name] = true
+			for _, generic := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s, analyzed %v, generic %v", c.name, analyzed, generic), func(t *testing.T) {
+					plan := explainPlan(t, ctx, pool, c.sql, c.args, generic)
+					var sorted, seq []string
+					var pages int
+					indexes := map[string]bool{}
+					walkPlan(plan, func(node map[string]any) {
+						rows, _ := node["Actual Rows"].(float64)
+						if name, ok := node["Index Name"].(string); ok {
+							indexes[name] = true
+						}
+						switch node["Node Type"] {
+						case "Sort", "Incremental Sort":
+							if rows > 4*n {
+								sorted = append(sorted, fmt.Sprintf("%s of %v rows (%v)", node["Node Type"], rows, node["Sort Key"]))
+							}
+						case "Seq Scan", "Bitmap Heap Scan":
+							if node["Relation Name"] == "workflow_runs" {
+								seq = append(seq, fmt.Sprintf("%s of workflow_runs (%v rows)", node["Node Type"], rows))
+							}
+						}
+					})
+					hit, _ := plan["Shared Hit Blocks"].(float64)
+					read, _ := plan["Shared Read Blocks"].(float64)
+					pages = int(hit + read)
+					rows, _ := plan["Actual Rows"].(float64)
+					t.Logf("%d pages, %v rows", pages, rows)
+					if int(rows) != c.rows {
+						t.Errorf("the statement returned %v rows, want %d", rows, c.rows)
 					}
-					switch node["Node Type"] {
-					case "Sort", "Incremental Sort":
-						if rows > 4*n {
-							sorted = append(sorted, fmt.Sprintf("%s of %v rows (%v)", node["Node Type"], rows, node["Sort Key"]))
-						}
-					case "Seq Scan", "Bitmap Heap Scan":
-						if node["Relation Name"] == "workflow_runs" {
-							seq = append(seq, fmt.Sprintf("%s of workflow_runs (%v rows)", node["Node Type"], rows))
-						}
+					if len(sorted) > 0 || len(seq) > 0 {
+						t.Errorf("the claim sorts or scans the backlog: %v %v", sorted, seq)
+					}
+					// About 30 pages per run claimed: its update inserts an entry
+					// in each index of workflow_runs. Reading the backlog would
+					// be thousands.
+					if pages > 800 {
+						t.Errorf("read %d pages for a claim of %d: it reads the backlog, not an index range", pages, n)
+					}
+					if !indexes["workflow_runs_go_claim_priority_idx"] || !indexes["workflow_runs_status_available_at_created_at_idx"] || !indexes["workflow_runs_go_fair_idx"] {
+						t.Errorf("indexes read: %v; want the claim's priority index, OpenWorkflow's claim index and the fair queue's", indexes)
 					}
 				})
-				hit, _ := plan["Shared Hit Blocks"].(float64)
-				read, _ := plan["Shared Read Blocks"].(float64)
-				pages = int(hit + read)
-				rows, _ := plan["Actual Rows"].(float64)
-				t.Logf("%d pages, %v rows", pages, rows)
-				if int(rows) != c.rows {
-					t.Errorf("the statement returned %v rows, want %d", rows, c.rows)
-				}
-				if len(sorted) > 0 || len(seq) > 0 {
-					t.Errorf("the claim sorts or scans the backlog: %v %v", sorted, seq)
-				}
-				// About 30 pages per run claimed: its update inserts an entry
-				// in each index of workflow_runs. Reading the backlog would
-				// be thousands.
-				if pages > 800 {
-					t.Errorf("read %d pages for a claim of %d: it reads the backlog, not an index range", pages, n)
-				}
-				if !indexes["workflow_runs_go_claim_priority_idx"] || !indexes["workflow_runs_status_available_at_created_at_idx"] || !indexes["workflow_runs_go_fair_idx"] {
-					t.Errorf("indexes read: %v; want the claim's priority index, OpenWorkflow's claim index and the fair queue's", indexes)
-				}
-			})
+			}
 		}
 	}
 	// And the order: the woken runs of priority 10 first, then the due
@@ -450,18 +458,16 @@ FROM generate_series(1, 20100) AS g`, schema)); err != nil {
 }
 
 // explainPlan runs sql under EXPLAIN (ANALYZE, BUFFERS) in a transaction
-// it rolls back and returns the top node of its plan.
-func explainPlan(t *testing.T, ctx context.Context, pool *pgxpool.Pool, sql string, args []any) map[string]any {
+// it rolls back and returns the top node of its plan; as a generic plan
+// with generic (see explainBuffers).
+func explainPlan(t *testing.T, ctx context.Context, pool *pgxpool.Pool, sql string, args []any, generic bool) map[string]any {
 	t.Helper()
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	var out []byte
-	if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+sql, args...).Scan(&out); err != nil {
-		t.Fatal(err)
-	}
+	out := explainJSON(t, ctx, tx, sql, args, generic)
 	var plans []struct {
 		Plan map[string]any `json:"Plan"`
 	}
@@ -469,6 +475,42 @@ func explainPlan(t *testing.T, ctx context.Context, pool *pgxpool.Pool, sql stri
 		t.Fatalf("EXPLAIN output %s: %v", out, err)
 	}
 	return plans[0].Plan
+}
+
+// explainJSON returns EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) of sql run
+// in tx with args; with generic, of its generic plan: the plan, made
+// without its parameters' values, that PostgreSQL may run a prepared
+// statement with from its sixth execution (plan_cache_mode auto), as
+// every statement of the pool is (pgx prepares and caches them).
+func explainJSON(t *testing.T, ctx context.Context, tx pgx.Tx, sql string, args []any, generic bool) []byte {
+	t.Helper()
+	var out []byte
+	if !generic {
+		if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+sql, args...).Scan(&out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = force_generic_plan"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Prepare(ctx, "explained", sql); err != nil {
+		t.Fatal(err)
+	}
+	// A prepared statement outlives the transaction, and the connection
+	// goes back to the pool.
+	defer func() { _ = tx.Conn().Deallocate(ctx, "explained") }()
+	// EXECUTE takes no protocol parameters, so pgx writes the arguments
+	// into its text as literals (the simple protocol).
+	marks := make([]string, len(args))
+	for i := range marks {
+		marks[i] = fmt.Sprint("$", i+1)
+	}
+	q := "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE explained(" + strings.Join(marks, ", ") + ")"
+	if err := tx.QueryRow(ctx, q, append([]any{pgx.QueryExecModeSimpleProtocol}, args...)...).Scan(&out); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // walkPlan calls f on node and every node below it.

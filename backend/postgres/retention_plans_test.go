@@ -55,7 +55,7 @@ ANALYZE {{schema}}."step_attempts"`, schema)); err != nil {
 	}
 	q := mustLoadQueries(t, schema)
 	pages, rows := explainBuffers(t, ctx, pool, q.PruneCandidates,
-		[]any{"n", time.Now().Add(-30 * 24 * time.Hour), cursorAt, "r50000", 500, []string{}})
+		[]any{"n", time.Now().Add(-30 * 24 * time.Hour), cursorAt, "r50000", 500, []string{}}, false)
 	t.Logf("%d pages for a batch of %d candidates", pages, rows)
 	if rows != 500 {
 		t.Errorf("the batch has %d candidates, want 500", rows)

@@ -43,7 +43,7 @@ CROSS JOIN LATERAL (SELECT CASE WHEN g < 90000 THEN 'completed' WHEN g < 91000 T
 			}
 		}
 		t.Run(fmt.Sprintf("analyzed %v", analyzed), func(t *testing.T) {
-			plan := explainPlan(t, ctx, pool, q.SingletonActive, []any{"n", "wf", "k7"})
+			plan := explainPlan(t, ctx, pool, q.SingletonActive, []any{"n", "wf", "k7"}, false)
 			var seq []string
 			indexes := map[string]bool{}
 			walkPlan(plan, func(node map[string]any) {
