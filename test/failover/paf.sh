@@ -18,7 +18,7 @@
 set -euo pipefail
 cmd=${1:?usage: paf.sh up|down|kill-primary BASE [MP P1 P2]}
 BASE=${2:?BASE}
-MP=${3:-55661}; P1=${4:-55662}; P2=${5:-55663}
+MP=${3:-25661}; P1=${4:-25662}; P2=${5:-25663}
 PGBIN=/usr/lib/postgresql/15/bin
 ENV="env -i PATH=$PGBIN:/usr/bin:/bin HOME=$BASE XDG_CONFIG_HOME=$BASE/xdg/config XDG_DATA_HOME=$BASE/xdg/data XDG_RUNTIME_DIR=$BASE/xdg/run"
 as() { runuser -u postgres -- $ENV "$@"; }

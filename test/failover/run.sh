@@ -1,17 +1,45 @@
 #!/usr/bin/env bash
 # run.sh: the failover test. Builds a pg_auto_failover formation on local
-# ports 55661-55663 under a temporary folder (paf.sh up, installing the
+# ports 25661-25663 under a temporary folder (paf.sh up, installing the
 # Debian packages if missing), runs TestPrimaryFailover against it (which
 # kills the primary with kill -9 mid-load and prints the counts), and tears
 # the formation down whatever happened. Run as root from anywhere; .ci/run
 # calls it. Ports are overridable: OW_FAILOVER_PORTS="MP P1 P2".
+#
+# The ports lie below Linux's ephemeral range (32768-60999), where a client
+# connection of an earlier CI stage can hold a port that nothing listens on
+# (the version matrix lost 55312 and 55412 so); a port counts as free only
+# if a listening socket can bind it, and a busy default moves up by 10.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="/usr/local/go/bin:$PATH"
 PAF="$PWD/test/failover/paf.sh"
 BASE="$(mktemp -d /tmp/ow-failover.XXXXXX)"
-# shellcheck disable=SC2086
-set -- ${OW_FAILOVER_PORTS:-55661 55662 55663}
+# port_free PORT: whether a listening socket can bind 127.0.0.1:PORT now
+# (with SO_REUSEADDR, as the postmaster binds).
+port_free() {
+  python3 -c '
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+try:
+    s.bind(("127.0.0.1", int(sys.argv[1])))
+except OSError:
+    sys.exit(1)
+' "$1"
+}
+if [ -n "${OW_FAILOVER_PORTS:-}" ]; then
+  # shellcheck disable=SC2086
+  set -- $OW_FAILOVER_PORTS
+else
+  for base in 25661 25671 25681 25691 25701; do
+    if port_free "$base" && port_free $((base + 1)) && port_free $((base + 2)); then
+      break
+    fi
+    echo "== failover: a port of $base-$((base + 2)) is in use; trying the next ten" >&2
+  done
+  set -- "$base" $((base + 1)) $((base + 2))
+fi
 teardown() { "$PAF" down "$BASE" >/dev/null 2>&1 || true; }
 trap teardown EXIT
 echo "== failover: building the pg_auto_failover formation under $BASE"
