@@ -15,7 +15,7 @@ import (
 
 // eventsCommand is 'ow events': publish and list events.
 func (a *app) eventsCommand() *cobra.Command {
-	return groupCommand("events", "Publish and list events (event-triggered workflows, cancelOn)",
+	return groupCommand("events", "Publish and list events, and list or declare the workflows they trigger (triggers, cancelOn)",
 		a.eventsPublishCommand(), a.eventsListCommand(), a.eventsGetCommand(),
 		a.eventsTriggersCommand(), a.eventsDeclareCommand())
 }
