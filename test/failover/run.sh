@@ -15,19 +15,9 @@ cd "$(dirname "$0")/../.."
 export PATH="/usr/local/go/bin:$PATH"
 PAF="$PWD/test/failover/paf.sh"
 BASE="$(mktemp -d /tmp/ow-failover.XXXXXX)"
-# port_free PORT: whether a listening socket can bind 127.0.0.1:PORT now
-# (with SO_REUSEADDR, as the postmaster binds).
-port_free() {
-  python3 -c '
-import socket, sys
-s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-try:
-    s.bind(("127.0.0.1", int(sys.argv[1])))
-except OSError:
-    sys.exit(1)
-' "$1"
-}
+# port_free (test/ports.sh)
+# shellcheck source=test/ports.sh
+. test/ports.sh # the working directory is the repository root (cd above)
 if [ -n "${OW_FAILOVER_PORTS:-}" ]; then
   # shellcheck disable=SC2086
   set -- $OW_FAILOVER_PORTS

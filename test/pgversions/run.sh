@@ -213,20 +213,9 @@ run_suite() {
   return 1
 }
 
-# port_free PORT: whether a listening socket can bind 127.0.0.1:PORT now
-# (with SO_REUSEADDR, as the postmaster binds): a connect test misses a
-# port that a client connection holds.
-port_free() {
-  python3 -c '
-import socket, sys
-s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-try:
-    s.bind(("127.0.0.1", int(sys.argv[1])))
-except OSError:
-    sys.exit(1)
-' "$1"
-}
+# port_free (test/ports.sh)
+# shellcheck source=test/ports.sh
+. test/ports.sh # the working directory is the repository root (cd above)
 
 # cluster_up MAJOR BIN: initdb and start MAJOR's cluster; sets PGDATA_DIR,
 # PORT and URL.
