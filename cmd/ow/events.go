@@ -236,34 +236,11 @@ of its own replaces these when it starts.`,
   ow events declare ship --none`,
 		Args: exactArgs("workflow"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			parse := func(flag, text string) ([]ow.EventTrigger, error) {
-				if strings.TrimSpace(text) == "" {
-					return nil, nil
-				}
-				var ds []api.TriggerDeclaration // the body's shape of PUT /v1/event-triggers
-				dec := json.NewDecoder(strings.NewReader(text))
-				dec.DisallowUnknownFields()
-				if err := dec.Decode(&ds); err != nil {
-					var ute *json.UnmarshalTypeError
-					switch {
-					case errors.As(err, &ute) && ute.Field != "":
-						err = fmt.Errorf("a JSON %s where a string was expected (field %q)", ute.Value, ute.Field)
-					case errors.As(err, &ute):
-						err = fmt.Errorf(`a JSON %s where a JSON array of {"event","if"} objects was expected`, ute.Value)
-					}
-					return nil, fmt.Errorf("invalid --%s: %v; give a JSON array, e.g. --%s '[{\"event\":\"order.created\",\"if\":\"event.data.amount > 100.0\"}]'", flag, err, flag)
-				}
-				out := make([]ow.EventTrigger, len(ds))
-				for i, d := range ds {
-					out[i] = ow.EventTrigger{Event: d.Event, If: d.If}
-				}
-				return out, nil
-			}
-			ts, err := parse("triggers", triggers)
+			ts, err := eventDeclarationsFlag("triggers", triggers)
 			if err != nil {
 				return err
 			}
-			cs, err := parse("cancel-on", cancelOn)
+			cs, err := eventDeclarationsFlag("cancel-on", cancelOn)
 			if err != nil {
 				return err
 			}
@@ -309,4 +286,32 @@ of its own replaces these when it starts.`,
 	cmd.Flags().StringVar(&version, "version", "", "the version triggered runs start with (default: unversioned)")
 	cmd.Flags().BoolVar(&none, "none", false, "remove the workflow's declarations")
 	return cmd
+}
+
+// eventDeclarationsFlag reads --triggers or --cancel-on of 'ow events
+// declare': a JSON array of {"event", "if"} objects, the shape of
+// api.TriggerDeclaration in PUT /v1/event-triggers' body; empty gives none.
+// A value of another shape is refused naming the flag and the shape.
+func eventDeclarationsFlag(flag, text string) ([]ow.EventTrigger, error) {
+	if strings.TrimSpace(text) == "" {
+		return nil, nil
+	}
+	var ds []api.TriggerDeclaration
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&ds); err != nil {
+		var ute *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &ute) && ute.Field != "":
+			err = fmt.Errorf("a JSON %s where a string was expected (field %q)", ute.Value, ute.Field)
+		case errors.As(err, &ute):
+			err = fmt.Errorf(`a JSON %s where a JSON array of {"event","if"} objects was expected`, ute.Value)
+		}
+		return nil, fmt.Errorf("invalid --%s: %v; give a JSON array, e.g. --%s '[{\"event\":\"order.created\",\"if\":\"event.data.amount > 100.0\"}]'", flag, err, flag)
+	}
+	out := make([]ow.EventTrigger, len(ds))
+	for i, d := range ds {
+		out[i] = ow.EventTrigger{Event: d.Event, If: d.If}
+	}
+	return out, nil
 }

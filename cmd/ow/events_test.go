@@ -77,9 +77,12 @@ func TestEventsDeclareAndTriggers(t *testing.T) {
 	if got := decode[[]backend.EventTrigger](t, e.ok("--json", "events", "triggers", "ship")); len(got) != 2 || got[0].Condition != ts[0].Condition {
 		t.Fatalf("after a refused declare: %+v, want the 2 declarations as they were", got)
 	}
+	// A value of the wrong shape is refused naming the flag and the shape.
+	mustContain(t, "not an array", e.run("events", "declare", "ship", "--cancel-on", `{"event":"x"}`).stderr,
+		"invalid --cancel-on", `JSON array of {"event","if"} objects`)
+	mustContain(t, "unknown field", e.run("events", "declare", "ship", "--triggers", `[{"name":"x"}]`).stderr,
+		"invalid --triggers", `unknown field "name"`)
 	for _, bad := range [][]string{
-		{"events", "declare", "ship", "--triggers", `{"event":"x"}`},
-		{"events", "declare", "ship", "--triggers", `[{"name":"x"}]`},
 		{"events", "declare", "ship"},
 		{"events", "declare", "ship", "--none", "--triggers", `[{"event":"x"}]`},
 	} {
