@@ -11,7 +11,8 @@ import (
 // TestBrowserEvents: in a real browser, the events page lists published
 // events newest first with the triggers of each workflow, and one event's
 // page shows the run it started and the condition that failed to
-// evaluate on it; a trigger of a singleton workflow shows its mode and key. Screenshots under testdata/screenshots.
+// evaluate on it; a trigger of a singleton workflow shows its mode and
+// key. Screenshots under testdata/screenshots.
 func TestBrowserEvents(t *testing.T) {
 	eachBackend(t, siteOptions{}, func(t *testing.T, s *site) {
 		name := strings.TrimPrefix(s.t.Name(), "TestBrowserEvents/")
