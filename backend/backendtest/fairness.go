@@ -120,7 +120,15 @@ func testFairness(t *testing.T, s *suite) {
 		})
 	}
 
-	t.Run("three claimers on their own pools take every fair run once, and the cold key's run within their first two rounds", func(t *testing.T) {
+	// The cold run's place is counted in the order the claims returned to
+	// Go, which is not the order they committed in: a claimer descheduled
+	// between its commit and its count lets the other two count theirs
+	// first (the version matrix saw the cold run counted 10th when the
+	// bound was two rounds, 6). So the bound here is ten rounds, which
+	// still tells fair shares from FIFO (the cold run, created after the
+	// 300 hot ones, would be 301st); the one-round bound is held by the
+	// single claimer's cases above, whose order is exact.
+	t.Run("three claimers on their own pools take every fair run once, and the cold key's run within their first ten rounds", func(t *testing.T) {
 		t.Parallel()
 		clk, ns := newClock(), newNamespace()
 		backends := []backend.Backend{s.backendInOn(t, ns, clk), s.backendInOn(t, ns, clk), s.backendInOn(t, ns, clk)}
@@ -171,8 +179,8 @@ func testFairness(t *testing.T, s *suite) {
 				t.Fatalf("run %s claimed %d times", id, n)
 			}
 		}
-		if at := coldAt.Load(); at == 0 || at > 6 {
-			t.Fatalf("the cold run was the %dth claim of three claimers, want within their first two rounds (6)", at)
+		if at := coldAt.Load(); at == 0 || at > 30 {
+			t.Fatalf("the cold run was the %dth claim of three claimers, want within their first ten rounds (30)", at)
 		}
 	})
 
