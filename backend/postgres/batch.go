@@ -127,12 +127,31 @@ func (b *Backend) ApplyWrites(ctx context.Context, groups [][]backend.Write) []e
 		errs[span.g] = b.groupRefusal(wctx, items[span.from:span.to], results[span.from:span.to])
 	}
 	b.publishFinished(items, results)
+	b.countWritten(items, results)
 	b.followUp(wctx, items, results, errs)
 	if err != nil { // sent again group by group: nothing was announced inline
 		inline = ""
 	}
 	b.announce(wctx, items, results, inline)
 	return errs
+}
+
+// countWritten counts the rows the applied writes changed toward the
+// tables' first ANALYZE (statistics.go): a step write changes a step
+// attempt, a transition its run.
+func (b *Backend) countWritten(items []batchItem, results []batchResult) {
+	var runs, steps int
+	for k, it := range items {
+		switch {
+		case !results[k].applied:
+		case isRunWrite(it.w.Kind):
+			runs++
+		default:
+			steps++
+		}
+	}
+	b.stats.wrote(runsTable, runs)
+	b.stats.wrote(stepsTable, steps)
 }
 
 // inlineFinished is the run whose finished notification ApplyWrites sends

@@ -98,6 +98,7 @@ func (b *Backend) CreateWorkflowRuns(ctx context.Context, ps []backend.CreateWor
 		for k, i := range plain {
 			runs[i] = b.insertedRun(ids[k], ps[i], now, waiting[ids[k]])
 		}
+		b.stats.wrote(runsTable, len(runs))
 		return runs, nil
 	}
 
@@ -185,6 +186,7 @@ func (b *Backend) CreateWorkflowRuns(ctx context.Context, ps []backend.CreateWor
 	if err != nil {
 		return nil, fmt.Errorf("create %d workflow runs (%d with idempotency keys): %w", len(ps), len(keyed), missingParent(ps, err))
 	}
+	b.stats.wrote(runsTable, len(runs))
 	return runs, nil
 }
 

@@ -128,6 +128,8 @@ type Backend struct {
 	closed     bool
 	listener   *listener // started by the first Subscribe
 	dbIdentity string    // databaseIdentityQuery's answer on the pool, once asked (txstart.go)
+
+	stats *firstAnalyze // the big tables' first ANALYZE (statistics.go)
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -228,6 +230,7 @@ func newBackend(pool *pgxpool.Pool, opts Options) (*Backend, error) {
 		return nil, err
 	}
 	b := &Backend{pool: pool, namespace: opts.NamespaceID, schema: opts.Schema, q: q, clock: opts.Now, now: opts.Now, directURL: opts.DirectURL}
+	b.stats = newFirstAnalyze(b)
 	if b.now == nil {
 		b.now = time.Now
 	}
@@ -243,7 +246,8 @@ func (b *Backend) Schema() string { return b.schema }
 // Pool returns the connection pool the backend uses.
 func (b *Backend) Pool() *pgxpool.Pool { return b.pool }
 
-// Close stops the notification listener, waiting for its goroutine, and
+// Close stops the notification listener and a first ANALYZE in flight
+// (statistics.go), waiting for their goroutines, and
 // closes the pool if [Open] created it. Subscriptions receive no further
 // events; their channels close when their contexts end. Close is
 // idempotent and always returns nil.
@@ -260,6 +264,7 @@ func (b *Backend) Close() error {
 	if l != nil {
 		l.stop()
 	}
+	b.stats.stop()
 	if b.replica != nil {
 		b.replica.close()
 	}

@@ -251,6 +251,10 @@ type queries struct {
 	BatchLockDue string `sql:"batch_lock_due"`
 	BatchNextDue string `sql:"batch_next_due"`
 	ListBatches  string `sql:"list_batches"`
+	// statistics.sql
+	HasStatistics string `sql:"has_statistics"`
+	AnalyzeRuns   string `sql:"analyze_runs"`
+	AnalyzeSteps  string `sql:"analyze_steps"`
 	// migrate.sql
 	MigrationLock                string `sql:"migration_lock"`
 	MigrationUnlock              string `sql:"migration_unlock"`

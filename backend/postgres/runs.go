@@ -47,6 +47,7 @@ func (b *Backend) CreateWorkflowRun(ctx context.Context, p backend.CreateWorkflo
 		if err != nil {
 			return run, fmt.Errorf("create workflow run %q: %w", p.WorkflowName, missingParent([]backend.CreateWorkflowRunParams{p}, err))
 		}
+		b.stats.wrote(runsTable, 1)
 		return run, nil
 	}
 
@@ -63,6 +64,7 @@ func (b *Backend) CreateWorkflowRun(ctx context.Context, p backend.CreateWorkflo
 		}
 		return run, fmt.Errorf("create workflow run %q with idempotency key %q: %w", p.WorkflowName, *p.IdempotencyKey, err)
 	}
+	b.stats.wrote(runsTable, 1)
 	return run, nil
 }
 

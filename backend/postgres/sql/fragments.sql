@@ -29,7 +29,12 @@
 -- input (a MATERIALIZED CTE, or the claim's candidates), so no condition
 -- on the namespace alone exists; the step writes' fence probes in a
 -- LATERAL subquery (owned_runs); and a lookup's namespace is given as
--- {{by_id_ns(ns)}}, which the planner cannot read (see there).
+-- {{by_id_ns(ns)}}, which the planner cannot read (see there). One case
+-- the shapes cannot hold: a small table with no statistics at all (a
+-- thousand runs, never analyzed), where the guessed share of the
+-- namespace makes an index over the namespace look as cheap as the
+-- primary key even with by_id_ns; the backend analyzes such a table once
+-- itself (statistics.go).
 
 -- fragment: by_id_ns(ns)
 -- The namespace of a lookup by id (or by hook token): {{ns}} as an

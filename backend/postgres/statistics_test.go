@@ -1,0 +1,140 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/openworkflow-go/openworkflow/backend"
+)
+
+// TestFirstAnalyzeOfFreshTables checks statistics.go: a backend that
+// writes firstAnalyzeAfter rows to workflow_runs or step_attempts while
+// the table has no planner statistics analyzes it, and the step writes'
+// fence then probes the primary key.
+//
+// Its runs are W4's: 1,000 runs created at once in a fresh schema with
+// autovacuum off. Without statistics PostgreSQL estimated "namespace_id"
+// = $1 at a fraction of a row there, and probed each run of the fence of
+// insert_steps through workflow_runs_workflow_name_status_created_at_desc_idx,
+// reading the namespace's 1,000 runs per probe (999 rows removed by its
+// filter, 11 ms a statement in W4's wake-ups, in custom plans too).
+func TestFirstAnalyzeOfFreshTables(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	pool, schema := scratchSchema(t, "ow_stats_")
+	if err := Migrate(ctx, pool, schema); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, withSchema(`
+ALTER TABLE {{schema}}."workflow_runs" SET (autovacuum_enabled = false);
+ALTER TABLE {{schema}}."step_attempts" SET (autovacuum_enabled = false)`, schema)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := newBackend(pool, Options{Schema: schema, NamespaceID: "n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+
+	// Fewer rows than the threshold change nothing.
+	if _, err := b.CreateWorkflowRuns(ctx, manyRuns(firstAnalyzeAfter-1)); err != nil {
+		t.Fatal(err)
+	}
+	b.stats.wait() // nothing to wait for: no ANALYZE was started
+	if hasStatistics(t, ctx, pool, schema, "workflow_runs") {
+		t.Fatalf("workflow_runs has statistics after %d runs, below the threshold %d", firstAnalyzeAfter-1, firstAnalyzeAfter)
+	}
+	runs, err := b.CreateWorkflowRuns(ctx, manyRuns(1000-(firstAnalyzeAfter-1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.stats.wait()
+	if !hasStatistics(t, ctx, pool, schema, "workflow_runs") {
+		t.Fatalf("workflow_runs has no statistics after %d runs written", 1000)
+	}
+
+	// The step attempts: a write each of firstAnalyzeAfter runs taken by
+	// worker w.
+	taken := runs[:firstAnalyzeAfter]
+	ids := make([]string, len(taken))
+	for i, r := range taken {
+		ids[i] = r.ID
+	}
+	if _, err := pool.Exec(ctx, withSchema(`UPDATE {{schema}}."workflow_runs" SET "status" = 'running', "worker_id" = 'w', "started_at" = NOW()
+WHERE "namespace_id" = 'n' AND "id" = ANY($1)`, schema), ids); err != nil {
+		t.Fatal(err)
+	}
+	if hasStatistics(t, ctx, pool, schema, "step_attempts") {
+		t.Fatal("step_attempts has statistics before any attempt was written")
+	}
+	groups := make([][]backend.Write, len(taken))
+	for i, r := range taken {
+		now := time.Now()
+		groups[i] = []backend.Write{{Kind: backend.WriteInsertStep, WorkflowRunID: r.ID, WorkerID: "w", Step: &backend.StepAttempt{
+			NamespaceID: "n", ID: fmt.Sprint("step_", i), WorkflowRunID: r.ID, StepName: "s", Kind: backend.StepFunction,
+			Status: backend.StepCompleted, Config: json.RawMessage(`{}`), Output: json.RawMessage(`1`), StartedAt: &now, FinishedAt: &now,
+		}}}
+	}
+	for i, err := range b.ApplyWrites(ctx, groups) {
+		if err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+	}
+	b.stats.wait()
+	if !hasStatistics(t, ctx, pool, schema, "step_attempts") {
+		t.Fatalf("step_attempts has no statistics after %d attempts written", len(taken))
+	}
+
+	// The fence of insert_steps for two of the running runs, planned for
+	// its arguments and as the generic plan, probes the primary key.
+	q := mustLoadQueries(t, schema)
+	text := func(s ...string) []*string {
+		out := make([]*string, len(s))
+		for i := range s {
+			if s[i] != "" {
+				out[i] = &s[i]
+			}
+		}
+		return out
+	}
+	var noClock *time.Time
+	none := []*time.Time{nil, nil}
+	args := []any{"n", text(ids[0], ids[1]), text("w", "w"), text("x0", "x1"), text("t", "t"), text("function", "function"),
+		text("completed", "completed"), text("{}", "{}"), text("", ""), text("1", "2"), text("", ""), text("", ""), text("", ""),
+		none, none, noClock}
+	for _, generic := range []bool{false, true} {
+		var scans []string
+		walkPlan(explainPlan(t, ctx, pool, q.InsertSteps, args, generic), func(n map[string]any) {
+			if n["Relation Name"] == "workflow_runs" {
+				scans = append(scans, fmt.Sprint(n["Node Type"], " using ", n["Index Name"]))
+			}
+		})
+		if len(scans) != 1 || scans[0] != "Index Scan using workflow_runs_pkey" {
+			t.Errorf("generic plan %v: the fence reads workflow_runs by %q, want one Index Scan using workflow_runs_pkey", generic, scans)
+		}
+	}
+}
+
+// manyRuns returns n parameters of unkeyed runs of workflow "wf".
+func manyRuns(n int) []backend.CreateWorkflowRunParams {
+	ps := make([]backend.CreateWorkflowRunParams, n)
+	for i := range ps {
+		ps[i] = backend.CreateWorkflowRunParams{WorkflowName: "wf", Input: json.RawMessage(fmt.Sprint(i))}
+	}
+	return ps
+}
+
+// hasStatistics reports whether table of schema has planner statistics.
+func hasStatistics(t *testing.T, ctx context.Context, pool *pgxpool.Pool, schema, table string) bool {
+	t.Helper()
+	var has bool
+	if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stats WHERE schemaname = $1 AND tablename = $2)`, schema, table).Scan(&has); err != nil {
+		t.Fatal(err)
+	}
+	return has
+}
