@@ -53,6 +53,17 @@
 -- 0.70 of an empty database's speed (docs/scale.md).
 (SELECT {{ns}}::text)
 
+-- fragment: unestimated(cond)
+-- {{cond}}, a test of run "wr"'s status in a multi-row write that joins
+-- its input on the primary key, hidden from the statistics as well as
+-- from the indexes: PostgreSQL estimates a CASE it has no statistics for
+-- at one half. As (cond) IS TRUE it was estimated from the statistics,
+-- which in a queue table describe one moment's statuses: analyzed while
+-- every run was pending (or completed), "status" = 'running' was one row
+-- of workflow_runs, and the planner scanned the table in a loop over the
+-- input rows (TestMultiRowRunWritesIgnoreStaleStatusStatistics).
+(CASE WHEN {{cond}} THEN TRUE END) IS TRUE
+
 -- fragment: clock(at)
 -- The statement's present: the injected clock $at, or the database's.
 COALESCE({{at}}::timestamptz, NOW())

@@ -115,7 +115,7 @@ UPDATE {{schema}}."workflow_runs" AS wr
 SET {{complete_or_expire(c."output"::jsonb, $5)}}
 FROM c
 WHERE wr."namespace_id" = c."namespace_id" AND wr."id" = c."id"
-  AND (wr."status" = 'running') IS TRUE AND wr."worker_id" = c."worker_id"
+  AND {{unestimated(wr."status" = 'running')}} AND wr."worker_id" = c."worker_id"
 RETURNING wr."id", wr."parent_step_attempt_namespace_id", wr."parent_step_attempt_id", wr."status", wr."output", wr."error"
 
 -- name: fail_run
@@ -162,7 +162,7 @@ SET "status" = 'running',
     "updated_at" = {{now($5)}}
 FROM p
 WHERE wr."namespace_id" = p."namespace_id" AND wr."id" = p."id"
-  AND wr."status" NOT IN ('completed', 'succeeded', 'failed', 'canceled')
+  AND {{unestimated(wr."status" NOT IN ('completed', 'succeeded', 'failed', 'canceled'))}}
   AND wr."worker_id" = p."worker_id"
 RETURNING wr."id"
 
