@@ -144,7 +144,7 @@ func hasStatistics(t *testing.T, ctx context.Context, pool *pgxpool.Pool, schema
 // test, as in a queue table, where an ANALYZE (ours, statistics.go, or
 // autovacuum's) sees one moment's mix of statuses. W4's 1,000 runs are
 // analyzed while all pending (or all completed), then set running;
-// completing or parking 88 of them must not compare each input row with
+// completing, parking or canceling 88 of them must not compare each input row with
 // every run. complete_runs tested "status = 'running'" as a plain
 // condition, which those statistics estimate at one row of workflow_runs,
 // and the planner scanned the table in a loop over the inputs (W4 after
@@ -192,6 +192,7 @@ UPDATE {{schema}}."workflow_runs" SET "status" = 'running', "worker_id" = 'w' ||
 			}{
 				{"complete runs", q.CompleteRuns, []any{"n", ids("r", 1), ids("w", 1), outputs, noClock}},
 				{"park runs", q.ParkRuns, []any{"n", ids("r", 101), ids("w", 101), due, noClock}},
+				{"cancel runs in bulk", q.BulkCancelRuns, []any{"n", ids("r", 201), noClock}},
 			} {
 				for _, generic := range []bool{false, true} {
 					plan := explainPlan(t, ctx, pool, c.sql, c.args, generic)

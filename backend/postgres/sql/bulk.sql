@@ -142,7 +142,7 @@ held AS MATERIALIZED (
   SELECT c."namespace_id", c."id"
   FROM input AS c
   JOIN {{schema}}."workflow_runs" AS w ON w."namespace_id" = c."namespace_id" AND w."id" = c."id"
-  WHERE w."worker_id" IS NOT NULL
+  WHERE {{unestimated(w."worker_id" IS NOT NULL)}}
 ),
 canceled AS (
   UPDATE {{schema}}."workflow_runs" AS wr
@@ -154,7 +154,7 @@ canceled AS (
       "go_queued_at" = NULL
   FROM input AS c
   WHERE wr."namespace_id" = c."namespace_id" AND wr."id" = c."id"
-    AND (wr."status" IN ('pending', 'running', 'sleeping')) IS TRUE
+    AND {{unestimated(wr."status" IN ('pending', 'running', 'sleeping'))}}
   RETURNING wr."namespace_id", wr."id", wr."parent_step_attempt_namespace_id", wr."parent_step_attempt_id"
 )
 SELECT wr."namespace_id", wr."id", wr."parent_step_attempt_namespace_id", wr."parent_step_attempt_id",

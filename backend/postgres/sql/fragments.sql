@@ -54,8 +54,8 @@
 (SELECT {{ns}}::text)
 
 -- fragment: unestimated(cond)
--- {{cond}}, a test of run "wr"'s status in a multi-row write that joins
--- its input on the primary key, hidden from the statistics as well as
+-- {{cond}}, a test of a run's status (or lease) in a multi-row write that
+-- joins its input on the primary key, hidden from the statistics as well as
 -- from the indexes: PostgreSQL estimates a CASE it has no statistics for
 -- at one half. As (cond) IS TRUE it was estimated from the statistics,
 -- which in a queue table describe one moment's statuses: analyzed while
