@@ -422,6 +422,7 @@ func (w *Worker) transitionFor(x *pass, out json.RawMessage, err error) backend.
 	switch {
 	case suspended && (err == nil || f.class == failSuspended):
 		tw.Kind, tw.AvailableAt = backend.WriteParkRun, wakeAt
+		tw.OnlySleeps = x.hist.RunningOnly(backend.StepSleep)
 	case err == nil:
 		tw.Kind, tw.Output = backend.WriteCompleteRun, out
 	case f.class == failFinal:

@@ -222,3 +222,53 @@ func TestASleepCompletionLostWithItsCommitIsCompletedAgainByTheNextPass(t *testi
 		t.Fatalf("steps %+v: want the sleep completed once and step a", steps)
 	}
 }
+
+// parks returns the OnlySleeps of every park the worker committed, in
+// order.
+func (c *countingBackend) parks() []bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []bool
+	for _, ws := range c.commits {
+		for _, w := range ws {
+			if w.Kind == backend.WriteParkRun {
+				out = append(out, w.OnlySleeps)
+			}
+		}
+	}
+	return out
+}
+
+// TestAParkSaysWhetherTheRunWaitsOnlyOnSleeps checks Write.OnlySleeps,
+// which lets the PostgreSQL backend skip a park's reconciliation: a run
+// parked on a sleep says so; one parked on a signal wait does not (a
+// signal delivered before the park must still wake it). The mix of both
+// is history.RunningOnly's test.
+func TestAParkSaysWhetherTheRunWaitsOnlyOnSleeps(t *testing.T) {
+	e := newEnv(t)
+	cb := &countingBackend{Backend: e.b}
+	e.worker = ow.NewWorker(cb, ow.WorkerOptions{Now: e.clock.Now, RunningStepAfter: time.Hour})
+	nap := ow.Define(ow.Spec{Name: "nap"}, func(ctx ow.Context, _ int) (int, error) {
+		return 1, ow.Sleep(ctx, "nap", time.Minute)
+	})
+	wait := ow.Define(ow.Spec{Name: "wait"}, func(ctx ow.Context, _ int) (int, error) {
+		_, _, err := ow.WaitForSignal[int](ctx, "go", ow.WithTimeout(time.Hour))
+		return 1, err
+	})
+	e.register(nap, wait)
+	for _, c := range []struct {
+		start func() string
+		want  bool
+	}{
+		{func() string { return start(e, nap, 0) }, true},
+		{func() string { return start(e, wait, 0) }, false},
+	} {
+		before := len(cb.parks())
+		c.start()
+		e.drain()
+		got := cb.parks()[before:]
+		if len(got) != 1 || got[0] != c.want {
+			t.Fatalf("parks' OnlySleeps %v, want [%v]", got, c.want)
+		}
+	}
+}

@@ -98,6 +98,15 @@ type Write struct {
 	// AvailableAt is the wake-up (WriteParkRun) or retry time
 	// (WriteRescheduleRun).
 	AvailableAt time.Time
+	// OnlySleeps, on a WriteParkRun, says that every running attempt of
+	// the run is a durable sleep (no child run, signal, hook or event is
+	// waited for), so nothing but time can make it due: the backend may
+	// then skip the reconciliation of its waits that a park otherwise
+	// gets (see WriteParkRun), which could find nothing. The PostgreSQL
+	// backend does (a statement and a round trip after the commit, per
+	// park); SQLite's park reconciles within its one statement and
+	// ignores it. False, the default, always reconciles.
+	OnlySleeps bool
 }
 
 // ValidateGroup checks the shape [Worker.ApplyWrites] requires of one

@@ -551,10 +551,12 @@ func readWrite(br pgx.BatchResults, it batchItem, r *batchResult) error {
 
 // followUp runs, after the commit, what the single writes do after theirs:
 // the reconciliation of parked runs (sqlReconcileParkedRuns, one
-// statement for all) and the wake-up of the parent of every child run that
-// finished (sqlWakeParent, only for runs that have a parent), pipelined in
-// one round trip. A failure is reported on the writes concerned, which did
-// apply, as their single twins report it.
+// statement for all; not for a park whose run waits only on sleeps,
+// Write.OnlySleeps, which it could not wake) and the wake-up of the
+// parent of every child run that finished (sqlWakeParent, only for runs
+// that have a parent), pipelined in one round trip. A failure is reported
+// on the writes concerned, which did apply, as their single twins report
+// it.
 func (b *Backend) followUp(ctx context.Context, items []batchItem, results []batchResult, errs []error) {
 	var parked []string
 	var parkK, wakeK []int // positions in items
@@ -565,7 +567,7 @@ func (b *Backend) followUp(ctx context.Context, items []batchItem, results []bat
 			continue
 		}
 		switch {
-		case it.w.Kind == backend.WriteParkRun:
+		case it.w.Kind == backend.WriteParkRun && !it.w.OnlySleeps:
 			parked = append(parked, it.w.WorkflowRunID)
 			parkK = append(parkK, k)
 		case it.parent && r.parentNS != nil && r.parentID != nil:

@@ -7,6 +7,7 @@ package history
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -200,4 +201,17 @@ func (h *History) RunningWaits(kinds ...backend.StepKind) []*backend.StepAttempt
 		}
 	}
 	return out
+}
+
+// RunningOnly reports whether every running attempt is of one of kinds
+// (true when none is running).
+func (h *History) RunningOnly(kinds ...backend.StepKind) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, a := range h.running {
+		if !slices.Contains(kinds, a.Kind) {
+			return false
+		}
+	}
+	return true
 }
