@@ -21,16 +21,6 @@ import (
 // an operator would, and compare CountWorkflowRuns with a count of the
 // rows themselves.
 
-// countedSchema is a migrated scratch schema and a pool on it.
-func countedSchema(t *testing.T) (*pgxpool.Pool, string) {
-	t.Helper()
-	pool, schema := scratchSchema(t, "ow_counts_")
-	if err := Migrate(context.Background(), pool, schema); err != nil {
-		t.Fatal(err)
-	}
-	return pool, schema
-}
-
 // rowCounts counts namespace ns's rows of workflow_runs per status.
 func rowCounts(t testing.TB, pool *pgxpool.Pool, schema, ns string) backend.RunCounts {
 	t.Helper()
@@ -79,7 +69,7 @@ func insertRaw(ctx context.Context, q interface {
 func TestRunCountsFollowEveryWriter(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, schema := countedSchema(t)
+	pool, schema := migratedSchema(t, "ow_counts_")
 	runs := quoteIdent(schema) + `."workflow_runs"`
 	exec := func(sql string, args ...any) {
 		t.Helper()
@@ -143,7 +133,7 @@ func TestRunCountsFollowEveryWriter(t *testing.T) {
 func TestRunCountsStayExactUnderConcurrentWritersAndFolds(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, schema := countedSchema(t)
+	pool, schema := migratedSchema(t, "ow_counts_")
 	runs := quoteIdent(schema) + `."workflow_runs"`
 	const ns = "busy"
 	writers, err := pgxpool.New(ctx, pool.Config().ConnString())
@@ -220,7 +210,7 @@ func TestRunCountsStayExactUnderConcurrentWritersAndFolds(t *testing.T) {
 func TestMigrationCountsTheRunsPresentWhileWritersWrite(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, schema := countedSchema(t)
+	pool, schema := migratedSchema(t, "ow_counts_")
 	q := quoteIdent(schema)
 	const ns = "old"
 	// Back to go version 5: no counters, no triggers, and runs already

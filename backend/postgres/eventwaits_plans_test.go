@@ -18,10 +18,7 @@ func TestEventWaitLookupsReadFewPagesHoweverManyWaits(t *testing.T) {
 	const maxBuffers = 60
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	pool, schema := scratchSchema(t, "ow_evplans_")
-	if err := Migrate(ctx, pool, schema); err != nil {
-		t.Fatal(err)
-	}
+	pool, schema := migratedSchema(t, "ow_evplans_")
 	if _, err := pool.Exec(ctx, withSchema(`
 ALTER TABLE {{schema}}."workflow_runs" SET (autovacuum_enabled = false);
 ALTER TABLE {{schema}}."go_event_waits" SET (autovacuum_enabled = false);

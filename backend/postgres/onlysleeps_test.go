@@ -53,10 +53,7 @@ func (r *batchRecorder) sent(stmt string) bool {
 func TestAParkOfOnlySleepsIsNotReconciled(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	admin, schema := scratchSchema(t, "ow_sleeps_")
-	if err := Migrate(ctx, admin, schema); err != nil {
-		t.Fatal(err)
-	}
+	admin, schema := migratedSchema(t, "ow_sleeps_")
 	cfg := admin.Config().Copy()
 	rec := &batchRecorder{}
 	cfg.ConnConfig.Tracer = rec

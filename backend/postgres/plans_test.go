@@ -52,10 +52,7 @@ func checkLookupsByID(t *testing.T, analyzedElsewhere bool) {
 	const maxBuffers = 150
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	pool, schema := scratchSchema(t, "ow_plans_")
-	if err := Migrate(ctx, pool, schema); err != nil {
-		t.Fatal(err)
-	}
+	pool, schema := migratedSchema(t, "ow_plans_")
 	if analyzedElsewhere {
 		if _, err := pool.Exec(ctx, withSchema(`
 INSERT INTO {{schema}}."workflow_runs" (
@@ -149,15 +146,6 @@ FROM generate_series(1, 20000) AS g, generate_series(1, 3) AS s`, schema)); err 
 		return out
 	}
 	soon := []time.Time{time.Now().Add(time.Minute), time.Now().Add(time.Minute)}
-	texts := func(s ...string) []*string {
-		out := make([]*string, len(s))
-		for i := range s {
-			if s[i] != "" {
-				out[i] = &s[i]
-			}
-		}
-		return out
-	}
 	noTimes := []*time.Time{nil, nil}
 	var noClock *time.Time // the database's clock
 	for _, c := range []struct {
@@ -252,6 +240,29 @@ func scratchSchema(t testing.TB, prefix string) (*pgxpool.Pool, string) {
 	return pool, schema
 }
 
+// texts is a text[] argument: each string, "" as NULL.
+func texts(s ...string) []*string {
+	out := make([]*string, len(s))
+	for i := range s {
+		if s[i] != "" {
+			out[i] = &s[i]
+		}
+	}
+	return out
+}
+
+// migratedSchema is scratchSchema with the backend's migrations applied.
+func migratedSchema(t testing.TB, prefix string) (*pgxpool.Pool, string) {
+	t.Helper()
+	pool, schema := scratchSchema(t, prefix)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := Migrate(ctx, pool, schema); err != nil {
+		t.Fatal(err)
+	}
+	return pool, schema
+}
+
 // explainBuffers runs sql under EXPLAIN (ANALYZE, BUFFERS) in a transaction
 // it rolls back, and returns the pages the statement read (shared hits and
 // reads, its CTEs included) and the rows its top node returned; with
@@ -323,10 +334,7 @@ func TestClaimOrderIsIndexed(t *testing.T) {
 	const n = 10
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	pool, schema := scratchSchema(t, "ow_claimplan_")
-	if err := Migrate(ctx, pool, schema); err != nil {
-		t.Fatal(err)
-	}
+	pool, schema := migratedSchema(t, "ow_claimplan_")
 	// 50,000 pending runs due (priority 0); 20,000 running under a lease;
 	// 20,000 parked until tomorrow; 9,000 handed back, due (running, no
 	// worker); 500 parked runs of priority 5 due tomorrow (not due: the

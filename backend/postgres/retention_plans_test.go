@@ -21,10 +21,7 @@ func TestPruneBatchReadsItsRangeAndProbes(t *testing.T) {
 	const maxBuffers = 5000
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	pool, schema := scratchSchema(t, "ow_prune_plans_")
-	if err := Migrate(ctx, pool, schema); err != nil {
-		t.Fatal(err)
-	}
+	pool, schema := migratedSchema(t, "ow_prune_plans_")
 	// Runs r1…r100000 completed 60 days ago, 1 ms apart, with 3 completed
 	// steps; a running workflow step of another run waits on r50200 (a
 	// child in use, in the batch's range).

@@ -15,10 +15,7 @@ import (
 func TestSingletonLookupIsAnIndexRange(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	pool, schema := scratchSchema(t, "ow_singletonplan_")
-	if err := Migrate(ctx, pool, schema); err != nil {
-		t.Fatal(err)
-	}
+	pool, schema := migratedSchema(t, "ow_singletonplan_")
 	// Keys k0..k999, 100 runs each: 90 finished, 1 running, 9 held.
 	if _, err := pool.Exec(ctx, withSchema(`
 ALTER TABLE {{schema}}."workflow_runs" SET (autovacuum_enabled = false);

@@ -26,10 +26,7 @@ import (
 func TestFirstAnalyzeOfFreshTables(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	pool, schema := scratchSchema(t, "ow_stats_")
-	if err := Migrate(ctx, pool, schema); err != nil {
-		t.Fatal(err)
-	}
+	pool, schema := migratedSchema(t, "ow_stats_")
 	if _, err := pool.Exec(ctx, withSchema(`
 ALTER TABLE {{schema}}."workflow_runs" SET (autovacuum_enabled = false);
 ALTER TABLE {{schema}}."step_attempts" SET (autovacuum_enabled = false)`, schema)); err != nil {
@@ -93,19 +90,10 @@ WHERE "namespace_id" = 'n' AND "id" = ANY($1)`, schema), ids); err != nil {
 	// The fence of insert_steps for two of the running runs, planned for
 	// its arguments and as the generic plan, probes the primary key.
 	q := mustLoadQueries(t, schema)
-	text := func(s ...string) []*string {
-		out := make([]*string, len(s))
-		for i := range s {
-			if s[i] != "" {
-				out[i] = &s[i]
-			}
-		}
-		return out
-	}
 	var noClock *time.Time
 	none := []*time.Time{nil, nil}
-	args := []any{"n", text(ids[0], ids[1]), text("w", "w"), text("x0", "x1"), text("t", "t"), text("function", "function"),
-		text("completed", "completed"), text("{}", "{}"), text("", ""), text("1", "2"), text("", ""), text("", ""), text("", ""),
+	args := []any{"n", texts(ids[0], ids[1]), texts("w", "w"), texts("x0", "x1"), texts("t", "t"), texts("function", "function"),
+		texts("completed", "completed"), texts("{}", "{}"), texts("", ""), texts("1", "2"), texts("", ""), texts("", ""), texts("", ""),
 		none, none, noClock}
 	for _, generic := range []bool{false, true} {
 		var scans []string
@@ -156,10 +144,7 @@ func TestMultiRowRunWritesIgnoreStaleStatusStatistics(t *testing.T) {
 		t.Run("analyzed while all "+analyzed, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			pool, schema := scratchSchema(t, "ow_stale_")
-			if err := Migrate(ctx, pool, schema); err != nil {
-				t.Fatal(err)
-			}
+			pool, schema := migratedSchema(t, "ow_stale_")
 			if _, err := pool.Exec(ctx, withSchema(fmt.Sprintf(`
 ALTER TABLE {{schema}}."workflow_runs" SET (autovacuum_enabled = false);
 INSERT INTO {{schema}}."workflow_runs" (
