@@ -8,9 +8,10 @@ import (
 )
 
 // firstAnalyzeAfter is how many rows this process writes to a table
-// without planner statistics before it analyzes it: autovacuum's own
-// threshold for a new table is 50 changed rows (autovacuum_analyze_threshold),
-// reached within its naptime (a minute) — or never, where autovacuum is off.
+// without planner statistics before it analyzes it. Autovacuum's own
+// threshold for a new table is 50 changed rows
+// (autovacuum_analyze_threshold), acted on within its naptime (a minute),
+// or never where autovacuum is off.
 const firstAnalyzeAfter = 100
 
 // firstAnalyzeTimeout bounds one first ANALYZE (a table never analyzed is
@@ -38,7 +39,7 @@ const (
 // step writes' fence then probed each run through
 // workflow_runs_workflow_name_status_created_at_desc_idx, reading every
 // run of the namespace once per run (W4 on a fresh database: 999 rows
-// removed by its filter per probe, 11 ms a statement against 1.3; see
+// removed by its filter per probe, 11 ms a statement against 1.4–1.6; see
 // docs/benchmarks.md). A plan cached before the ANALYZE is invalidated by
 // it and made again with the statistics. Statistics, once there, stay
 // good enough as the tables grow: the planner scales the row counts by the
