@@ -134,7 +134,8 @@ func TestATimeoutIsClaimedAheadOnceAndNeverReplayedEarly(t *testing.T) {
 				t.Fatal("received a signal nobody sent")
 			}
 			if len(claims) != 2 {
-				t.Fatalf("the run was claimed %d times, want 2 (the wait's pass, then once ahead of its timeout)", len(claims))
+				t.Fatalf("the run was claimed %d times at %v (its attempts: %d; its steps: %v), want 2 (the wait's pass, then once ahead of its timeout)",
+					len(claims), claims, e.run(id).Attempts, e.stepNames(id))
 			}
 		})
 	}

@@ -37,7 +37,12 @@ import (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if code == 0 {
-		if err := goleak.Find(); err != nil {
+		// chromedp (v0.23.0) can leave the goroutine that feeds an event
+		// subscription blocked after the tab and its browser were canceled
+		// (its session is not always closed when the browser process goes
+		// first); it holds nothing of ours. CI saw one once, four minutes
+		// old, after every test had passed.
+		if err := goleak.Find(goleak.IgnoreTopFunction("github.com/chromedp/chromedp.(*subscription).pump")); err != nil {
 			fmt.Fprintln(os.Stderr, "goroutines leaked:", err)
 			code = 1
 		}
