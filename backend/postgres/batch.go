@@ -140,6 +140,9 @@ func (b *Backend) ApplyWrites(ctx context.Context, groups [][]backend.Write) []e
 // tables' first ANALYZE (statistics.go): a step write changes a step
 // attempt, a transition its run.
 func (b *Backend) countWritten(items []batchItem, results []batchResult) {
+	if b.stats.settled() {
+		return // both tables tried: nothing left to count
+	}
 	var runs, steps int
 	for k, it := range items {
 		switch {

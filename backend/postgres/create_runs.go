@@ -30,10 +30,15 @@ import (
 // so concurrent batches cannot deadlock, in the same transaction, so a key
 // repeated within the batch yields one run. One pg_notify announces
 // the batch if any run is claimable now.
-func (b *Backend) CreateWorkflowRuns(ctx context.Context, ps []backend.CreateWorkflowRunParams) ([]*backend.WorkflowRun, error) {
+func (b *Backend) CreateWorkflowRuns(ctx context.Context, ps []backend.CreateWorkflowRunParams) (created []*backend.WorkflowRun, err error) {
 	if len(ps) == 0 {
 		return []*backend.WorkflowRun{}, nil
 	}
+	defer func() {
+		if err == nil {
+			b.stats.wrote(runsTable, len(created)) // toward its first ANALYZE (statistics.go)
+		}
+	}()
 	var plain, keyed []int
 	withAttrs := false // runs with search attributes take the transaction
 	for i, p := range ps {
@@ -98,7 +103,6 @@ func (b *Backend) CreateWorkflowRuns(ctx context.Context, ps []backend.CreateWor
 		for k, i := range plain {
 			runs[i] = b.insertedRun(ids[k], ps[i], now, waiting[ids[k]])
 		}
-		b.stats.wrote(runsTable, len(runs))
 		return runs, nil
 	}
 
@@ -107,7 +111,7 @@ func (b *Backend) CreateWorkflowRuns(ctx context.Context, ps []backend.CreateWor
 			idempotencyLockKey(b.namespace, ps[keyed[c]].WorkflowName, *ps[keyed[c]].IdempotencyKey)
 	})
 	var esc escapes
-	err := b.inTx(ctx, func(tx pgx.Tx) error {
+	err = b.inTx(ctx, func(tx pgx.Tx) error {
 		esc = escapes{}
 		var inserted []int // positions in ps
 		for _, i := range keyed {
@@ -186,7 +190,6 @@ func (b *Backend) CreateWorkflowRuns(ctx context.Context, ps []backend.CreateWor
 	if err != nil {
 		return nil, fmt.Errorf("create %d workflow runs (%d with idempotency keys): %w", len(ps), len(keyed), missingParent(ps, err))
 	}
-	b.stats.wrote(runsTable, len(runs))
 	return runs, nil
 }
 

@@ -28,14 +28,18 @@ const wakeTimeout = 10 * time.Second
 // with that key created within [backend.IdempotencyPeriod] if there is one,
 // and inserts otherwise. A run claimable at once is announced to
 // subscribers.
-func (b *Backend) CreateWorkflowRun(ctx context.Context, p backend.CreateWorkflowRunParams) (*backend.WorkflowRun, error) {
+func (b *Backend) CreateWorkflowRun(ctx context.Context, p backend.CreateWorkflowRunParams) (run *backend.WorkflowRun, err error) {
 	if err := validateCreate(p); err != nil {
 		return nil, fmt.Errorf("create workflow run: %w", err)
 	}
+	defer func() {
+		if err == nil {
+			b.stats.wrote(runsTable, 1) // toward its first ANALYZE (statistics.go)
+		}
+	}()
 	runID := id.New(id.PrefixRun)
 	var esc escapes
 	args := b.insertRunArgs(runID, p, &esc)
-	var run *backend.WorkflowRun
 	if p.IdempotencyKey == nil && len(p.SearchAttributes) == 0 && p.Singleton == nil && p.Fairness == nil {
 		err := b.withEscapes(ctx, &esc, func(q querier) (err error) {
 			run, err = queryRun(ctx, q, b.q.InsertRun, args...)
@@ -47,11 +51,10 @@ func (b *Backend) CreateWorkflowRun(ctx context.Context, p backend.CreateWorkflo
 		if err != nil {
 			return run, fmt.Errorf("create workflow run %q: %w", p.WorkflowName, missingParent([]backend.CreateWorkflowRunParams{p}, err))
 		}
-		b.stats.wrote(runsTable, 1)
 		return run, nil
 	}
 
-	err := b.inTx(ctx, func(tx pgx.Tx) (err error) {
+	err = b.inTx(ctx, func(tx pgx.Tx) (err error) {
 		run, _, err = b.createInTx(ctx, tx, p, &esc, args)
 		return err
 	})
@@ -64,7 +67,6 @@ func (b *Backend) CreateWorkflowRun(ctx context.Context, p backend.CreateWorkflo
 		}
 		return run, fmt.Errorf("create workflow run %q with idempotency key %q: %w", p.WorkflowName, *p.IdempotencyKey, err)
 	}
-	b.stats.wrote(runsTable, 1)
 	return run, nil
 }
 

@@ -89,6 +89,12 @@ func (f *firstAnalyze) wrote(t statsTable, n int) {
 	}()
 }
 
+// settled reports whether every table's first ANALYZE was tried, so that
+// there is nothing left to count.
+func (f *firstAnalyze) settled() bool {
+	return f.tried[runsTable].Load() && f.tried[stepsTable].Load()
+}
+
 // analyze analyzes table t unless it has statistics already. It is best
 // effort: an error leaves the table to autovacuum, as before.
 func (f *firstAnalyze) analyze(t statsTable) {
@@ -104,9 +110,6 @@ func (f *firstAnalyze) analyze(t statsTable) {
 	}
 	_, _ = f.b.pool.Exec(ctx, stmt) // likewise
 }
-
-// wait waits for the first ANALYZEs started so far (tests).
-func (f *firstAnalyze) wait() { f.wg.Wait() }
 
 // stop cancels a first ANALYZE in flight and waits for its goroutine.
 func (f *firstAnalyze) stop() {

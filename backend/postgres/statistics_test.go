@@ -131,13 +131,18 @@ func hasStatistics(t *testing.T, ctx context.Context, pool *pgxpool.Pool, schema
 // run writes against statistics taken when no run had the status they
 // test, as in a queue table, where an ANALYZE (ours, statistics.go, or
 // autovacuum's) sees one moment's mix of statuses. W4's 1,000 runs are
-// analyzed while all pending (or all completed), then set running;
-// completing, parking or canceling 88 of them must not compare each input row with
-// every run. complete_runs tested "status = 'running'" as a plain
-// condition, which those statistics estimate at one row of workflow_runs,
-// and the planner scanned the table in a loop over the inputs (W4 after
-// the first ANALYZE: 86,856 rows removed by its join filter, 33 ms for 88
-// runs).
+// analyzed while all pending (or all completed), then set running, 88 of
+// them pending and queued under a limit, and 88 canceled while still
+// queued; completing, parking, canceling or claiming 88 of them, and
+// unqueuing the 88 ended ones of a limited workflow's window, must not
+// compare each input row with every run. complete_runs tested "status =
+// 'running'" as a plain condition, which those statistics estimate at one
+// row of workflow_runs, and the planner scanned the table in a loop over
+// the inputs (W4 after the first ANALYZE: 86,856 rows removed by its join
+// filter, 33 ms for 88 runs). claim_chosen and admission_queue's unqueued
+// step were audited here and needed no change: the one's status test is
+// ORed with its input's admit flag, and the other's window is the outer
+// side of an index probe.
 func TestMultiRowRunWritesIgnoreStaleStatusStatistics(t *testing.T) {
 	const runs, written = 1000, 88
 	for _, analyzed := range []string{"pending", "completed"} {
@@ -154,7 +159,15 @@ SELECT 'n', 'r' || g, 'wf', '%s', '{}'::jsonb, 0, NOW(), NOW(), NOW()
 FROM generate_series(1, %d) AS g;
 ANALYZE {{schema}}."workflow_runs";
 UPDATE {{schema}}."workflow_runs" SET "status" = 'running', "worker_id" = 'w' || substr("id", 2),
-  "available_at" = NOW() + INTERVAL '1 hour', "started_at" = NOW(), "finished_at" = NULL`, analyzed, runs), schema)); err != nil {
+  "available_at" = NOW() + INTERVAL '1 hour', "started_at" = NOW(), "finished_at" = NULL;
+UPDATE {{schema}}."workflow_runs" SET "status" = 'pending', "worker_id" = NULL, "started_at" = NULL,
+  "available_at" = NOW(), "go_queued_at" = NOW()
+WHERE substr("id", 2)::int BETWEEN 301 AND %d;
+UPDATE {{schema}}."workflow_runs" SET "status" = 'canceled', "worker_id" = NULL, "finished_at" = NOW(),
+  "go_queued_at" = NOW() - INTERVAL '1 hour'
+WHERE substr("id", 2)::int BETWEEN 401 AND %d;
+INSERT INTO {{schema}}."workflow_limits" ("namespace_id", "workflow_name", "concurrency", "created_at", "updated_at")
+VALUES ('n', 'wf', 1, NOW(), NOW())`, analyzed, runs, 300+written, 400+written), schema)); err != nil {
 				t.Fatal(err)
 			}
 			q := mustLoadQueries(t, schema)
@@ -166,28 +179,47 @@ UPDATE {{schema}}."workflow_runs" SET "status" = 'running', "worker_id" = 'w' ||
 				}
 				return out
 			}
-			outputs, due := make([]string, written), make([]time.Time, written)
+			outputs, due, admits := make([]string, written), make([]time.Time, written), make([]bool, written)
 			for i := range outputs {
-				outputs[i], due[i] = "1", time.Now().Add(time.Minute)
+				outputs[i], due[i], admits[i] = "1", time.Now().Add(time.Minute), true
 			}
 			for _, c := range []struct {
 				name string
 				sql  string
 				args []any
+				rows float64 // the statement's result rows
 			}{
-				{"complete runs", q.CompleteRuns, []any{"n", ids("r", 1), ids("w", 1), outputs, noClock}},
-				{"park runs", q.ParkRuns, []any{"n", ids("r", 101), ids("w", 101), due, noClock}},
-				{"cancel runs in bulk", q.BulkCancelRuns, []any{"n", ids("r", 201), noClock}},
+				{"complete runs", q.CompleteRuns, []any{"n", ids("r", 1), ids("w", 1), outputs, noClock}, written},
+				{"park runs", q.ParkRuns, []any{"n", ids("r", 101), ids("w", 101), due, noClock}, written},
+				{"cancel runs in bulk", q.BulkCancelRuns, []any{"n", ids("r", 201), noClock}, written},
+				{"claim queued runs of a limited workflow", q.ClaimChosen, []any{"n", ids("r", 301), ids("w", 301), admits, int64(30000), noClock}, written},
+				// The window holds the 88 canceled runs, still queued, and
+				// 112 of the waiting ones: its unqueued step clears the 88.
+				{"unqueue ended runs of a limited workflow's window", q.AdmissionQueue, []any{"n", "wf", 1, 2 * 100, noClock}, 1},
 			} {
 				for _, generic := range []bool{false, true} {
 					plan := explainPlan(t, ctx, pool, c.sql, c.args, generic)
-					removed := 0.0
+					removed, updated := 0.0, 0.0
 					walkPlan(plan, func(n map[string]any) {
 						r, _ := n["Rows Removed by Join Filter"].(float64)
 						removed += r
+						// The rows a write of workflow_runs was given to
+						// change (its own Actual Rows are 0 without RETURNING).
+						if n["Node Type"] == "ModifyTable" && n["Relation Name"] == "workflow_runs" {
+							input, _ := n["Plans"].([]any)
+							for _, c := range input {
+								if c, _ := c.(map[string]any); c["Parent Relationship"] == "Outer" {
+									u, _ := c["Actual Rows"].(float64)
+									updated += u
+								}
+							}
+						}
 					})
-					if got, _ := plan["Actual Rows"].(float64); got != written {
-						t.Errorf("%s (generic plan %v) changed %v runs, want %d", c.name, generic, got, written)
+					if updated != written {
+						t.Errorf("%s (generic plan %v) wrote %v runs, want %d", c.name, generic, updated, written)
+					}
+					if got, _ := plan["Actual Rows"].(float64); got != c.rows {
+						t.Errorf("%s (generic plan %v) returned %v rows, want %v", c.name, generic, got, c.rows)
 					}
 					if removed >= runs {
 						t.Errorf("%s (generic plan %v) removed %v rows by join filters for %d runs of %d: it compares each input with every run instead of probing the primary key or hashing", c.name, generic, removed, written, runs)
@@ -197,3 +229,6 @@ UPDATE {{schema}}."workflow_runs" SET "status" = 'running', "worker_id" = 'w' ||
 		})
 	}
 }
+
+// wait waits for the first ANALYZEs started so far.
+func (f *firstAnalyze) wait() { f.wg.Wait() }
