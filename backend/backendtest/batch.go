@@ -616,6 +616,64 @@ func testApplyWrites(t *testing.T, s *suite) {
 		}
 	})
 
+	t.Run("fences each of many runs' wake-ups in one batch on its own: the sleep's completion, the next step, the run's completion", func(t *testing.T) {
+		// A wave of runs woken from their sleeps: each group completes its
+		// sleep, records its next step and completes its run, the shape
+		// PostgreSQL sends as one write_steps statement. The run whose
+		// lease moved to another worker keeps its sleep running, gets no
+		// step and stays the thief's.
+		t.Parallel()
+		clk := newClock()
+		b := s.newBackendOn(t, clk)
+		w, thief := newWorkerID(), newWorkerID()
+		var runs []*backend.WorkflowRun
+		var sleeps []*backend.StepAttempt
+		for i := range 4 {
+			r := startRun(t, b, w, backend.CreateWorkflowRunParams{WorkflowName: fmt.Sprintf("r%d", i)})
+			runs = append(runs, r)
+			sleeps = append(sleeps, createStep(t, b, r.ID, w, "nap", backend.StepSleep, ""))
+		}
+		expireLease(t, clk, b, runs[1].ID, w)
+		claimRun(t, b, thief, longLease, runs[1].ID)
+		var groups [][]backend.Write
+		var next []backend.Write
+		for i, r := range runs {
+			step := insertStep(r.ID, w, "after", backend.StepCompleted, fmt.Sprint(i), "")
+			next = append(next, step)
+			groups = append(groups, []backend.Write{
+				finishStep(r.ID, w, sleeps[i].ID, backend.StepCompleted, "null", ""),
+				step,
+				completeWrite(r.ID, w, fmt.Sprint(i)),
+			})
+		}
+		errs := applyGroups(t, b, groups...)
+		requireWriteRefused(t, "wake-up by the worker that lost the lease", errs[1], runs[1].ID)
+		for i, r := range runs {
+			if i == 1 {
+				continue
+			}
+			if errs[i] != nil {
+				t.Fatalf("wake-up of run %d: %v, want it applied", i, errs[i])
+			}
+			if got := getStep(t, b, sleeps[i].ID); got.Status != backend.StepCompleted {
+				t.Fatalf("sleep of run %d is %s, want completed", i, got.Status)
+			}
+			if got := getStep(t, b, next[i].Step.ID); got.Status != backend.StepCompleted || !jsonEqual(got.Output, json.RawMessage(fmt.Sprint(i))) {
+				t.Fatalf("next step of run %d = {%s, %s}, want completed with %d", i, got.Status, showJSON(got.Output), i)
+			}
+			if got := getRun(t, b, r.ID); got.Status != backend.RunCompleted {
+				t.Fatalf("run %d is %s, want completed", i, got.Status)
+			}
+		}
+		if got := getStep(t, b, sleeps[1].ID); got.Status != backend.StepRunning {
+			t.Fatalf("sleep of the run whose lease moved is %s, want still running", got.Status)
+		}
+		requireStepCount(t, b, runs[1].ID, 1)
+		if got := getRun(t, b, runs[1].ID); got.Status != backend.RunRunning || got.WorkerID == nil || *got.WorkerID != thief {
+			t.Fatalf("the run whose lease moved is %s under %v, want running under the thief", got.Status, got.WorkerID)
+		}
+	})
+
 	t.Run("fails a write with invalid JSON alone, with ErrInvalidArgument, while the others apply", func(t *testing.T) {
 		t.Parallel()
 		b := s.newBackend(t)

@@ -32,7 +32,12 @@ type statement struct {
 //     inserted or finished again in the same batch;
 //   - the run completions and the parks each go at the place of the last
 //     one; a transition that some later write of its run follows (which
-//     it must refuse) stays a statement of its own, in place.
+//     it must refuse) stays a statement of its own, in place;
+//   - when there are both step inserts and step completions to combine,
+//     they go as one statement (write_steps) at the place of the first of
+//     either: no transition of their runs precedes them, and a combined
+//     completion's attempt is written nowhere else in the batch, so the
+//     two parts neither meet nor move past anything they depend on.
 //
 // A kind with fewer than two combinable writes keeps its single statements.
 func (b *Backend) planStatements(items []batchItem) []statement {
@@ -66,6 +71,16 @@ func (b *Backend) planStatements(items []batchItem) []statement {
 	}
 	at := make(map[int]statement) // combined statements by the position they take
 	skip := make(map[int]bool)    // positions sent inside a combined statement
+	if ins, fin := groups[backend.WriteInsertStep], groups[backend.WriteFinishStep]; len(ins) >= 2 && len(fin) >= 2 {
+		ks := append(append([]int(nil), ins...), fin...)
+		args := append(insertStepsArgs(b.namespace, items, ins), completeStepsArgs(b.namespace, items, fin)[1:]...)
+		at[min(ins[0], fin[0])] = statement{ks: ks, combined: true, sql: b.q.WriteSteps, args: append(args, b.at())}
+		for _, k := range ks {
+			skip[k] = true
+		}
+		delete(groups, backend.WriteInsertStep)
+		delete(groups, backend.WriteFinishStep)
+	}
 	for kind, ks := range groups {
 		if len(ks) < 2 {
 			continue

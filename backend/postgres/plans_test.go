@@ -160,6 +160,10 @@ FROM generate_series(1, 20000) AS g, generate_series(1, 3) AS s`, schema)); err 
 			texts("s", "s"), texts("function", "function"), texts("completed", "completed"), texts("{}", "{}"),
 			texts("", ""), texts("1", "2"), texts("", ""), texts("", ""), texts("", ""), noTimes, noTimes, noClock}, 2},
 		{"complete steps", q.CompleteSteps, []any{"n", ids("r", 1, 2), ids("w", 1, 2), ids("a", 1, 2), []string{"1", "2"}, noClock}, 2},
+		{"write steps", q.WriteSteps, []any{"n", texts("r3", "r4"), texts("w3", "w4"), texts("b3", "b4"),
+			texts("s", "s"), texts("function", "function"), texts("completed", "completed"), texts("{}", "{}"),
+			texts("", ""), texts("1", "2"), texts("", ""), texts("", ""), texts("", ""), noTimes, noTimes,
+			ids("r", 1, 2), ids("w", 1, 2), ids("a", 1, 2), []string{"1", "2"}, noClock}, 4},
 		{"complete runs", q.CompleteRuns, []any{"n", ids("r", 5, 6), ids("w", 5, 6), []string{"1", "2"}, noClock}, 2},
 		{"park runs", q.ParkRuns, []any{"n", ids("r", 7, 8), ids("w", 7, 8), soon, noClock}, 2},
 		{"complete run", q.CompleteRun, []any{"n", "r9", "w9", "1", noClock}, 1},
@@ -318,6 +322,44 @@ func TestPlanKeepsAStepsWritesInOrder(t *testing.T) {
 	want := [][]int{{0}, {1, 3}, {2}}
 	if fmt.Sprint(order) != fmt.Sprint(want) {
 		t.Fatalf("statements cover writes %v, want %v (the finish of s1, the other inserts together, then s1's insert in place)", order, want)
+	}
+}
+
+// TestPlanSendsAWaveOfWakeUpsStepsAsOneStatement checks planStatements
+// on the batch of runs woken from their sleeps: each completes its sleep,
+// records its next step and completes its run. The step completions and
+// inserts go as one write_steps statement at the place of the first, the
+// run completions as one complete_runs at the place of the last.
+func TestPlanSendsAWaveOfWakeUpsStepsAsOneStatement(t *testing.T) {
+	b := &Backend{q: mustLoadQueries(t, DefaultSchema), namespace: "n"}
+	step := func(id string, kind backend.StepKind) *backend.StepAttempt {
+		return &backend.StepAttempt{ID: id, StepName: id, Kind: kind, Status: backend.StepCompleted, Output: json.RawMessage(`1`)}
+	}
+	var items []batchItem
+	for g, run := range []string{"r1", "r2", "r3"} {
+		for _, w := range []backend.Write{
+			{Kind: backend.WriteFinishStep, WorkflowRunID: run, WorkerID: "w", Step: step("sleep-"+run, backend.StepSleep)},
+			{Kind: backend.WriteInsertStep, WorkflowRunID: run, WorkerID: "w", Step: step("next-"+run, backend.StepFunction)},
+			{Kind: backend.WriteCompleteRun, WorkflowRunID: run, WorkerID: "w", Output: json.RawMessage(`1`)},
+		} {
+			it, err := b.prepareWrite(w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			it.g = g
+			items = append(items, it)
+		}
+	}
+	stmts := b.planStatements(items)
+	var got []string
+	for _, st := range stmts {
+		got = append(got, fmt.Sprint(st.ks))
+	}
+	if want := []string{"[1 4 7 0 3 6]", "[2 5 8]"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("statements cover writes %v, want %v (the steps' writes together, then the completions)", got, want)
+	}
+	if stmts[0].sql != b.q.WriteSteps || stmts[1].sql != b.q.CompleteRuns {
+		t.Fatalf("the statements are not write_steps and complete_runs")
 	}
 }
 

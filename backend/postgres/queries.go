@@ -113,6 +113,7 @@ type queries struct {
 	InsertStep         string `sql:"insert_step"`
 	InsertSteps        string `sql:"insert_steps"`
 	CompleteSteps      string `sql:"complete_steps"`
+	WriteSteps         string `sql:"write_steps"`
 	CompleteRun        string `sql:"complete_run"`
 	CompleteRuns       string `sql:"complete_runs"`
 	FailRun            string `sql:"fail_run"`

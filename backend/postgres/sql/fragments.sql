@@ -148,8 +148,8 @@ owned_run AS (
   FOR NO KEY UPDATE
 )
 
--- fragment: owned_runs(ns)
--- owned_run for a multi-row step write: the runs of the "input" rows
+-- fragment: owned_runs(ns, rows)
+-- owned_run for a multi-row step write: the runs of the {{rows}} rows
 -- ("run_id", "worker_id") that are running and leased to the row's worker
 -- id, locked FOR NO KEY UPDATE. Each run is looked up by primary key in a
 -- LATERAL subquery, which PostgreSQL cannot flatten (it locks rows), so
@@ -158,7 +158,7 @@ owned_run AS (
 -- every running run once per input row.
 owned_run AS (
   SELECT r."id", r."worker_id"
-  FROM (SELECT DISTINCT i."run_id", i."worker_id" FROM input AS i) AS i
+  FROM (SELECT DISTINCT i."run_id", i."worker_id" FROM {{rows}} AS i) AS i
   CROSS JOIN LATERAL (
     SELECT wr."id", wr."worker_id"
     FROM {{schema}}."workflow_runs" AS wr
