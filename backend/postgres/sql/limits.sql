@@ -438,21 +438,18 @@ slot AS (
   LEFT JOIN unnest($9::text[], $10::int[]) AS cap("name", "max") ON cap."name" = m."workflow_name"
   WHERE cap."max" IS NULL OR m."wn" <= cap."max"
 ),
-worker AS (
-  SELECT w."worker_id", w."n" FROM unnest($2::text[]) WITH ORDINALITY AS w("worker_id", "n")
-),
 claimed AS (
   UPDATE {{schema}}."workflow_runs" AS wr
   SET "status" = 'running',
       "attempts" = wr."attempts" + 1,
-      "worker_id" = worker."worker_id",
+      "worker_id" = ($2::text[])[slot."n"],
       "available_at" = {{now($12)}} + $3::bigint * INTERVAL '1 millisecond',
       "started_at" = COALESCE(wr."started_at", {{now($12)}}),
       "updated_at" = {{now($12)}},
       "go_queued_at" = CASE WHEN slot."admit" THEN NULL ELSE wr."go_queued_at" END,
       "go_admitted_at" = CASE WHEN slot."admit" THEN {{stamp($12)}} ELSE wr."go_admitted_at" END
-  FROM slot JOIN worker ON worker."n" = slot."n"
-  WHERE wr."namespace_id" = slot."namespace_id" AND wr."id" = slot."id"
+  FROM slot
+  WHERE wr."namespace_id" = slot."namespace_id" AND wr."id" = slot."id" AND slot."n" <= cardinality($2::text[])
     AND (NOT slot."admit" OR (wr."status" = 'pending' AND wr."go_queued_at" IS NOT NULL)) IS TRUE
   RETURNING wr.*, slot."n" AS claim_order, slot."admit" AS admitted
 ),
