@@ -162,6 +162,11 @@ func (h *Handler) tailStream(w http.ResponseWriter, r *http.Request, runID, name
 			_, _ = fmt.Fprint(w, ": keep-alive\n\n")
 		case it, ok := <-items:
 			switch {
+			case !ok && ctx.Err() != nil:
+				// The tail ended because the client left or the server
+				// shuts down, racing ctx.Done above: not the stream's end,
+				// which would tell the client not to reconnect.
+				return nil
 			case !ok:
 				_, _ = fmt.Fprint(w, "event: end\ndata: {}\n\n")
 				_ = rc.Flush()

@@ -4,11 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	ow "github.com/openworkflow-go/openworkflow"
 	"github.com/openworkflow-go/openworkflow/api"
 	"github.com/openworkflow-go/openworkflow/backend"
 )
@@ -164,4 +168,48 @@ func TestStreams(t *testing.T) {
 			t.Errorf("an unwritten stream of a finished run: event %q", ev.event)
 		}
 	})
+}
+
+// TestAStreamCutByShutdownDoesNotSayItEnded: when the server shuts down
+// (Options.Done) under an event stream of a run that is still going, the
+// stream ends without the event "end", which says the stream was closed
+// or the run finished: a client that saw it would not reconnect with
+// Last-Event-ID and would lose the rest of the stream. The tail's own end
+// at shutdown raced the shutdown in the handler's select, and the end
+// was written in some of those races (the server package's graceful
+// shutdown test saw it once in CI), so this is tried many times.
+func TestAStreamCutByShutdownDoesNotSayItEnded(t *testing.T) {
+	b := backends[0].open(t)
+	c := ow.NewClient(b)
+	h, err := c.StartByName(t.Context(), "nobody-runs-this", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		done := make(chan struct{})
+		srv := httptest.NewServer(api.New(c, api.Options{Done: done, KeepAlive: time.Hour}))
+		req, err := http.NewRequestWithContext(t.Context(), "GET", srv.URL+"/v1/runs/"+h.ID+"/streams/out", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Accept", "text/event-stream")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(res.Body)
+		if line, err := br.ReadString('\n'); err != nil || !strings.HasPrefix(line, ":") {
+			t.Fatalf("attempt %d: the stream began with %q (%v), want its comment", i, line, err)
+		}
+		close(done)
+		rest, err := io.ReadAll(br)
+		res.Body.Close()
+		srv.Close()
+		if err != nil {
+			t.Fatalf("attempt %d: the stream was cut at shutdown: %v", i, err)
+		}
+		if strings.Contains(string(rest), "event: ") {
+			t.Fatalf("attempt %d: the stream of a run still going said %q at shutdown", i, rest)
+		}
+	}
 }

@@ -118,9 +118,11 @@ func TestGracefulShutdown(t *testing.T) {
 	}
 	defer sse.Body.Close()
 	first := make([]byte, 64)
-	if _, err := sse.Body.Read(first); err != nil {
+	n, err := sse.Body.Read(first)
+	if err != nil {
 		t.Fatal(err)
 	}
+	first = first[:n]
 
 	slow := make(chan string, 1)
 	go func() {
