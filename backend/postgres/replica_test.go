@@ -63,9 +63,16 @@ func TestReadReplica(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	caughtUp := func(s backend.ReplicaStatus) bool { return s.Up && s.LagBytes == 0 }
-	waitStatus(t, b, "the replica to replay the schema and the first run", caughtUp)
-	waitStatus(t, strict, "the replica to replay the schema and the first run", caughtUp)
+	// Caught up as measured by a check that began after the first run was
+	// committed: one that ended before the next check began, so a status
+	// measured before the commit (lag 0, without the run) is not taken.
+	created := time.Now()
+	for _, rb := range []*postgres.Backend{b, strict} {
+		after := waitStatus(t, rb, "a check of the replica after the first run", func(s backend.ReplicaStatus) bool { return s.CheckedAt.After(created) })
+		waitStatus(t, rb, "the replica to replay the schema and the first run", func(s backend.ReplicaStatus) bool {
+			return s.Up && s.LagBytes == 0 && s.CheckedAt.After(after.CheckedAt)
+		})
+	}
 
 	c.PauseReplay(ctx)
 	second, err := b.CreateWorkflowRun(ctx, backend.CreateWorkflowRunParams{WorkflowName: "wf"})
@@ -143,7 +150,9 @@ func TestReadReplica(t *testing.T) {
 
 	c.ResumeReplay(ctx)
 	t.Run("once replayed, the read-after read goes to the replica", func(t *testing.T) {
-		waitStatus(t, b, "the replica to catch up", caughtUp)
+		// A status measured while replay was paused shows a lag, so lag 0
+		// is a check made since replay resumed.
+		waitStatus(t, b, "the replica to catch up", func(s backend.ReplicaStatus) bool { return s.Up && s.LagBytes == 0 })
 		before := b.ReplicaStatus()
 		if _, err := b.GetWorkflowRun(backend.WithReplicaReads(ctx, token), second.ID); err != nil {
 			t.Fatal(err)
