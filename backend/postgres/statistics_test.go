@@ -204,11 +204,13 @@ VALUES ('n', 'wf', 1, NOW(), NOW())`, analyzed, runs, 300+written, 400+written),
 						r, _ := n["Rows Removed by Join Filter"].(float64)
 						removed += r
 						// The rows a write of workflow_runs was given to
-						// change (its own Actual Rows are 0 without RETURNING).
+						// change (its own Actual Rows are 0 without RETURNING):
+						// its input plan, "Outer" from PostgreSQL 14, a
+						// "Member" before.
 						if n["Node Type"] == "ModifyTable" && n["Relation Name"] == "workflow_runs" {
 							input, _ := n["Plans"].([]any)
 							for _, c := range input {
-								if c, _ := c.(map[string]any); c["Parent Relationship"] == "Outer" {
+								if c, _ := c.(map[string]any); c["Parent Relationship"] == "Outer" || c["Parent Relationship"] == "Member" {
 									u, _ := c["Actual Rows"].(float64)
 									updated += u
 								}
