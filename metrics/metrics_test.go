@@ -200,11 +200,18 @@ func TestMetricsCountWhatRan(t *testing.T) {
 		t.Fatal("runs did not finish in 30 s")
 	}
 	// A run is finished when its transition commits; its slot is freed
-	// just after. Wait for the slots, not with a sleep.
+	// just after, and its pass is measured when the pass's goroutine
+	// ends, after that (CI once scraped between the two: 19 passes of
+	// 20). Wait for both, not with a sleep.
+	settled := func(fams map[string]*dto.MetricFamily) bool {
+		return value(fams, "openworkflow_worker_slots_busy") == 0 &&
+			value(fams, "openworkflow_pass_duration_seconds", "workflow", "seq3", "outcome", "completed")+
+				value(fams, "openworkflow_pass_duration_seconds", "workflow", "boom", "outcome", "failed") >= completed+failed
+	}
 	var fams map[string]*dto.MetricFamily
-	for fams = scrape(t, base, http.Header{}); value(fams, "openworkflow_worker_slots_busy") != 0; fams = scrape(t, base, http.Header{}) {
+	for fams = scrape(t, base, http.Header{}); !settled(fams); fams = scrape(t, base, http.Header{}) {
 		if ctx.Err() != nil {
-			t.Fatalf("slots still busy: %v", value(fams, "openworkflow_worker_slots_busy"))
+			t.Fatalf("slots still busy (%v) or passes not all measured", value(fams, "openworkflow_worker_slots_busy"))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
